@@ -1,0 +1,488 @@
+/*
+ * orbit.h — the whole public API of liborbit, the Orbit tracing agent.
+ *
+ * Mark code with the macros below and link liborbit. Nothing is recorded until
+ * a capture runs: call orbit_init(), or set ORBIT_COLLECTOR=host:port or
+ * ORBIT_CAPTURE=file in the environment, which starts the agent by itself
+ * when the library loads and flushes at exit.
+ *
+ *   ORBIT_SCOPE(name)                  a slice from here to the end of the
+ *                                      enclosing block (C: cleanup attribute,
+ *                                      GCC/Clang; C++: an RAII object)
+ *   ORBIT_START(name) / ORBIT_STOP()   a slice on the calling thread; slices
+ *                                      nest, ORBIT_STOP closes the innermost
+ *   ORBIT_START_ASYNC(name, id)        a span that may stop on another thread,
+ *   ORBIT_STOP_ASYNC(id)               paired by the 64-bit id
+ *   ORBIT_INT, ORBIT_INT64, ORBIT_UINT, ORBIT_UINT64, ORBIT_FLOAT,
+ *   ORBIT_DOUBLE(name, value)          a value on the track called name
+ *   ORBIT_THREAD_NAME(name)            names the calling thread
+ *   ..._WITH_COLOR(..., color)         color as 0xRRGGBBAA
+ *   ORBIT_SCOPE_WITH_GROUP_AND_COLOR(name, group_id, color), and likewise for
+ *   ORBIT_START: a group id for the viewer
+ *
+ * Names are string literals or runtime strings of any content, copied when
+ * the macro runs (the pointer is not kept). Names longer than
+ * ORBIT_NAME_MAX bytes are cut to that length.
+ *
+ * Cost: with no capture running, each macro is one relaxed load and a branch
+ * not taken. With a capture, an event is a clock read, one relaxed fetch_add
+ * on a ring cursor, plain stores of a 56-byte record and one release store.
+ *
+ * Define ORBIT_API_ENABLED to 0 before including this header to compile every
+ * macro to nothing.
+ *
+ * Everything named orbit__* or ORBIT__* below is the inline write path: it is
+ * not API and may change in any release.
+ */
+#ifndef ORBIT_H
+#define ORBIT_H
+
+#include <stddef.h>
+#include <stdint.h>
+
+#ifndef ORBIT_API_ENABLED
+#define ORBIT_API_ENABLED 1
+#endif
+
+#if defined(__GNUC__)
+#define ORBIT_EXPORT __attribute__((visibility("default")))
+#else
+#define ORBIT_EXPORT
+#endif
+
+#ifdef __cplusplus
+extern "C" {
+#endif
+
+/* ---- lifetime ------------------------------------------------------------ */
+
+/*
+ * Starts tracing: creates this process's shared-memory segment, starts the
+ * agent thread and turns the capture on. Safe to call more than once and from
+ * any thread. Returns 0, or a negative error (orbit_strerror()); on failure
+ * tracing stays off and the program is not otherwise affected.
+ */
+ORBIT_EXPORT int orbit_init(void);
+
+/* Drains everything recorded so far and hands it to the sink, waiting at most
+ * ORBIT_FLUSH_TIMEOUT_MS. Returns 0 or a negative error. */
+ORBIT_EXPORT int orbit_flush(void);
+
+/* Turns the capture off, flushes, and stops the agent thread. Macros running
+ * concurrently stay safe: the segment stays mapped for the life of the
+ * process. orbit_init() may start a new capture afterwards. */
+ORBIT_EXPORT void orbit_shutdown(void);
+
+/* A description of an error returned by any orbit_* function. */
+ORBIT_EXPORT const char *orbit_strerror(int err);
+
+/* Orbit's own error codes, beside negative errno values. */
+#define ORBIT_ERRORS(X)                                                        \
+	X(ORBIT_EBADSEG, -1001, "segment header is invalid")                   \
+	X(ORBIT_ENOTINIT, -1002, "segment is not initialised yet")             \
+	X(ORBIT_EVERSION, -1003, "segment version is not supported")           \
+	X(ORBIT_ETRUNC, -1004, "segment is shorter than its header describes")  \
+	X(ORBIT_EDISABLED, -1005, "tracing is disabled")
+enum orbit_error {
+#define ORBIT__ERR_ENUM(name, value, text) name = value,
+	ORBIT_ERRORS(ORBIT__ERR_ENUM)
+#undef ORBIT__ERR_ENUM
+};
+
+/* ---- the write path (not API) ------------------------------------------- */
+
+#define ORBIT_NAME_MAX 65535u /* longest name kept; longer ones are cut */
+#define ORBIT__INLINE_NAME 32u /* name bytes in one record */
+#define ORBIT__ATTR_BYTES 12u  /* color (4) + group id (8), when present */
+
+/* Record kinds; docs/format.md is normative. */
+enum orbit__kind {
+	ORBIT__SCOPE_START = 1,
+	ORBIT__SCOPE_STOP = 2,
+	ORBIT__ASYNC_START = 3,
+	ORBIT__ASYNC_STOP = 4,
+	ORBIT__VALUE_INT = 5,
+	ORBIT__VALUE_INT64 = 6,
+	ORBIT__VALUE_UINT = 7,
+	ORBIT__VALUE_UINT64 = 8,
+	ORBIT__VALUE_FLOAT = 9,
+	ORBIT__VALUE_DOUBLE = 10,
+	ORBIT__THREAD_NAME = 11,
+	ORBIT__NAME_CONT = 12,
+};
+#define ORBIT__FLAG_ATTRS 1u /* name area starts with color and group id */
+
+#ifdef __cplusplus
+} /* extern "C" */
+#include <atomic>
+#define ORBIT__ATOMIC(T) std::atomic<T>
+#define ORBIT__LOAD_RELAXED(p) (p)->load(std::memory_order_relaxed)
+#define ORBIT__FETCH_ADD_RELAXED(p, v) (p)->fetch_add((v), std::memory_order_relaxed)
+#define ORBIT__STORE_RELAXED(p, v) (p)->store((v), std::memory_order_relaxed)
+#define ORBIT__STORE_RELEASE(p, v) (p)->store((v), std::memory_order_release)
+#define ORBIT__THREAD_LOCAL __thread /* no C++ TLS wrapper */
+extern "C" {
+#else
+#include <stdatomic.h>
+#define ORBIT__ATOMIC(T) _Atomic(T)
+#define ORBIT__LOAD_RELAXED(p) atomic_load_explicit((p), memory_order_relaxed)
+#define ORBIT__FETCH_ADD_RELAXED(p, v)                                         \
+	atomic_fetch_add_explicit((p), (v), memory_order_relaxed)
+#define ORBIT__STORE_RELAXED(p, v)                                             \
+	atomic_store_explicit((p), (v), memory_order_relaxed)
+#define ORBIT__STORE_RELEASE(p, v)                                             \
+	atomic_store_explicit((p), (v), memory_order_release)
+#define ORBIT__THREAD_LOCAL __thread
+#endif
+
+/*
+ * One 64-byte slot: the sequence stamp, then the 56-byte record. The stamp is
+ * claim + 1 once the record of that claim is complete (0: never written).
+ */
+struct orbit__slot {
+	ORBIT__ATOMIC(uint64_t) seq; /* writer: release store; reader: acquire */
+	uint64_t time;               /* clock ticks (segment's clock) */
+	uint64_t id;                 /* scope id, async id, or value bits */
+	uint32_t tid;
+	uint8_t kind;  /* enum orbit__kind */
+	uint8_t flags; /* ORBIT__FLAG_* */
+	uint16_t len;  /* head: whole name length; continuation: part, from 1 */
+	char name[ORBIT__INLINE_NAME];
+};
+
+/* A ring: its cursor on a line of its own, then the slots. */
+struct orbit__ring {
+	ORBIT__ATOMIC(uint64_t) cursor; /* next claim; only ever increases */
+	char pad[120];
+	struct orbit__slot slots[];
+};
+
+/* What a thread keeps to write without a syscall. Zero until first use. */
+struct orbit__thread {
+	struct orbit__ring *ring; /* chosen once from the tid */
+	uint64_t mask;            /* slots per ring - 1 */
+	uint64_t next_id;         /* scope ids of this thread */
+	uint32_t tid;
+	uint32_t depth; /* open ORBIT_START slices */
+	uint64_t open[64]; /* ids of the innermost 64 of them */
+};
+
+/* Clock the producers read (set before the capture flag turns on). */
+enum orbit__clock { ORBIT__CLOCK_MONOTONIC = 0, ORBIT__CLOCK_TSC = 1, ORBIT__CLOCK_CNTVCT = 2 };
+
+ORBIT_EXPORT extern ORBIT__ATOMIC(uint32_t) orbit_capture_flag;
+ORBIT_EXPORT extern uint32_t orbit_clock_kind;
+ORBIT_EXPORT extern ORBIT__THREAD_LOCAL struct orbit__thread orbit_thread_self;
+
+/* Slow paths, out of line. */
+ORBIT_EXPORT struct orbit__thread *orbit_thread_attach(void);
+ORBIT_EXPORT void orbit_emit_named(uint8_t kind, uint64_t id, const char *name,
+				   size_t len, uint32_t color, uint64_t group,
+				   int attrs);
+ORBIT_EXPORT uint64_t orbit_monotonic_ns(void);
+
+#if ORBIT_API_ENABLED
+
+static inline int orbit__on(void)
+{
+	return __builtin_expect(ORBIT__LOAD_RELAXED(&orbit_capture_flag) != 0, 0);
+}
+
+static inline uint64_t orbit__ticks(void)
+{
+#if defined(__x86_64__) && (defined(__GNUC__) || defined(__clang__))
+	if (__builtin_expect(orbit_clock_kind == ORBIT__CLOCK_TSC, 1))
+		return __builtin_ia32_rdtsc();
+#elif defined(__aarch64__) && (defined(__GNUC__) || defined(__clang__))
+	if (__builtin_expect(orbit_clock_kind == ORBIT__CLOCK_CNTVCT, 1)) {
+		uint64_t v;
+		__asm__ __volatile__("mrs %0, cntvct_el0" : "=r"(v));
+		return v;
+	}
+#endif
+	return orbit_monotonic_ns();
+}
+
+static inline struct orbit__thread *orbit__self(void)
+{
+	struct orbit__thread *t = &orbit_thread_self;
+	if (__builtin_expect(t->ring == NULL, 0))
+		t = orbit_thread_attach(); /* NULL when no segment exists */
+	return t;
+}
+
+/* Claim: the one atomic read-modify-write of the write path. */
+static inline struct orbit__slot *orbit__claim(struct orbit__thread *t, uint64_t *claim)
+{
+#ifdef ORBIT_TEST_PLAIN_CLAIM
+	/* Test-only: the race the sharing test must catch. */
+	*claim = ORBIT__LOAD_RELAXED(&t->ring->cursor);
+	ORBIT__STORE_RELAXED(&t->ring->cursor, *claim + 1);
+#else
+	*claim = ORBIT__FETCH_ADD_RELAXED(&t->ring->cursor, 1);
+#endif
+	return &t->ring->slots[*claim & t->mask];
+}
+
+/* Publish: pairs with the reader's acquire load of seq (scope_ring.c, drain),
+ * which then sees every payload store above. */
+static inline void orbit__publish(struct orbit__slot *s, uint64_t claim)
+{
+	ORBIT__STORE_RELEASE(&s->seq, claim + 1);
+}
+
+static inline void orbit__fill(struct orbit__slot *s, uint64_t time, uint8_t kind,
+			       uint64_t id, uint32_t tid, const char *name, size_t len)
+{
+	s->time = time;
+	s->id = id;
+	s->tid = tid;
+	s->kind = kind;
+	s->flags = 0;
+	s->len = (uint16_t)len;
+	__builtin_memcpy(s->name, name, len);
+	__builtin_memset(s->name + len, 0, ORBIT__INLINE_NAME - len);
+}
+
+/* One event whose name fits in its record; anything else goes out of line. */
+static inline void orbit__emit_on(struct orbit__thread *t, uint8_t kind, uint64_t id,
+				  const char *name, size_t len)
+{
+	if (len > ORBIT__INLINE_NAME) {
+		orbit_emit_named(kind, id, name, len, 0, 0, 0);
+		return;
+	}
+	uint64_t time = orbit__ticks();
+	uint64_t claim;
+	struct orbit__slot *s = orbit__claim(t, &claim);
+	orbit__fill(s, time, kind, id, t->tid, name, len);
+	orbit__publish(s, claim);
+}
+
+static inline void orbit__emit(uint8_t kind, uint64_t id, const char *name, size_t len)
+{
+	struct orbit__thread *t = orbit__self();
+	if (t != NULL)
+		orbit__emit_on(t, kind, id, name, len);
+}
+
+static inline size_t orbit__strlen(const char *s)
+{
+	return s ? __builtin_strlen(s) : 0;
+}
+
+static inline uint64_t orbit__scope_begin(const char *name)
+{
+	struct orbit__thread *t = orbit__self();
+	if (t == NULL)
+		return 0;
+	uint64_t id = ++t->next_id;
+	orbit__emit_on(t, ORBIT__SCOPE_START, id, name, orbit__strlen(name));
+	return id;
+}
+
+static inline uint64_t orbit__scope_begin_attrs(const char *name, uint32_t color,
+						uint64_t group)
+{
+	struct orbit__thread *t = orbit__self();
+	if (t == NULL)
+		return 0;
+	uint64_t id = ++t->next_id;
+	orbit_emit_named(ORBIT__SCOPE_START, id, name, orbit__strlen(name), color,
+			 group, 1);
+	return id;
+}
+
+static inline void orbit__scope_end(uint64_t id)
+{
+	if (id != 0)
+		orbit__emit(ORBIT__SCOPE_STOP, id, "", 0);
+}
+
+/* ORBIT_START keeps the ids of the innermost 64 open slices; deeper nesting
+ * still pairs, as long as no more than 64 are open above an ORBIT_STOP. */
+static inline void orbit__start(uint64_t id)
+{
+	if (id != 0) {
+		struct orbit__thread *t = &orbit_thread_self;
+		t->open[t->depth++ & 63] = id;
+	}
+}
+
+static inline void orbit__stop(void)
+{
+	struct orbit__thread *t = &orbit_thread_self;
+	if (t->depth == 0)
+		return; /* started while the capture was off */
+	orbit__scope_end(t->open[--t->depth & 63]);
+}
+
+static inline void orbit__value(uint8_t kind, const char *name, uint64_t bits)
+{
+	orbit__emit(kind, bits, name, orbit__strlen(name));
+}
+
+static inline uint64_t orbit__bits_i64(int64_t v) { return (uint64_t)v; }
+static inline uint64_t orbit__bits_f64(double v)
+{
+	uint64_t b;
+	__builtin_memcpy(&b, &v, sizeof b);
+	return b;
+}
+
+#ifndef __cplusplus
+static inline void orbit__scope_cleanup(uint64_t *id) { orbit__scope_end(*id); }
+#define ORBIT__CAT2(a, b) a##b
+#define ORBIT__CAT(a, b) ORBIT__CAT2(a, b)
+#define ORBIT__SCOPE_VAR(expr)                                                 \
+	uint64_t ORBIT__CAT(orbit__scope_, __LINE__)                           \
+		__attribute__((cleanup(orbit__scope_cleanup), unused)) =           \
+			orbit__on() ? (expr) : 0
+#else
+} /* extern "C" */
+struct orbit__scope_guard {
+	uint64_t id;
+	explicit orbit__scope_guard(uint64_t i) : id(i) {}
+	~orbit__scope_guard() { orbit__scope_end(id); }
+	orbit__scope_guard(const orbit__scope_guard &) = delete;
+	orbit__scope_guard &operator=(const orbit__scope_guard &) = delete;
+};
+#define ORBIT__CAT2(a, b) a##b
+#define ORBIT__CAT(a, b) ORBIT__CAT2(a, b)
+#define ORBIT__SCOPE_VAR(expr)                                                 \
+	orbit__scope_guard ORBIT__CAT(orbit__scope_, __LINE__)(orbit__on() ? (expr) : 0)
+extern "C" {
+#endif
+
+#define ORBIT_SCOPE(name) ORBIT__SCOPE_VAR(orbit__scope_begin(name))
+#define ORBIT_SCOPE_WITH_COLOR(name, color)                                    \
+	ORBIT__SCOPE_VAR(orbit__scope_begin_attrs((name), (color), 0))
+#define ORBIT_SCOPE_WITH_GROUP_AND_COLOR(name, group_id, color)                \
+	ORBIT__SCOPE_VAR(orbit__scope_begin_attrs((name), (color), (group_id)))
+
+#define ORBIT_START(name)                                                      \
+	do {                                                                   \
+		if (orbit__on())                                               \
+			orbit__start(orbit__scope_begin(name));                \
+	} while (0)
+#define ORBIT_START_WITH_COLOR(name, color)                                    \
+	do {                                                                   \
+		if (orbit__on())                                               \
+			orbit__start(orbit__scope_begin_attrs((name), (color), 0)); \
+	} while (0)
+#define ORBIT_START_WITH_GROUP_AND_COLOR(name, group_id, color)                \
+	do {                                                                   \
+		if (orbit__on())                                               \
+			orbit__start(orbit__scope_begin_attrs((name), (color),   \
+							      (group_id)));     \
+	} while (0)
+#define ORBIT_STOP()                                                           \
+	do {                                                                   \
+		if (orbit__on())                                               \
+			orbit__stop();                                         \
+	} while (0)
+
+#define ORBIT_START_ASYNC(name, id)                                            \
+	do {                                                                   \
+		if (orbit__on()) {                                             \
+			const char *orbit__n = (name);                         \
+			orbit__emit(ORBIT__ASYNC_START, (uint64_t)(id), orbit__n,  \
+				    orbit__strlen(orbit__n));                  \
+		}                                                              \
+	} while (0)
+#define ORBIT_START_ASYNC_WITH_COLOR(name, id, color)                          \
+	do {                                                                   \
+		if (orbit__on()) {                                             \
+			const char *orbit__n = (name);                         \
+			orbit_emit_named(ORBIT__ASYNC_START, (uint64_t)(id),   \
+					 orbit__n, orbit__strlen(orbit__n),    \
+					 (color), 0, 1);                       \
+		}                                                              \
+	} while (0)
+#define ORBIT_STOP_ASYNC(id)                                                   \
+	do {                                                                   \
+		if (orbit__on())                                               \
+			orbit__emit(ORBIT__ASYNC_STOP, (uint64_t)(id), "", 0); \
+	} while (0)
+
+#define ORBIT__VALUE(kind, name, bits)                                         \
+	do {                                                                   \
+		if (orbit__on())                                               \
+			orbit__value((kind), (name), (bits));                  \
+	} while (0)
+#define ORBIT_INT(name, value)                                                 \
+	ORBIT__VALUE(ORBIT__VALUE_INT, name, orbit__bits_i64((int32_t)(value)))
+#define ORBIT_INT64(name, value)                                               \
+	ORBIT__VALUE(ORBIT__VALUE_INT64, name, orbit__bits_i64((int64_t)(value)))
+#define ORBIT_UINT(name, value)                                                \
+	ORBIT__VALUE(ORBIT__VALUE_UINT, name, (uint64_t)(uint32_t)(value))
+#define ORBIT_UINT64(name, value)                                              \
+	ORBIT__VALUE(ORBIT__VALUE_UINT64, name, (uint64_t)(value))
+#define ORBIT_FLOAT(name, value)                                               \
+	ORBIT__VALUE(ORBIT__VALUE_FLOAT, name, orbit__bits_f64((float)(value)))
+#define ORBIT_DOUBLE(name, value)                                              \
+	ORBIT__VALUE(ORBIT__VALUE_DOUBLE, name, orbit__bits_f64((double)(value)))
+
+#define ORBIT__VALUE_COLOR(kind, name, bits, color)                            \
+	do {                                                                   \
+		if (orbit__on()) {                                             \
+			const char *orbit__n = (name);                         \
+			orbit_emit_named((kind), (bits), orbit__n,             \
+					 orbit__strlen(orbit__n), (color), 0, 1); \
+		}                                                              \
+	} while (0)
+#define ORBIT_INT_WITH_COLOR(name, value, color)                               \
+	ORBIT__VALUE_COLOR(ORBIT__VALUE_INT, name, orbit__bits_i64((int32_t)(value)), color)
+#define ORBIT_INT64_WITH_COLOR(name, value, color)                             \
+	ORBIT__VALUE_COLOR(ORBIT__VALUE_INT64, name, orbit__bits_i64((int64_t)(value)), color)
+#define ORBIT_UINT_WITH_COLOR(name, value, color)                              \
+	ORBIT__VALUE_COLOR(ORBIT__VALUE_UINT, name, (uint64_t)(uint32_t)(value), color)
+#define ORBIT_UINT64_WITH_COLOR(name, value, color)                            \
+	ORBIT__VALUE_COLOR(ORBIT__VALUE_UINT64, name, (uint64_t)(value), color)
+#define ORBIT_FLOAT_WITH_COLOR(name, value, color)                             \
+	ORBIT__VALUE_COLOR(ORBIT__VALUE_FLOAT, name, orbit__bits_f64((float)(value)), color)
+#define ORBIT_DOUBLE_WITH_COLOR(name, value, color)                            \
+	ORBIT__VALUE_COLOR(ORBIT__VALUE_DOUBLE, name, orbit__bits_f64((double)(value)), color)
+
+#define ORBIT_THREAD_NAME(name)                                                \
+	do {                                                                   \
+		if (orbit__on()) {                                             \
+			const char *orbit__n = (name);                         \
+			orbit__emit(ORBIT__THREAD_NAME, 0, orbit__n,           \
+				    orbit__strlen(orbit__n));                  \
+		}                                                              \
+	} while (0)
+
+#else /* !ORBIT_API_ENABLED */
+
+#define ORBIT_SCOPE(name) do { } while (0)
+#define ORBIT_SCOPE_WITH_COLOR(name, color) do { } while (0)
+#define ORBIT_SCOPE_WITH_GROUP_AND_COLOR(name, group_id, color) do { } while (0)
+#define ORBIT_START(name) do { } while (0)
+#define ORBIT_START_WITH_COLOR(name, color) do { } while (0)
+#define ORBIT_START_WITH_GROUP_AND_COLOR(name, group_id, color) do { } while (0)
+#define ORBIT_STOP() do { } while (0)
+#define ORBIT_START_ASYNC(name, id) do { } while (0)
+#define ORBIT_START_ASYNC_WITH_COLOR(name, id, color) do { } while (0)
+#define ORBIT_STOP_ASYNC(id) do { } while (0)
+#define ORBIT_INT(name, value) do { } while (0)
+#define ORBIT_INT64(name, value) do { } while (0)
+#define ORBIT_UINT(name, value) do { } while (0)
+#define ORBIT_UINT64(name, value) do { } while (0)
+#define ORBIT_FLOAT(name, value) do { } while (0)
+#define ORBIT_DOUBLE(name, value) do { } while (0)
+#define ORBIT_INT_WITH_COLOR(name, value, color) do { } while (0)
+#define ORBIT_INT64_WITH_COLOR(name, value, color) do { } while (0)
+#define ORBIT_UINT_WITH_COLOR(name, value, color) do { } while (0)
+#define ORBIT_UINT64_WITH_COLOR(name, value, color) do { } while (0)
+#define ORBIT_FLOAT_WITH_COLOR(name, value, color) do { } while (0)
+#define ORBIT_DOUBLE_WITH_COLOR(name, value, color) do { } while (0)
+#define ORBIT_THREAD_NAME(name) do { } while (0)
+
+#endif /* ORBIT_API_ENABLED */
+
+#ifdef __cplusplus
+} /* extern "C" */
+#endif
+
+#endif /* ORBIT_H */

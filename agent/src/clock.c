@@ -1,0 +1,156 @@
+/* clock.c — choosing the producers' clock and converting it; see clock.h. */
+#include "clock.h"
+
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <time.h>
+
+#if defined(__x86_64__)
+#include <cpuid.h>
+#endif
+
+uint64_t orbit_monotonic_ns(void)
+{
+	struct timespec ts;
+	clock_gettime(CLOCK_MONOTONIC, &ts);
+	return (uint64_t)ts.tv_sec * 1000000000ull + (uint64_t)ts.tv_nsec;
+}
+
+static int clocksource_is(const char *want)
+{
+	char buf[64] = {0};
+	FILE *f = fopen("/sys/devices/system/clocksource/clocksource0/current_clocksource", "re");
+	if (f == NULL)
+		return 0;
+	int ok = fgets(buf, sizeof buf, f) != NULL;
+	fclose(f);
+	buf[strcspn(buf, "\n")] = '\0';
+	return ok && strcmp(buf, want) == 0;
+}
+
+uint32_t orbit__clock_choose(void)
+{
+	const char *env = getenv("ORBIT_CLOCK");
+	if (env != NULL && strcmp(env, "monotonic") == 0)
+		return ORBIT__CLOCK_MONOTONIC;
+	if (env != NULL && strcmp(env, "auto") != 0 && strcmp(env, "tsc") != 0)
+		fprintf(stderr, "orbit: ORBIT_CLOCK=%s is not monotonic, tsc or auto; using auto\n",
+			env);
+#if defined(__x86_64__)
+	unsigned a, b, c, d;
+	if (__get_cpuid(0x80000007, &a, &b, &c, &d) && (d & (1u << 8)) && clocksource_is("tsc"))
+		return ORBIT__CLOCK_TSC;
+#elif defined(__aarch64__)
+	if (clocksource_is("arch_sys_counter"))
+		return ORBIT__CLOCK_CNTVCT;
+#endif
+	return ORBIT__CLOCK_MONOTONIC;
+}
+
+uint64_t orbit__clock_ticks(uint32_t source)
+{
+#if defined(__x86_64__)
+	if (source == ORBIT__CLOCK_TSC)
+		return __builtin_ia32_rdtsc();
+#elif defined(__aarch64__)
+	if (source == ORBIT__CLOCK_CNTVCT) {
+		uint64_t v;
+		__asm__ __volatile__("isb; mrs %0, cntvct_el0" : "=r"(v));
+		return v;
+	}
+#endif
+	(void)source;
+	return orbit_monotonic_ns();
+}
+
+void orbit__clock_init(struct orbit__clock_conv *c, uint32_t source)
+{
+	memset(c, 0, sizeof *c);
+	c->source = source;
+}
+
+static const struct orbit__clock_pair *pair_at(const struct orbit__clock_conv *c, uint32_t i)
+{
+	return &c->pair[(c->head + i) % ORBIT__CLOCK_PAIRS];
+}
+
+void orbit__clock_add_pair(struct orbit__clock_conv *c, struct orbit__clock_pair p)
+{
+	if (c->count > 0) {
+		const struct orbit__clock_pair *last = pair_at(c, c->count - 1);
+		if (p.ticks <= last->ticks || p.ns < last->ns)
+			return;
+	}
+	if (c->count == ORBIT__CLOCK_PAIRS) {
+		c->pair[c->head] = p;
+		c->head = (c->head + 1) % ORBIT__CLOCK_PAIRS;
+	} else {
+		c->pair[(c->head + c->count) % ORBIT__CLOCK_PAIRS] = p;
+		c->count++;
+	}
+}
+
+void orbit__clock_calibrate(struct orbit__clock_conv *c)
+{
+	if (c->source == ORBIT__CLOCK_MONOTONIC)
+		return;
+	struct orbit__clock_pair best = {0, 0};
+	uint64_t best_width = UINT64_MAX;
+	for (int i = 0; i < 7; i++) {
+		uint64_t t0 = orbit__clock_ticks(c->source);
+		uint64_t ns = orbit_monotonic_ns();
+		uint64_t t1 = orbit__clock_ticks(c->source);
+		if (t1 - t0 < best_width) {
+			best_width = t1 - t0;
+			best.ticks = t0 + (t1 - t0) / 2;
+			best.ns = ns;
+		}
+	}
+	orbit__clock_add_pair(c, best);
+}
+
+/* ns at ticks on the line through a and b (a.ticks < b.ticks). */
+static uint64_t line(const struct orbit__clock_pair *a, const struct orbit__clock_pair *b,
+		     uint64_t ticks)
+{
+	__int128 dt = (__int128)ticks - (__int128)a->ticks;
+	__int128 span_t = (__int128)b->ticks - (__int128)a->ticks;
+	__int128 span_ns = (__int128)b->ns - (__int128)a->ns;
+	__int128 ns = (__int128)a->ns + dt * span_ns / span_t;
+	return ns < 0 ? 0 : (uint64_t)ns;
+}
+
+uint64_t orbit__clock_to_ns(const struct orbit__clock_conv *c, uint64_t ticks)
+{
+	if (c->source == ORBIT__CLOCK_MONOTONIC)
+		return ticks;
+	if (c->count == 0)
+		return 0;
+	if (c->count == 1) /* no rate yet: the agent converts only with two */
+		return pair_at(c, 0)->ns;
+	/* Binary search for the last pair at or before ticks. */
+	uint32_t lo = 0, hi = c->count - 1;
+	if (ticks <= pair_at(c, 0)->ticks)
+		return line(pair_at(c, 0), pair_at(c, 1), ticks);
+	if (ticks >= pair_at(c, hi)->ticks)
+		return line(pair_at(c, hi - 1), pair_at(c, hi), ticks);
+	while (hi - lo > 1) {
+		uint32_t mid = lo + (hi - lo) / 2;
+		if (pair_at(c, mid)->ticks <= ticks)
+			lo = mid;
+		else
+			hi = mid;
+	}
+	return line(pair_at(c, lo), pair_at(c, hi), ticks);
+}
+
+uint64_t orbit__clock_rate(const struct orbit__clock_conv *c)
+{
+	if (c->source == ORBIT__CLOCK_MONOTONIC || c->count < 2)
+		return 0;
+	const struct orbit__clock_pair *a = pair_at(c, 0), *b = pair_at(c, c->count - 1);
+	if (b->ns == a->ns)
+		return 0;
+	return (uint64_t)((__int128)(b->ticks - a->ticks) * 1000000000 / (b->ns - a->ns));
+}

@@ -1,0 +1,205 @@
+/* orbit.c — the public entry points: init, flush, shutdown, the slow paths
+ * of the write path, and the process-wide state the inline path reads. */
+#include <errno.h>
+#include <pthread.h>
+#include <stdatomic.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/syscall.h>
+#include <unistd.h>
+
+#include "agent.h"
+#include "clock.h"
+#include "orbit.h"
+#include "segment.h"
+
+/* Read by every macro (relaxed); written by orbit_init/orbit_shutdown and
+ * by the agent mirroring the segment's control page. */
+ORBIT_EXPORT _Atomic uint32_t orbit_capture_flag;
+/* Written once, before the release store of g_segment; producers read it
+ * after attaching (acquire load of g_segment). */
+ORBIT_EXPORT uint32_t orbit_clock_kind;
+ORBIT_EXPORT __thread struct orbit__thread orbit_thread_self;
+
+static pthread_mutex_t g_lock = PTHREAD_MUTEX_INITIALIZER;
+static struct orbit__segment g_seg;
+/* Release store in orbit_init pairs with the acquire load in
+ * orbit_thread_attach: a thread that sees the pointer sees the mapping. */
+static _Atomic(struct orbit__segment *) g_segment;
+static int g_atexit;
+
+#define FLUSH_TIMEOUT_DEFAULT_MS 2000u
+
+static uint32_t flush_timeout_ms(void)
+{
+	const char *s = getenv("ORBIT_FLUSH_TIMEOUT_MS");
+	if (s == NULL)
+		return FLUSH_TIMEOUT_DEFAULT_MS;
+	char *end;
+	unsigned long v = strtoul(s, &end, 10);
+	if (*s == '\0' || *end != '\0' || v > 600000) {
+		fprintf(stderr, "orbit: ORBIT_FLUSH_TIMEOUT_MS=%s is not a number of ms up to "
+				"600000; using 2000\n", s);
+		return FLUSH_TIMEOUT_DEFAULT_MS;
+	}
+	return (uint32_t)v;
+}
+
+ORBIT_EXPORT const char *orbit_strerror(int err)
+{
+	switch (err) {
+#define ORBIT__ERR_CASE(name, value, text)                                     \
+	case value:                                                            \
+		return text;
+		ORBIT_ERRORS(ORBIT__ERR_CASE)
+#undef ORBIT__ERR_CASE
+	case 0:
+		return "success";
+	default:
+		return err < 0 ? strerror(-err) : "unknown error";
+	}
+}
+
+struct orbit__thread *orbit_thread_attach(void)
+{
+	struct orbit__segment *seg = atomic_load_explicit(&g_segment, memory_order_acquire);
+	if (seg == NULL)
+		return NULL;
+	struct orbit__thread *t = &orbit_thread_self;
+	t->tid = (uint32_t)syscall(SYS_gettid);
+	t->mask = seg->layout.slots_per_ring - 1;
+	t->ring = orbit__segment_ring(seg, orbit__ring_of_tid(t->tid, seg->layout.ring_count));
+	return t;
+}
+
+/* A head record and as many continuations as the name needs. */
+void orbit_emit_named(uint8_t kind, uint64_t id, const char *name, size_t len, uint32_t color,
+		      uint64_t group, int attrs)
+{
+	struct orbit__thread *t = orbit__self();
+	if (t == NULL)
+		return;
+	if (name == NULL)
+		len = 0;
+	if (len > ORBIT_NAME_MAX)
+		len = ORBIT_NAME_MAX;
+	uint64_t time = orbit__ticks();
+	size_t skip = attrs ? ORBIT__ATTR_BYTES : 0;
+	size_t take = len < ORBIT__INLINE_NAME - skip ? len : ORBIT__INLINE_NAME - skip;
+	uint64_t claim;
+	struct orbit__slot *s = orbit__claim(t, &claim);
+	s->time = time;
+	s->id = id;
+	s->tid = t->tid;
+	s->kind = kind;
+	s->flags = attrs ? ORBIT__FLAG_ATTRS : 0;
+	s->len = (uint16_t)len;
+	memset(s->name, 0, sizeof s->name);
+	if (attrs) {
+		memcpy(s->name, &color, 4); /* little-endian, as the format says */
+		memcpy(s->name + 4, &group, 8);
+	}
+	memcpy(s->name + skip, name, take);
+	orbit__publish(s, claim);
+	uint16_t part = 1;
+	for (size_t off = take; off < len; off += ORBIT__INLINE_NAME, part++) {
+		size_t n = len - off < ORBIT__INLINE_NAME ? len - off : ORBIT__INLINE_NAME;
+		s = orbit__claim(t, &claim);
+		s->time = time;
+		s->id = id;
+		s->tid = t->tid;
+		s->kind = ORBIT__NAME_CONT;
+		s->flags = 0;
+		s->len = part;
+		memset(s->name, 0, sizeof s->name);
+		memcpy(s->name, name + off, n);
+		orbit__publish(s, claim);
+	}
+}
+
+/* The child of a fork must never write into the parent's rings: it starts
+ * with tracing off and no segment; orbit_init() may start its own. */
+static void after_fork_child(void)
+{
+	atomic_store_explicit(&orbit_capture_flag, 0, memory_order_relaxed);
+	atomic_store_explicit(&g_segment, NULL, memory_order_relaxed);
+	memset(&orbit_thread_self, 0, sizeof orbit_thread_self);
+	memset(&g_seg, 0, sizeof g_seg);
+	pthread_mutex_init(&g_lock, NULL);
+	orbit__agent_forget();
+}
+
+static void at_exit(void)
+{
+	orbit_shutdown();
+	pthread_mutex_lock(&g_lock);
+	if (g_seg.base != NULL)
+		orbit__segment_unlink(&g_seg); /* the mapping stays valid */
+	pthread_mutex_unlock(&g_lock);
+}
+
+ORBIT_EXPORT int orbit_init(void)
+{
+	int err = 0;
+	pthread_mutex_lock(&g_lock);
+	if (atomic_load_explicit(&g_segment, memory_order_relaxed) == NULL) {
+		struct orbit__seg_params p;
+		orbit__segment_params_from_env(&p);
+		p.clock_source = orbit__clock_choose();
+		orbit_clock_kind = p.clock_source;
+		err = orbit__segment_create(&p, &g_seg);
+		if (err) {
+			fprintf(stderr, "orbit: cannot create the shared-memory segment: %s; "
+					"tracing is off\n", orbit_strerror(err));
+			goto out;
+		}
+		atomic_store_explicit(&g_segment, &g_seg, memory_order_release);
+		if (!g_atexit) {
+			pthread_atfork(NULL, NULL, after_fork_child);
+			atexit(at_exit);
+			g_atexit = 1;
+		}
+	}
+	err = orbit__agent_start(&g_seg, orbit_clock_kind);
+	if (err) {
+		fprintf(stderr, "orbit: cannot start the agent thread: %s; tracing is off\n",
+			orbit_strerror(err));
+		goto out;
+	}
+	/* Relaxed: the flag gates writing; what writers need was published by
+	 * the release store of g_segment above, which they acquire. */
+	atomic_store_explicit(&g_seg.control->capture, 1, memory_order_relaxed);
+	atomic_store_explicit(&orbit_capture_flag, 1, memory_order_relaxed);
+out:
+	pthread_mutex_unlock(&g_lock);
+	return err;
+}
+
+ORBIT_EXPORT int orbit_flush(void)
+{
+	return orbit__agent_flush(flush_timeout_ms());
+}
+
+ORBIT_EXPORT void orbit_shutdown(void)
+{
+	pthread_mutex_lock(&g_lock);
+	if (g_seg.base != NULL) {
+		atomic_store_explicit(&orbit_capture_flag, 0, memory_order_relaxed);
+		atomic_store_explicit(&g_seg.control->capture, 0, memory_order_relaxed);
+		orbit__agent_stop(flush_timeout_ms());
+	}
+	pthread_mutex_unlock(&g_lock);
+}
+
+__attribute__((constructor)) static void orbit_autostart(void)
+{
+	if (getenv("ORBIT_COLLECTOR") != NULL || getenv("ORBIT_CAPTURE") != NULL)
+		orbit_init();
+}
+
+/* Test and reader access to the process's own segment. */
+const struct orbit__segment *orbit__own_segment(void)
+{
+	return atomic_load_explicit(&g_segment, memory_order_acquire);
+}

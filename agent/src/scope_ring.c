@@ -1,0 +1,192 @@
+/*
+ * scope_ring.c — the drain of the scope rings.
+ *
+ * How it works. A segment holds ring_count rings of 2^k 64-byte slots. A
+ * thread writes only to the ring its tid hashes to (orbit.h). To write, it
+ * claims a claim number with one relaxed fetch_add on the ring's cursor,
+ * stores the 56-byte record into slot (claim mod slots) with plain stores,
+ * and publishes it with a release store of claim + 1 into the slot's stamp.
+ * The cursor never wraps; a claim number names one slot and one lap, so the
+ * stamp tells a slot's current occupant from the one a lap before.
+ *
+ * The drain keeps, per ring, the next claim it has to read and walks forward
+ * in claim order:
+ *   stamp == next + 1   the record of claim next: copy it, then check that no
+ *                       producer had started overwriting it (below), deliver;
+ *   stamp >  next + 1   a producer lapped the drain: skip to the oldest claim
+ *                       still resident (cursor - slots), count the skipped
+ *                       claims as lost (lapped);
+ *   stamp <  next + 1   claim next is not published. If the cursor is not
+ *                       past it, the ring is drained. Otherwise the claim was
+ *                       handed out and the ring stalls there: the other rings
+ *                       go on. Whether to wait is decided by liveness: while
+ *                       the producing process lives the claim may still be
+ *                       published; once it is gone the claim is written off
+ *                       at once (lost, dead). A wait on one claim longer than
+ *                       the backstop (30 s) drops that one event, counted
+ *                       and reported (lost, backstop).
+ * One pass reads no further than the cursor it found at the start, so a
+ * producer faster than the drain cannot keep it in one ring forever.
+ *
+ * Guarantees (tests cite them by number):
+ *  1. Producers never wait: the write path has no lock, no CAS loop and no
+ *     branch on the ring being full; the drain never writes to a ring.
+ *  2. Every record delivered is exactly the record its producer published
+ *     for that claim: the acquire load of the stamp pairs with the producer's
+ *     release store (orbit__publish), so the payload stores are visible; a
+ *     copy that a lapping producer may have overwritten meanwhile is
+ *     discarded (stamp changed, or cursor more than a lap past the claim).
+ *  3. A ring's records are delivered in claim order, hence each thread's
+ *     records in the order the thread wrote them.
+ *  4. Every claim below next is either delivered or counted lost, once:
+ *     next == drained + lost_lapped + lost_dead + lost_backstop, so after a
+ *     final drain claimed == drained + lost exactly.
+ *  5. An unpublished claim stalls its own ring only.
+ *  6. A claim whose process is gone is written off at once; a live one is
+ *     waited for, at most the backstop, which drops one event per firing.
+ *
+ * On guarantee 2: the discard check relies on a producer's claim being
+ * visible no later than its payload stores. x86-64 gives that (the locked
+ * fetch_add orders later stores); on weakly ordered machines a torn copy
+ * can pass the cursor check only in the instant before the lapping
+ * producer's own stamp store, which the stamp re-check then misses too; the
+ * window is one record copy, a full lap behind the producer.
+ */
+#include "scope_ring.h"
+
+#include <string.h>
+#include <time.h>
+
+#define BATCH 256u /* records handed to the callback at once */
+
+static uint64_t now_ns(void)
+{
+	struct timespec ts;
+	clock_gettime(CLOCK_MONOTONIC, &ts);
+	return (uint64_t)ts.tv_sec * 1000000000ull + (uint64_t)ts.tv_nsec;
+}
+
+void orbit__drain_init(struct orbit__drain *d, const struct orbit__segment *seg, int in_process)
+{
+	memset(d, 0, sizeof *d);
+	d->seg = seg;
+	d->in_process = in_process;
+	d->backstop_ns = ORBIT__BACKSTOP_NS;
+}
+
+uint64_t orbit__ring_claimed(const struct orbit__segment *seg, uint32_t ring)
+{
+	return atomic_load_explicit(&orbit__segment_ring(seg, ring)->cursor,
+				    memory_order_relaxed);
+}
+
+struct batch {
+	uint8_t bytes[BATCH * ORBIT__RECORD_SIZE];
+	uint64_t first;
+	uint32_t n;
+};
+
+static void batch_flush(struct batch *b, uint32_t ring, orbit__drain_fn fn, void *ctx)
+{
+	if (b->n > 0)
+		fn(ctx, ring, b->first, b->bytes, b->n);
+	b->n = 0;
+}
+
+static void skip_lapped(struct orbit__ring_state *s, struct orbit__ring *r, uint64_t slots)
+{
+	uint64_t cursor = atomic_load_explicit(&r->cursor, memory_order_relaxed);
+	uint64_t oldest = cursor > slots ? cursor - slots : 0;
+	if (oldest <= s->next)
+		oldest = s->next + 1; /* the copy at next was torn: drop it alone */
+	s->lost_lapped += oldest - s->next;
+	s->next = oldest;
+}
+
+/* Decides a stall on claim next: 1 to stop this ring for now, 0 if the
+ * claim was written off and the walk goes on. */
+static int stall(struct orbit__drain *d, struct orbit__ring_state *s,
+		 struct orbit__drain_result *res)
+{
+	uint64_t now = now_ns();
+	if (!s->stalled || s->stall_claim != s->next) {
+		s->stalled = 1;
+		s->stall_claim = s->next;
+		s->stall_since = now;
+	}
+	const struct orbit__seg_layout *l = &d->seg->layout;
+	if (!d->in_process && !orbit__process_alive((pid_t)l->pid, l->start_time)) {
+		s->lost_dead++;
+	} else if (now - s->stall_since >= d->backstop_ns) {
+		s->lost_backstop++;
+		res->backstops++;
+	} else {
+		return 1;
+	}
+	s->next++;
+	s->stalled = 0;
+	return 0;
+}
+
+uint64_t orbit__drain_ring(struct orbit__drain *d, uint32_t ring, orbit__drain_fn fn, void *ctx,
+			   struct orbit__drain_result *res)
+{
+	struct orbit__ring *r = orbit__segment_ring(d->seg, ring);
+	struct orbit__ring_state *s = &d->ring[ring];
+	const uint64_t slots = d->seg->layout.slots_per_ring, mask = slots - 1;
+	const uint64_t lost_before = orbit__ring_lost(s);
+	uint64_t delivered = 0;
+	struct batch b;
+	b.n = 0;
+	uint64_t end = atomic_load_explicit(&r->cursor, memory_order_relaxed);
+	while (s->next < end) {
+		struct orbit__slot *slot = &r->slots[s->next & mask];
+		/* Acquire: pairs with the release store in orbit__publish; the
+		 * record of that claim is complete once its stamp shows. */
+		uint64_t seq = atomic_load_explicit(&slot->seq, memory_order_acquire);
+		if (seq == s->next + 1) {
+			uint8_t *dst = b.bytes + (size_t)b.n * ORBIT__RECORD_SIZE;
+			memcpy(dst, (const uint8_t *)slot + 8, ORBIT__RECORD_SIZE);
+			/* Acquire fence: the copy above happens before the two
+			 * re-checks below, which detect a lapping producer. */
+			atomic_thread_fence(memory_order_acquire);
+			uint64_t again = atomic_load_explicit(&slot->seq, memory_order_relaxed);
+			uint64_t cursor = atomic_load_explicit(&r->cursor, memory_order_relaxed);
+			if (again != seq || cursor > s->next + slots) {
+				batch_flush(&b, ring, fn, ctx);
+				skip_lapped(s, r, slots);
+				continue;
+			}
+			if (b.n == 0)
+				b.first = s->next;
+			b.n++;
+			s->next++;
+			s->drained++;
+			s->stalled = 0;
+			delivered++;
+			if (b.n == BATCH)
+				batch_flush(&b, ring, fn, ctx);
+		} else if (seq > s->next + 1) {
+			batch_flush(&b, ring, fn, ctx);
+			skip_lapped(s, r, slots);
+		} else {
+			batch_flush(&b, ring, fn, ctx);
+			if (stall(d, s, res)) {
+				res->stalled_rings++;
+				break;
+			}
+		}
+	}
+	batch_flush(&b, ring, fn, ctx);
+	res->records += delivered;
+	res->lost += orbit__ring_lost(s) - lost_before;
+	return delivered;
+}
+
+void orbit__drain_all(struct orbit__drain *d, orbit__drain_fn fn, void *ctx,
+		      struct orbit__drain_result *res)
+{
+	memset(res, 0, sizeof *res);
+	for (uint32_t i = 0; i < d->seg->layout.ring_count; i++)
+		orbit__drain_ring(d, i, fn, ctx, res);
+}

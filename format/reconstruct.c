@@ -1,0 +1,370 @@
+/* reconstruct.c — scopes, spans and values from scope-ring records.
+ * The rules are in reconstruct.h. */
+#include "reconstruct.h"
+
+#include <errno.h>
+#include <stdlib.h>
+#include <string.h>
+
+struct name_buf {
+	char *bytes;
+	size_t len;
+	size_t cap;
+};
+
+struct open_item { /* an open scope, or an open async span */
+	uint64_t id;
+	uint64_t start;
+	uint32_t tid;
+	uint32_t depth;
+	struct name_buf name;
+	int incomplete;
+	int has_attrs;
+	uint32_t color;
+	uint64_t group;
+};
+
+struct thread_state {
+	uint32_t tid;
+	struct thread_state *next; /* hash chain */
+	/* the head whose continuations are still coming */
+	int pending;
+	struct orbit_record head;
+	struct name_buf name;
+	uint16_t next_part;
+	/* open scopes, innermost last */
+	struct open_item *open;
+	size_t nopen, capopen;
+};
+
+struct span_node {
+	struct open_item item;
+	struct span_node *next;
+};
+
+#define THREAD_BUCKETS 1024u
+#define SPAN_BUCKETS 4096u
+
+struct orbit_reconstruct {
+	orbit_event_fn fn;
+	void *ctx;
+	struct orbit_reconstruct_stats stats;
+	struct thread_state *threads[THREAD_BUCKETS];
+	struct span_node *spans[SPAN_BUCKETS];
+};
+
+static uint32_t hash64(uint64_t v, uint32_t buckets)
+{
+	return (uint32_t)((v * 0x9e3779b97f4a7c15ull) >> 40) & (buckets - 1);
+}
+
+static int name_append(struct name_buf *n, const uint8_t *bytes, size_t len)
+{
+	if (n->len + len > n->cap) {
+		size_t cap = n->cap ? n->cap : 64;
+		while (cap < n->len + len)
+			cap *= 2;
+		char *b = realloc(n->bytes, cap);
+		if (b == NULL)
+			return -ENOMEM;
+		n->bytes = b;
+		n->cap = cap;
+	}
+	memcpy(n->bytes + n->len, bytes, len);
+	n->len += len;
+	return 0;
+}
+
+static struct thread_state *thread_get(struct orbit_reconstruct *rc, uint32_t tid)
+{
+	uint32_t h = hash64(tid, THREAD_BUCKETS);
+	for (struct thread_state *t = rc->threads[h]; t; t = t->next)
+		if (t->tid == tid)
+			return t;
+	struct thread_state *t = calloc(1, sizeof *t);
+	if (t == NULL)
+		return NULL;
+	t->tid = tid;
+	t->next = rc->threads[h];
+	rc->threads[h] = t;
+	return t;
+}
+
+static void attrs_of(const struct orbit_record *r, int *has, uint32_t *color, uint64_t *group)
+{
+	*has = (r->flags & ORBIT_REC_FLAG_ATTRS) != 0;
+	*color = *has ? orbit__le32(r->name) : 0;
+	*group = *has ? orbit__le64(r->name + 4) : 0;
+}
+
+static void emit_item(struct orbit_reconstruct *rc, enum orbit_event_type type,
+		      const struct open_item *it, uint64_t end, uint32_t end_tid, int unfinished)
+{
+	struct orbit_event ev = {
+		.type = type,
+		.tid = it->tid,
+		.end_tid = end_tid,
+		.depth = it->depth,
+		.unfinished = unfinished,
+		.name_incomplete = it->incomplete,
+		.id = it->id,
+		.start = it->start,
+		.end = unfinished ? it->start : end,
+		.name = it->name.bytes ? it->name.bytes : "",
+		.name_len = it->name.len,
+		.has_attrs = it->has_attrs,
+		.color = it->color,
+		.group = it->group,
+	};
+	if (unfinished)
+		rc->stats.unfinished++;
+	rc->fn(rc->ctx, &ev);
+}
+
+static int push_scope(struct thread_state *t, const struct orbit_record *head, struct name_buf *name,
+		      int incomplete)
+{
+	if (t->nopen == t->capopen) {
+		size_t cap = t->capopen ? t->capopen * 2 : 16;
+		struct open_item *o = realloc(t->open, cap * sizeof *o);
+		if (o == NULL)
+			return -ENOMEM;
+		t->open = o;
+		t->capopen = cap;
+	}
+	struct open_item *it = &t->open[t->nopen];
+	memset(it, 0, sizeof *it);
+	it->id = head->id;
+	it->start = head->time;
+	it->tid = head->tid;
+	it->depth = (uint32_t)t->nopen;
+	it->name = *name; /* takes the buffer */
+	it->incomplete = incomplete;
+	attrs_of(head, &it->has_attrs, &it->color, &it->group);
+	memset(name, 0, sizeof *name);
+	t->nopen++;
+	return 0;
+}
+
+static int open_span(struct orbit_reconstruct *rc, const struct orbit_record *head,
+		     struct name_buf *name, int incomplete)
+{
+	struct span_node *n = calloc(1, sizeof *n);
+	if (n == NULL)
+		return -ENOMEM;
+	uint32_t h = hash64(head->id, SPAN_BUCKETS);
+	n->item.id = head->id;
+	n->item.start = head->time;
+	n->item.tid = head->tid;
+	n->item.name = *name;
+	n->item.incomplete = incomplete;
+	attrs_of(head, &n->item.has_attrs, &n->item.color, &n->item.group);
+	memset(name, 0, sizeof *name);
+	n->next = rc->spans[h];
+	rc->spans[h] = n;
+	return 0;
+}
+
+/* A head record whose whole name is known (or never will be). */
+static int complete_head(struct orbit_reconstruct *rc, struct thread_state *t,
+			 const struct orbit_record *head, struct name_buf *name, int incomplete)
+{
+	if (incomplete)
+		rc->stats.incomplete_names++;
+	int err = 0;
+	switch (head->kind) {
+	case ORBIT_REC_SCOPE_START:
+		return push_scope(t, head, name, incomplete);
+	case ORBIT_REC_ASYNC_START:
+		return open_span(rc, head, name, incomplete);
+	case ORBIT_REC_THREAD_NAME:
+	default: { /* the value kinds */
+		struct orbit_event ev = {
+			.type = head->kind == ORBIT_REC_THREAD_NAME ? ORBIT_EVENT_THREAD_NAME
+								    : ORBIT_EVENT_VALUE,
+			.tid = head->tid,
+			.end_tid = head->tid,
+			.name_incomplete = incomplete,
+			.start = head->time,
+			.end = head->time,
+			.name = name->bytes ? name->bytes : "",
+			.name_len = name->len,
+			.value_kind = head->kind,
+			.value_bits = head->id,
+		};
+		attrs_of(head, &ev.has_attrs, &ev.color, &ev.group);
+		rc->fn(rc->ctx, &ev);
+		name->len = 0;
+		break;
+	}
+	}
+	return err;
+}
+
+static int flush_pending(struct orbit_reconstruct *rc, struct thread_state *t)
+{
+	if (!t->pending)
+		return 0;
+	t->pending = 0;
+	return complete_head(rc, t, &t->head, &t->name, 1);
+}
+
+static void stop_scope(struct orbit_reconstruct *rc, struct thread_state *t,
+		       const struct orbit_record *r)
+{
+	size_t k = t->nopen;
+	while (k > 0 && t->open[k - 1].id != r->id)
+		k--;
+	if (k == 0) {
+		rc->stats.unmatched_stops++;
+		return;
+	}
+	/* Scopes opened inside the one stopping never got their stop. */
+	while (t->nopen > k) {
+		struct open_item *in = &t->open[--t->nopen];
+		emit_item(rc, ORBIT_EVENT_SCOPE, in, 0, in->tid, 1);
+		free(in->name.bytes);
+	}
+	struct open_item *it = &t->open[--t->nopen];
+	emit_item(rc, ORBIT_EVENT_SCOPE, it, r->time, r->tid, 0);
+	free(it->name.bytes);
+}
+
+static void stop_span(struct orbit_reconstruct *rc, const struct orbit_record *r)
+{
+	struct span_node **p = &rc->spans[hash64(r->id, SPAN_BUCKETS)];
+	for (; *p; p = &(*p)->next) {
+		if ((*p)->item.id != r->id)
+			continue;
+		struct span_node *n = *p;
+		*p = n->next;
+		emit_item(rc, ORBIT_EVENT_ASYNC, &n->item, r->time, r->tid, 0);
+		free(n->item.name.bytes);
+		free(n);
+		return;
+	}
+	rc->stats.unmatched_stops++;
+}
+
+static int continuation(struct orbit_reconstruct *rc, struct thread_state *t,
+			const struct orbit_record *r)
+{
+	if (!t->pending || r->id != t->head.id || r->len != t->next_part) {
+		rc->stats.orphan_continuations++;
+		return flush_pending(rc, t);
+	}
+	size_t want = t->head.len - t->name.len;
+	size_t take = want < ORBIT_RECORD_NAME ? want : ORBIT_RECORD_NAME;
+	if (name_append(&t->name, r->name, take) != 0)
+		return -ENOMEM;
+	t->next_part++;
+	if (t->name.len < t->head.len)
+		return 0;
+	t->pending = 0;
+	return complete_head(rc, t, &t->head, &t->name, 0);
+}
+
+int orbit__reconstruct_add(struct orbit_reconstruct *rc, const struct orbit_record *r)
+{
+	rc->stats.records++;
+	if (r->kind == 0 || r->kind > ORBIT_REC_KIND_MAX || (r->flags & ~ORBIT_REC_FLAG_ATTRS)) {
+		rc->stats.bad_records++;
+		return 0;
+	}
+	struct thread_state *t = thread_get(rc, r->tid);
+	if (t == NULL)
+		return -ENOMEM;
+	if (r->kind == ORBIT_REC_NAME_CONT)
+		return continuation(rc, t, r);
+	int err = flush_pending(rc, t);
+	if (err)
+		return err;
+	switch (r->kind) {
+	case ORBIT_REC_SCOPE_STOP:
+		stop_scope(rc, t, r);
+		return 0;
+	case ORBIT_REC_ASYNC_STOP:
+		stop_span(rc, r);
+		return 0;
+	default:
+		break;
+	}
+	const uint8_t *inl;
+	size_t n = orbit__record_head_name(r, &inl);
+	t->name.len = 0;
+	if (name_append(&t->name, inl, n) != 0)
+		return -ENOMEM;
+	if (n < r->len) { /* continuations follow */
+		t->pending = 1;
+		t->head = *r;
+		t->next_part = 1;
+		return 0;
+	}
+	return complete_head(rc, t, r, &t->name, 0);
+}
+
+struct orbit_reconstruct *orbit__reconstruct_new(orbit_event_fn fn, void *ctx)
+{
+	struct orbit_reconstruct *rc = calloc(1, sizeof *rc);
+	if (rc == NULL)
+		return NULL;
+	rc->fn = fn;
+	rc->ctx = ctx;
+	return rc;
+}
+
+void orbit__reconstruct_finish(struct orbit_reconstruct *rc)
+{
+	for (uint32_t b = 0; b < THREAD_BUCKETS; b++) {
+		for (struct thread_state *t = rc->threads[b]; t; t = t->next) {
+			flush_pending(rc, t);
+			while (t->nopen > 0) {
+				struct open_item *it = &t->open[--t->nopen];
+				emit_item(rc, ORBIT_EVENT_SCOPE, it, 0, it->tid, 1);
+				free(it->name.bytes);
+			}
+		}
+	}
+	for (uint32_t b = 0; b < SPAN_BUCKETS; b++) {
+		while (rc->spans[b]) {
+			struct span_node *n = rc->spans[b];
+			rc->spans[b] = n->next;
+			emit_item(rc, ORBIT_EVENT_ASYNC, &n->item, 0, n->item.tid, 1);
+			free(n->item.name.bytes);
+			free(n);
+		}
+	}
+}
+
+const struct orbit_reconstruct_stats *orbit__reconstruct_stats(const struct orbit_reconstruct *rc)
+{
+	return &rc->stats;
+}
+
+void orbit__reconstruct_free(struct orbit_reconstruct *rc)
+{
+	if (rc == NULL)
+		return;
+	for (uint32_t b = 0; b < THREAD_BUCKETS; b++) {
+		struct thread_state *t = rc->threads[b];
+		while (t) {
+			struct thread_state *next = t->next;
+			for (size_t i = 0; i < t->nopen; i++)
+				free(t->open[i].name.bytes);
+			free(t->open);
+			free(t->name.bytes);
+			free(t);
+			t = next;
+		}
+	}
+	for (uint32_t b = 0; b < SPAN_BUCKETS; b++) {
+		struct span_node *n = rc->spans[b];
+		while (n) {
+			struct span_node *next = n->next;
+			free(n->item.name.bytes);
+			free(n);
+			n = next;
+		}
+	}
+	free(rc);
+}

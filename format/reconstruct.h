@@ -1,0 +1,73 @@
+/*
+ * reconstruct.h — from scope-ring records back to scopes, spans and values.
+ *
+ * Feed records in each ring's claim order (rings may interleave in any way:
+ * all of a thread's records are in one ring, in the order it wrote them).
+ * The reconstructor
+ *  - rebuilds names from a head record and its continuations, keyed by
+ *    (tid, id); a name whose continuation never came is delivered as far as
+ *    it got, flagged incomplete;
+ *  - matches scope starts and stops by (tid, scope id); depth is the number of
+ *    the thread's own scopes open at the start. A stop that closes an outer
+ *    scope ends the inner ones still open as unfinished, so a start whose stop
+ *    was lost skews nothing after it; a stop with no start is counted, never
+ *    invented into a scope;
+ *  - matches async spans by id across threads.
+ * Memory is bounded by what is open: threads, their open scopes, open spans.
+ */
+#ifndef ORBIT_FORMAT_RECONSTRUCT_H
+#define ORBIT_FORMAT_RECONSTRUCT_H
+
+#include <stddef.h>
+#include <stdint.h>
+
+#include "record.h"
+
+enum orbit_event_type {
+	ORBIT_EVENT_SCOPE = 1,  /* start..end on tid, at depth */
+	ORBIT_EVENT_ASYNC = 2,  /* start on tid, end on end_tid */
+	ORBIT_EVENT_VALUE = 3,  /* value_kind, value_bits at start */
+	ORBIT_EVENT_THREAD_NAME = 4,
+};
+
+struct orbit_event {
+	enum orbit_event_type type;
+	uint32_t tid;
+	uint32_t end_tid;
+	uint32_t depth;
+	int unfinished;     /* scope or span whose end never came: end == start */
+	int name_incomplete; /* a continuation of the name was lost */
+	uint64_t id;
+	uint64_t start;
+	uint64_t end;
+	const char *name; /* not NUL-terminated; valid during the callback */
+	size_t name_len;
+	int has_attrs;
+	uint32_t color;
+	uint64_t group;
+	uint8_t value_kind; /* ORBIT_REC_INT ... ORBIT_REC_DOUBLE */
+	uint64_t value_bits;
+};
+
+struct orbit_reconstruct_stats {
+	uint64_t records;
+	uint64_t bad_records;       /* unknown kind or flags */
+	uint64_t unmatched_stops;   /* stop (or async stop) with no start */
+	uint64_t unfinished;        /* scopes and spans reported unfinished */
+	uint64_t incomplete_names;
+	uint64_t orphan_continuations;
+};
+
+typedef void (*orbit_event_fn)(void *ctx, const struct orbit_event *ev);
+
+struct orbit_reconstruct;
+
+struct orbit_reconstruct *orbit__reconstruct_new(orbit_event_fn fn, void *ctx);
+/* Returns 0, or -ENOMEM (the record is then not taken into account). */
+int orbit__reconstruct_add(struct orbit_reconstruct *rc, const struct orbit_record *rec);
+/* Reports everything still open as unfinished. */
+void orbit__reconstruct_finish(struct orbit_reconstruct *rc);
+const struct orbit_reconstruct_stats *orbit__reconstruct_stats(const struct orbit_reconstruct *rc);
+void orbit__reconstruct_free(struct orbit_reconstruct *rc);
+
+#endif

@@ -1,0 +1,84 @@
+/* record.c — bytes to and from the 56-byte scope-ring record. */
+#include "record.h"
+
+#include <errno.h>
+#include <string.h>
+
+uint64_t orbit__le64(const uint8_t *p)
+{
+	return (uint64_t)orbit__le32(p) | (uint64_t)orbit__le32(p + 4) << 32;
+}
+
+uint32_t orbit__le32(const uint8_t *p)
+{
+	return (uint32_t)p[0] | (uint32_t)p[1] << 8 | (uint32_t)p[2] << 16 |
+	       (uint32_t)p[3] << 24;
+}
+
+uint16_t orbit__le16(const uint8_t *p)
+{
+	return (uint16_t)(p[0] | p[1] << 8);
+}
+
+void orbit__put_le64(uint8_t *p, uint64_t v)
+{
+	orbit__put_le32(p, (uint32_t)v);
+	orbit__put_le32(p + 4, (uint32_t)(v >> 32));
+}
+
+void orbit__put_le32(uint8_t *p, uint32_t v)
+{
+	for (int i = 0; i < 4; i++)
+		p[i] = (uint8_t)(v >> (8 * i));
+}
+
+void orbit__put_le16(uint8_t *p, uint16_t v)
+{
+	p[0] = (uint8_t)v;
+	p[1] = (uint8_t)(v >> 8);
+}
+
+int orbit__record_decode(const uint8_t *b, struct orbit_record *r)
+{
+	r->time = orbit__le64(b);
+	r->id = orbit__le64(b + 8);
+	r->tid = orbit__le32(b + 16);
+	r->kind = b[20];
+	r->flags = b[21];
+	r->len = orbit__le16(b + 22);
+	memcpy(r->name, b + 24, ORBIT_RECORD_NAME);
+	if (r->kind == 0 || r->kind > ORBIT_REC_KIND_MAX)
+		return -EINVAL;
+	if (r->flags & ~ORBIT_REC_FLAG_ATTRS)
+		return -EINVAL;
+	return 0;
+}
+
+void orbit__record_encode(const struct orbit_record *r, uint8_t *b)
+{
+	orbit__put_le64(b, r->time);
+	orbit__put_le64(b + 8, r->id);
+	orbit__put_le32(b + 16, r->tid);
+	b[20] = r->kind;
+	b[21] = r->flags;
+	orbit__put_le16(b + 22, r->len);
+	memcpy(b + 24, r->name, ORBIT_RECORD_NAME);
+}
+
+int orbit__record_has_name(uint8_t kind)
+{
+	return kind != ORBIT_REC_SCOPE_STOP && kind != ORBIT_REC_ASYNC_STOP &&
+	       kind != ORBIT_REC_NAME_CONT && kind >= 1 && kind <= ORBIT_REC_KIND_MAX;
+}
+
+size_t orbit__record_head_name(const struct orbit_record *r, const uint8_t **name)
+{
+	if (!orbit__record_has_name(r->kind)) {
+		*name = r->name;
+		return 0;
+	}
+	size_t skip = (r->flags & ORBIT_REC_FLAG_ATTRS) ? ORBIT_RECORD_ATTRS : 0;
+	size_t cap = ORBIT_RECORD_NAME - skip;
+	*name = r->name + skip;
+	return r->len < cap ? r->len : cap;
+}

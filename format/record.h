@@ -1,0 +1,76 @@
+/*
+ * record.h — the 56-byte scope-ring record, as bytes.
+ *
+ * The agent writes records in the layout of struct orbit__slot (orbit.h)
+ * minus its 8-byte sequence stamp; everything that reads them (drain, capture,
+ * replay) goes through orbit__record_decode(), which treats the bytes as
+ * hostile. Little-endian; docs/format.md is normative.
+ *
+ *   offset size field
+ *   0      8    time  (ticks in a segment; CLOCK_MONOTONIC ns once drained)
+ *   8      8    id    (scope id, async id, or the value's bits)
+ *   16     4    tid
+ *   20     1    kind  (ORBIT_REC_*)
+ *   21     1    flags (bit 0: the name area starts with color u32, group u64)
+ *   22     2    len   (head: whole name length; continuation: part number)
+ *   24     32   name  (bytes of the name; unused bytes are zero)
+ */
+#ifndef ORBIT_FORMAT_RECORD_H
+#define ORBIT_FORMAT_RECORD_H
+
+#include <stddef.h>
+#include <stdint.h>
+
+#define ORBIT_RECORD_SIZE 56u
+#define ORBIT_RECORD_NAME 32u
+#define ORBIT_RECORD_ATTRS 12u
+#define ORBIT_NAME_LIMIT 65535u
+
+enum orbit_rec_kind {
+	ORBIT_REC_SCOPE_START = 1,
+	ORBIT_REC_SCOPE_STOP = 2,
+	ORBIT_REC_ASYNC_START = 3,
+	ORBIT_REC_ASYNC_STOP = 4,
+	ORBIT_REC_INT = 5,
+	ORBIT_REC_INT64 = 6,
+	ORBIT_REC_UINT = 7,
+	ORBIT_REC_UINT64 = 8,
+	ORBIT_REC_FLOAT = 9,
+	ORBIT_REC_DOUBLE = 10,
+	ORBIT_REC_THREAD_NAME = 11,
+	ORBIT_REC_NAME_CONT = 12,
+	ORBIT_REC_KIND_MAX = 12,
+};
+#define ORBIT_REC_FLAG_ATTRS 1u
+
+struct orbit_record {
+	uint64_t time;
+	uint64_t id;
+	uint32_t tid;
+	uint8_t kind;
+	uint8_t flags;
+	uint16_t len;
+	uint8_t name[ORBIT_RECORD_NAME];
+};
+
+/* Decodes one record; returns 0, or -EINVAL for an unknown kind or flag. */
+int orbit__record_decode(const uint8_t *bytes, struct orbit_record *out);
+
+/* Encodes one record into ORBIT_RECORD_SIZE bytes. */
+void orbit__record_encode(const struct orbit_record *rec, uint8_t *bytes);
+
+/* Head records: how many name bytes this record carries inline, and where
+ * they start. Zero for kinds that carry no name. */
+size_t orbit__record_head_name(const struct orbit_record *rec, const uint8_t **name);
+
+/* Whether a record of this kind starts a name (may have continuations). */
+int orbit__record_has_name(uint8_t kind);
+
+uint64_t orbit__le64(const uint8_t *p);
+uint32_t orbit__le32(const uint8_t *p);
+uint16_t orbit__le16(const uint8_t *p);
+void orbit__put_le64(uint8_t *p, uint64_t v);
+void orbit__put_le32(uint8_t *p, uint32_t v);
+void orbit__put_le16(uint8_t *p, uint16_t v);
+
+#endif
