@@ -119,6 +119,9 @@ static inline uint32_t orbit__ring_of_tid(uint32_t tid, uint32_t ring_count)
 	return (uint32_t)(((h >> 32) * ring_count) >> 32);
 }
 
+/* The segment this process created with orbit_init(), or NULL. */
+const struct orbit__segment *orbit__own_segment(void);
+
 /* The start time of process pid (/proc/PID/stat field 22), 0 if unknown. */
 uint64_t orbit__process_start_time(pid_t pid);
 /* 1 while process pid with that start time lives (zombies are dead). */

@@ -1,0 +1,238 @@
+/*
+ * scope_stall.c — stalls decided by liveness, with real processes
+ * (scope_ring.c guarantees 5 and 6). A child process traces with two rings;
+ * thread S claims a slot and stops the whole process before publishing it,
+ * after thread T (same ring as S) and thread Y (the other ring) published
+ * events. The parent opens the child's segment as an outside reader:
+ *   sigstop   the child is stopped: ring S waits at the claim (T's later
+ *             events held back, nothing written off) while ring Y drains;
+ *             SIGCONT: the claim is published and everything arrives, no loss.
+ *   sigkill   the child is killed: the claim is written off at once, T's
+ *             events arrive, claimed == drained + lost.
+ *   backstop  the child stays stopped past a shortened backstop: exactly one
+ *             event is dropped and reported.
+ */
+#include <pthread.h>
+#include <signal.h>
+#include <stdlib.h>
+#include <sys/mman.h>
+#include <sys/wait.h>
+#include <time.h>
+#include <unistd.h>
+
+#include "check.h"
+#include "orbit.h"
+#include "scope_ring.h"
+
+#define EVENTS 10u
+
+/* ---- the child ---- */
+
+struct child_thread {
+	pthread_t thread;
+	uint32_t ring;
+	pthread_mutex_t mu;
+	pthread_cond_t cv;
+	int command; /* 0 wait, 1 emit EVENTS, 2 exit */
+	int done;
+};
+
+static uint32_t ring_count;
+
+static void *worker(void *arg)
+{
+	struct child_thread *w = arg;
+	struct orbit__thread *t = orbit__self();
+	pthread_mutex_lock(&w->mu);
+	w->ring = orbit__ring_of_tid(t->tid, ring_count);
+	w->done = 1;
+	pthread_cond_broadcast(&w->cv);
+	for (;;) {
+		while (w->command == 0)
+			pthread_cond_wait(&w->cv, &w->mu);
+		if (w->command == 2)
+			break;
+		for (uint32_t i = 0; i < EVENTS; i++)
+			ORBIT_UINT("after", i);
+		w->command = 0;
+		w->done = 2;
+		pthread_cond_broadcast(&w->cv);
+	}
+	pthread_mutex_unlock(&w->mu);
+	return NULL;
+}
+
+static void start_worker(struct child_thread *w)
+{
+	pthread_mutex_init(&w->mu, NULL);
+	pthread_cond_init(&w->cv, NULL);
+	w->command = 0;
+	w->done = 0;
+	pthread_create(&w->thread, NULL, worker, w);
+	pthread_mutex_lock(&w->mu);
+	while (w->done != 1)
+		pthread_cond_wait(&w->cv, &w->mu);
+	pthread_mutex_unlock(&w->mu);
+}
+
+static void run_worker(struct child_thread *w)
+{
+	pthread_mutex_lock(&w->mu);
+	w->command = 1;
+	pthread_cond_broadcast(&w->cv);
+	while (w->done != 2)
+		pthread_cond_wait(&w->cv, &w->mu);
+	pthread_mutex_unlock(&w->mu);
+}
+
+static _Noreturn void child(int ready_fd)
+{
+	setenv("ORBIT_RINGS", "2", 1);
+	setenv("ORBIT_DRAIN_MS", "60000", 1);
+	if (orbit_init() != 0)
+		_exit(3);
+	ring_count = 2;
+	/* S is this thread; find a T on S's ring and a Y on the other. */
+	struct orbit__thread *s = orbit__self();
+	uint32_t ring_s = orbit__ring_of_tid(s->tid, ring_count);
+	struct child_thread pool[64];
+	struct child_thread *t = NULL, *y = NULL;
+	for (int i = 0; i < 64 && (t == NULL || y == NULL); i++) {
+		start_worker(&pool[i]);
+		if (pool[i].ring == ring_s && t == NULL)
+			t = &pool[i];
+		else if (pool[i].ring != ring_s && y == NULL)
+			y = &pool[i];
+	}
+	if (t == NULL || y == NULL)
+		_exit(4);
+	for (uint32_t i = 0; i < EVENTS; i++)
+		ORBIT_UINT("before", i); /* S's own, published */
+	uint64_t claim;
+	struct orbit__slot *slot = orbit__claim(s, &claim);
+	orbit__fill(slot, orbit__ticks(), ORBIT__VALUE_UINT, 4242, s->tid, "stuck", 5);
+	run_worker(t); /* claimed after S's claim, published */
+	run_worker(y);
+	uint32_t msg[2] = {ring_s, (uint32_t)claim};
+	if (write(ready_fd, msg, sizeof msg) != sizeof msg)
+		_exit(5);
+	raise(SIGSTOP); /* the whole process stops with the claim unpublished */
+	orbit__publish(slot, claim);
+	_exit(0); /* no atexit: the parent owns the segment's name now */
+}
+
+/* ---- the parent ---- */
+
+struct count {
+	uint64_t stuck, before, after, other;
+};
+
+static void on_records(void *ctx, uint32_t ring, uint64_t first, const uint8_t *recs, uint32_t n)
+{
+	(void)ring;
+	(void)first;
+	struct count *c = ctx;
+	for (uint32_t i = 0; i < n; i++) {
+		const uint8_t *r = recs + (size_t)i * 56;
+		const char *name = (const char *)r + 24;
+		if (memcmp(name, "stuck", 5) == 0)
+			c->stuck++;
+		else if (memcmp(name, "before", 6) == 0)
+			c->before++;
+		else if (memcmp(name, "after", 5) == 0)
+			c->after++;
+		else
+			c->other++;
+	}
+}
+
+static void sleep_ms(int ms)
+{
+	struct timespec ts = {ms / 1000, (long)(ms % 1000) * 1000000};
+	nanosleep(&ts, NULL);
+}
+
+int main(int argc, char **argv)
+{
+	const char *mode = argc > 1 ? argv[1] : "sigstop";
+	int fds[2];
+	CHECK(pipe(fds) == 0);
+	pid_t pid = fork();
+	CHECK(pid >= 0);
+	if (pid == 0) {
+		close(fds[0]);
+		child(fds[1]);
+	}
+	close(fds[1]);
+	uint32_t msg[2];
+	CHECK(read(fds[0], msg, sizeof msg) == sizeof msg);
+	uint32_t ring_s = msg[0], ring_y = 1 - ring_s;
+	int status;
+	CHECK(waitpid(pid, &status, WUNTRACED) == pid && WIFSTOPPED(status));
+
+	char name[64];
+	struct orbit__segment seg;
+	CHECK(orbit__segment_find(pid, name, sizeof name) == 0);
+	CHECK(orbit__segment_open(name, &seg) == 0);
+	shm_unlink(name);
+	CHECK(seg.layout.ring_count == 2 && seg.layout.pid == (uint32_t)pid);
+
+	struct orbit__drain d;
+	struct orbit__drain_result res;
+	struct count c = {0};
+	orbit__drain_init(&d, &seg, 0);
+	if (strcmp(mode, "backstop") == 0)
+		d.backstop_ns = 300000000ull;
+	orbit__drain_all(&d, on_records, &c, &res);
+
+	/* Ring Y flowed; ring S stopped at the claim: T's events held back. */
+	CHECK_EQ_U64(d.ring[ring_y].drained, EVENTS);
+	CHECK_EQ_U64(c.before, EVENTS);
+	CHECK_EQ_U64(c.after, EVENTS); /* Y's only */
+	CHECK_EQ_U64(c.stuck, 0);
+	CHECK(d.ring[ring_s].stalled);
+	CHECK_EQ_U64(res.stalled_rings, 1);
+	CHECK_EQ_U64(orbit__ring_claimed(&seg, ring_s), 2 * EVENTS + 1);
+
+	if (strcmp(mode, "sigstop") == 0) {
+		sleep_ms(200); /* a live process is waited for */
+		orbit__drain_all(&d, on_records, &c, &res);
+		CHECK(d.ring[ring_s].stalled);
+		CHECK_EQ_U64(orbit__ring_lost(&d.ring[ring_s]), 0);
+		kill(pid, SIGCONT);
+		CHECK(waitpid(pid, &status, 0) == pid && WIFEXITED(status) &&
+		      WEXITSTATUS(status) == 0);
+		orbit__drain_all(&d, on_records, &c, &res);
+		CHECK_EQ_U64(c.stuck, 1); /* the claim arrived */
+		CHECK_EQ_U64(c.after, 2 * EVENTS);
+		CHECK_EQ_U64(orbit__ring_lost(&d.ring[ring_s]), 0);
+	} else if (strcmp(mode, "sigkill") == 0) {
+		kill(pid, SIGKILL);
+		CHECK(waitpid(pid, &status, 0) == pid && WIFSIGNALED(status));
+		orbit__drain_all(&d, on_records, &c, &res); /* at once, no backstop */
+		CHECK_EQ_U64(d.ring[ring_s].lost_dead, 1);
+		CHECK_EQ_U64(res.backstops, 0);
+		CHECK_EQ_U64(c.stuck, 0);
+		CHECK_EQ_U64(c.after, 2 * EVENTS);
+	} else if (strcmp(mode, "backstop") == 0) {
+		sleep_ms(100);
+		orbit__drain_all(&d, on_records, &c, &res);
+		CHECK(d.ring[ring_s].stalled); /* alive, before the backstop */
+		sleep_ms(300);
+		orbit__drain_all(&d, on_records, &c, &res);
+		CHECK_EQ_U64(res.backstops, 1); /* reported */
+		CHECK_EQ_U64(d.ring[ring_s].lost_backstop, 1);
+		CHECK_EQ_U64(c.after, 2 * EVENTS);
+		kill(pid, SIGKILL);
+		waitpid(pid, &status, 0);
+	} else {
+		fprintf(stderr, "unknown mode %s\n", mode);
+		return 2;
+	}
+	for (uint32_t r = 0; r < 2; r++)
+		CHECK_EQ_U64(orbit__ring_claimed(&seg, r),
+			     d.ring[r].drained + orbit__ring_lost(&d.ring[r]));
+	CHECK_EQ_U64(c.other, 0);
+	orbit__segment_close(&seg);
+	return 0;
+}
