@@ -136,18 +136,19 @@ extern "C" {
 #endif
 
 /*
- * One 64-byte slot: the sequence stamp, then the 56-byte record. The stamp is
- * claim + 1 once the record of that claim is complete (0: never written).
+ * One 64-byte slot: the sequence stamp, then the 56-byte record as seven
+ * 64-bit words. The stamp is claim + 1 once the record of that claim is
+ * complete (0: never written). The record words are atomics accessed with
+ * relaxed order: on x86-64 and arm64 these are plain loads and stores, and a
+ * reader racing a lapping writer is then well defined (the drain discards
+ * such copies; scope_ring.c).
  */
 struct orbit__slot {
-	ORBIT__ATOMIC(uint64_t) seq; /* writer: release store; reader: acquire */
-	uint64_t time;               /* clock ticks (segment's clock) */
-	uint64_t id;                 /* scope id, async id, or value bits */
-	uint32_t tid;
-	uint8_t kind;  /* enum orbit__kind */
-	uint8_t flags; /* ORBIT__FLAG_* */
-	uint16_t len;  /* head: whole name length; continuation: part, from 1 */
-	char name[ORBIT__INLINE_NAME];
+	ORBIT__ATOMIC(uint64_t) seq;  /* writer: release store; reader: acquire */
+	ORBIT__ATOMIC(uint64_t) time; /* clock ticks (the segment's clock) */
+	ORBIT__ATOMIC(uint64_t) id;   /* scope id, async id, or value bits */
+	ORBIT__ATOMIC(uint64_t) meta; /* tid | kind << 32 | flags << 40 | len << 48 */
+	ORBIT__ATOMIC(uint64_t) name[ORBIT__INLINE_NAME / 8];
 };
 
 /* A ring: its cursor on a line of its own, then the slots. */
@@ -231,17 +232,29 @@ static inline void orbit__publish(struct orbit__slot *s, uint64_t claim)
 	ORBIT__STORE_RELEASE(&s->seq, claim + 1);
 }
 
+static inline uint64_t orbit__meta(uint32_t tid, uint8_t kind, uint8_t flags, uint16_t len)
+{
+	return (uint64_t)tid | (uint64_t)kind << 32 | (uint64_t)flags << 40 | (uint64_t)len << 48;
+}
+
+/* The payload: plain (relaxed) stores of the record's seven words. */
+static inline void orbit__store(struct orbit__slot *s, uint64_t time, uint64_t id, uint64_t meta,
+				const uint64_t name[ORBIT__INLINE_NAME / 8])
+{
+	ORBIT__STORE_RELAXED(&s->time, time);
+	ORBIT__STORE_RELAXED(&s->id, id);
+	ORBIT__STORE_RELAXED(&s->meta, meta);
+	for (unsigned i = 0; i < ORBIT__INLINE_NAME / 8; i++)
+		ORBIT__STORE_RELAXED(&s->name[i], name[i]);
+}
+
 static inline void orbit__fill(struct orbit__slot *s, uint64_t time, uint8_t kind,
 			       uint64_t id, uint32_t tid, const char *name, size_t len)
 {
-	s->time = time;
-	s->id = id;
-	s->tid = tid;
-	s->kind = kind;
-	s->flags = 0;
-	s->len = (uint16_t)len;
-	__builtin_memcpy(s->name, name, len);
-	__builtin_memset(s->name + len, 0, ORBIT__INLINE_NAME - len);
+	/* With a literal name len is a constant: the words fold to immediates. */
+	uint64_t w[ORBIT__INLINE_NAME / 8] = {0, 0, 0, 0};
+	__builtin_memcpy(w, name, len);
+	orbit__store(s, time, id, orbit__meta(tid, kind, 0, (uint16_t)len), w);
 }
 
 /* One event whose name fits in its record; anything else goes out of line. */

@@ -87,33 +87,24 @@ void orbit_emit_named(uint8_t kind, uint64_t id, const char *name, size_t len, u
 	uint64_t time = orbit__ticks();
 	size_t skip = attrs ? ORBIT__ATTR_BYTES : 0;
 	size_t take = len < ORBIT__INLINE_NAME - skip ? len : ORBIT__INLINE_NAME - skip;
-	uint64_t claim;
-	struct orbit__slot *s = orbit__claim(t, &claim);
-	s->time = time;
-	s->id = id;
-	s->tid = t->tid;
-	s->kind = kind;
-	s->flags = attrs ? ORBIT__FLAG_ATTRS : 0;
-	s->len = (uint16_t)len;
-	memset(s->name, 0, sizeof s->name);
+	uint64_t claim, w[ORBIT__INLINE_NAME / 8] = {0, 0, 0, 0};
+	char *bytes = (char *)w;
 	if (attrs) {
-		memcpy(s->name, &color, 4); /* little-endian, as the format says */
-		memcpy(s->name + 4, &group, 8);
+		memcpy(bytes, &color, 4); /* little-endian, as the format says */
+		memcpy(bytes + 4, &group, 8);
 	}
-	memcpy(s->name + skip, name, take);
+	memcpy(bytes + skip, name, take);
+	struct orbit__slot *s = orbit__claim(t, &claim);
+	orbit__store(s, time, id,
+		     orbit__meta(t->tid, kind, attrs ? ORBIT__FLAG_ATTRS : 0, (uint16_t)len), w);
 	orbit__publish(s, claim);
 	uint16_t part = 1;
 	for (size_t off = take; off < len; off += ORBIT__INLINE_NAME, part++) {
 		size_t n = len - off < ORBIT__INLINE_NAME ? len - off : ORBIT__INLINE_NAME;
+		memset(w, 0, sizeof w);
+		memcpy(w, name + off, n);
 		s = orbit__claim(t, &claim);
-		s->time = time;
-		s->id = id;
-		s->tid = t->tid;
-		s->kind = ORBIT__NAME_CONT;
-		s->flags = 0;
-		s->len = part;
-		memset(s->name, 0, sizeof s->name);
-		memcpy(s->name, name + off, n);
+		orbit__store(s, time, id, orbit__meta(t->tid, ORBIT__NAME_CONT, 0, part), w);
 		orbit__publish(s, claim);
 	}
 }

@@ -138,9 +138,13 @@ int orbit__page_read(struct orbit__page_ring *ring, void *buf, size_t len);
 
 /* Reader side: closes the tail page, if it holds records and its first
  * record is at least min_age_ns old by the ring's clock, and moves the tail
- * on when there is room, so the next reads can deliver it. Returns 1 if it
- * closed the page, 0 if there was nothing to close, -ESHUTDOWN. Never
- * blocks. Pass 0 to flush everything (at exit). */
+ * on when the page is closed (by anyone) and the next page is free, so the
+ * next reads can deliver it. Returns 1 if it closed the page or the tail
+ * moved on, 0 if there was nothing to do, -ESHUTDOWN. Never blocks; never
+ * discards. Pass 0 to flush everything. At exit, drain with
+ *	do { while (orbit__page_read(...) > 0) ...; }
+ *	while (orbit__page_flush(ring, 0) == 1);
+ * (a closed tail page in a full ring moves on once a read frees a page). */
 int orbit__page_flush(struct orbit__page_ring *ring, uint64_t min_age_ns);
 
 /* Largest payload a record can carry: page_size - 24 (header, the type-0

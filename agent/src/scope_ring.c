@@ -45,12 +45,16 @@
  *  6. A claim whose process is gone is written off at once; a live one is
  *     waited for, at most the backstop, which drops one event per firing.
  *
- * On guarantee 2: the discard check relies on a producer's claim being
- * visible no later than its payload stores. x86-64 gives that (the locked
- * fetch_add orders later stores); on weakly ordered machines a torn copy
- * can pass the cursor check only in the instant before the lapping
- * producer's own stamp store, which the stamp re-check then misses too; the
- * window is one record copy, a full lap behind the producer.
+ * On guarantee 2, its one limit. The discard check relies on a producer's
+ * claim being visible no later than its payload stores (x86-64: the locked
+ * fetch_add orders them; elsewhere the stamp re-check still catches a
+ * finished overwrite). And with one stamp store per record, a producer that
+ * is descheduled in the middle of its own record for a whole lap of its ring
+ * finishes writing over the slot's newer record when it resumes: a copy
+ * taken in the few nanoseconds between that resumption and its (stale) stamp
+ * store cannot be told from the newer record. This needs the ring to be
+ * lapped (loss is already being counted) and the drain to be at that very
+ * slot; readers of records treat them as hostile bytes anyway (format/).
  */
 #include "scope_ring.h"
 
@@ -91,6 +95,19 @@ static void batch_flush(struct batch *b, uint32_t ring, orbit__drain_fn fn, void
 	if (b->n > 0)
 		fn(ctx, ring, b->first, b->bytes, b->n);
 	b->n = 0;
+}
+
+/* Relaxed loads of the seven record words (the host is little-endian, as
+ * the record format). */
+static void copy_record(struct orbit__slot *slot, uint8_t *dst)
+{
+	uint64_t w[7];
+	w[0] = atomic_load_explicit(&slot->time, memory_order_relaxed);
+	w[1] = atomic_load_explicit(&slot->id, memory_order_relaxed);
+	w[2] = atomic_load_explicit(&slot->meta, memory_order_relaxed);
+	for (int i = 0; i < 4; i++)
+		w[3 + i] = atomic_load_explicit(&slot->name[i], memory_order_relaxed);
+	memcpy(dst, w, sizeof w);
 }
 
 static void skip_lapped(struct orbit__ring_state *s, struct orbit__ring *r, uint64_t slots)
@@ -145,8 +162,7 @@ uint64_t orbit__drain_ring(struct orbit__drain *d, uint32_t ring, orbit__drain_f
 		 * record of that claim is complete once its stamp shows. */
 		uint64_t seq = atomic_load_explicit(&slot->seq, memory_order_acquire);
 		if (seq == s->next + 1) {
-			uint8_t *dst = b.bytes + (size_t)b.n * ORBIT__RECORD_SIZE;
-			memcpy(dst, (const uint8_t *)slot + 8, ORBIT__RECORD_SIZE);
+			copy_record(slot, b.bytes + (size_t)b.n * ORBIT__RECORD_SIZE);
 			/* Acquire fence: the copy above happens before the two
 			 * re-checks below, which detect a lapping producer. */
 			atomic_thread_fence(memory_order_acquire);

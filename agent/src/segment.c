@@ -21,11 +21,9 @@
 _Static_assert(sizeof(struct orbit__slot) == ORBIT__SLOT_SIZE, "slot is 64 bytes");
 _Static_assert(offsetof(struct orbit__slot, time) == 8, "record follows the stamp");
 _Static_assert(offsetof(struct orbit__slot, id) == 16, "record layout");
-_Static_assert(offsetof(struct orbit__slot, tid) == 24, "record layout");
-_Static_assert(offsetof(struct orbit__slot, kind) == 28, "record layout");
-_Static_assert(offsetof(struct orbit__slot, flags) == 29, "record layout");
-_Static_assert(offsetof(struct orbit__slot, len) == 30, "record layout");
+_Static_assert(offsetof(struct orbit__slot, meta) == 24, "record layout: tid, kind, flags, len");
 _Static_assert(offsetof(struct orbit__slot, name) == 32, "record layout");
+_Static_assert(sizeof(_Atomic uint64_t) == 8, "slot words are plain 64-bit words");
 _Static_assert(sizeof(struct orbit__ring) == ORBIT__RING_HEADER, "ring header");
 _Static_assert(offsetof(struct orbit__ring, slots) == ORBIT__RING_HEADER, "ring header");
 _Static_assert(ATOMIC_LLONG_LOCK_FREE == 2, "64-bit atomics must be lock-free in shared memory");

@@ -11,6 +11,7 @@
 
 #include "check.h"
 #include "orbit.h"
+#include "record.h"
 #include "scope_ring.h"
 
 #define PER_THREAD 1000000u
@@ -49,13 +50,13 @@ static void on_records(void *ctx, uint32_t ring, uint64_t first, const uint8_t *
 	(void)first;
 	struct seen *s = ctx;
 	for (uint32_t i = 0; i < n; i++) {
-		struct orbit__slot slot;
+		struct orbit_record rec;
 		char want[32];
-		memcpy((uint8_t *)&slot + 8, recs + (size_t)i * 56, 56);
-		uint64_t p = slot.id >> 32, seq = slot.id & 0xffffffffu;
-		name_of(slot.id, want);
-		if (slot.kind != ORBIT__VALUE_UINT64 || p >= MAX_THREADS || slot.len != 32 ||
-		    memcmp(slot.name, want, 32) != 0) {
+		int err = orbit__record_decode(recs + (size_t)i * ORBIT_RECORD_SIZE, &rec);
+		uint64_t p = rec.id >> 32, seq = rec.id & 0xffffffffu;
+		name_of(rec.id, want);
+		if (err || rec.kind != ORBIT_REC_UINT64 || p >= MAX_THREADS || rec.len != 32 ||
+		    memcmp(rec.name, want, 32) != 0) {
 			s->bad++;
 			continue;
 		}

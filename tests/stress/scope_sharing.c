@@ -10,6 +10,7 @@
 
 #include "check.h"
 #include "orbit.h"
+#include "record.h"
 #include "scope_ring.h"
 
 #define THREADS 8
@@ -37,10 +38,10 @@ static void on_records(void *ctx, uint32_t ring, uint64_t first, const uint8_t *
 	(void)first;
 	struct seen *s = ctx;
 	for (uint32_t i = 0; i < n; i++) {
-		struct orbit__slot slot;
-		memcpy((uint8_t *)&slot + 8, recs + (size_t)i * 56, 56);
-		uint64_t p = slot.id >> 32, seq = slot.id & 0xffffffffu;
-		if (slot.kind != ORBIT__VALUE_UINT64 || p >= THREADS || seq >= PER_THREAD ||
+		struct orbit_record rec;
+		int err = orbit__record_decode(recs + (size_t)i * ORBIT_RECORD_SIZE, &rec);
+		uint64_t p = rec.id >> 32, seq = rec.id & 0xffffffffu;
+		if (err || rec.kind != ORBIT_REC_UINT64 || p >= THREADS || seq >= PER_THREAD ||
 		    s->hit[p * PER_THREAD + seq]++) {
 			s->bad++;
 			continue;
