@@ -19,6 +19,7 @@ struct open_item { /* an open scope, or an open async span */
 	uint32_t depth;
 	struct name_buf name;
 	int incomplete;
+	int suspect; /* open across a gap: its stop may be lost */
 	int has_attrs;
 	uint32_t color;
 	uint64_t group;
@@ -35,6 +36,8 @@ struct thread_state {
 	/* open scopes, innermost last */
 	struct open_item *open;
 	size_t nopen, capopen;
+	size_t nsuspect;
+	uint32_t ring; /* ring its records came from, + 1 (0: unknown) */
 };
 
 struct span_node {
@@ -43,6 +46,7 @@ struct span_node {
 };
 
 #define THREAD_BUCKETS 1024u
+#define MAX_OPEN 1024u /* open scopes kept per thread; older ones end unfinished */
 #define SPAN_BUCKETS 4096u
 
 struct orbit_reconstruct {
@@ -51,6 +55,7 @@ struct orbit_reconstruct {
 	struct orbit_reconstruct_stats stats;
 	struct thread_state *threads[THREAD_BUCKETS];
 	struct span_node *spans[SPAN_BUCKETS];
+	uint64_t next_claim[ORBIT_RECONSTRUCT_RINGS]; /* + 1; 0: ring not seen */
 };
 
 static uint32_t hash64(uint64_t v, uint32_t buckets)
@@ -121,9 +126,22 @@ static void emit_item(struct orbit_reconstruct *rc, enum orbit_event_type type,
 	rc->fn(rc->ctx, &ev);
 }
 
-static int push_scope(struct thread_state *t, const struct orbit_record *head, struct name_buf *name,
-		      int incomplete)
+static void drop_open(struct orbit_reconstruct *rc, struct thread_state *t, size_t k)
 {
+	struct open_item *it = &t->open[k];
+	emit_item(rc, ORBIT_EVENT_SCOPE, it, 0, it->tid, 1);
+	free(it->name.bytes);
+	if (it->suspect)
+		t->nsuspect--;
+	memmove(&t->open[k], &t->open[k + 1], (t->nopen - k - 1) * sizeof *it);
+	t->nopen--;
+}
+
+static int push_scope(struct orbit_reconstruct *rc, struct thread_state *t,
+		      const struct orbit_record *head, struct name_buf *name, int incomplete)
+{
+	if (t->nopen == MAX_OPEN)
+		drop_open(rc, t, 0);
 	if (t->nopen == t->capopen) {
 		size_t cap = t->capopen ? t->capopen * 2 : 16;
 		struct open_item *o = realloc(t->open, cap * sizeof *o);
@@ -137,7 +155,7 @@ static int push_scope(struct thread_state *t, const struct orbit_record *head, s
 	it->id = head->id;
 	it->start = head->time;
 	it->tid = head->tid;
-	it->depth = (uint32_t)t->nopen;
+	it->depth = (uint32_t)(t->nopen - t->nsuspect);
 	it->name = *name; /* takes the buffer */
 	it->incomplete = incomplete;
 	attrs_of(head, &it->has_attrs, &it->color, &it->group);
@@ -174,7 +192,7 @@ static int complete_head(struct orbit_reconstruct *rc, struct thread_state *t,
 	int err = 0;
 	switch (head->kind) {
 	case ORBIT_REC_SCOPE_START:
-		return push_scope(t, head, name, incomplete);
+		return push_scope(rc, t, head, name, incomplete);
 	case ORBIT_REC_ASYNC_START:
 		return open_span(rc, head, name, incomplete);
 	case ORBIT_REC_THREAD_NAME:
@@ -220,12 +238,11 @@ static void stop_scope(struct orbit_reconstruct *rc, struct thread_state *t,
 		return;
 	}
 	/* Scopes opened inside the one stopping never got their stop. */
-	while (t->nopen > k) {
-		struct open_item *in = &t->open[--t->nopen];
-		emit_item(rc, ORBIT_EVENT_SCOPE, in, 0, in->tid, 1);
-		free(in->name.bytes);
-	}
+	while (t->nopen > k)
+		drop_open(rc, t, t->nopen - 1);
 	struct open_item *it = &t->open[--t->nopen];
+	if (it->suspect)
+		t->nsuspect--;
 	emit_item(rc, ORBIT_EVENT_SCOPE, it, r->time, r->tid, 0);
 	free(it->name.bytes);
 }
@@ -303,6 +320,55 @@ int orbit__reconstruct_add(struct orbit_reconstruct *rc, const struct orbit_reco
 	return complete_head(rc, t, r, &t->name, 0);
 }
 
+/* Records of ring may have been lost here: its threads' open scopes become
+ * suspect, and a name still waiting for continuations ends incomplete. */
+static int gap(struct orbit_reconstruct *rc, uint32_t ring)
+{
+	rc->stats.gaps++;
+	for (uint32_t b = 0; b < THREAD_BUCKETS; b++) {
+		for (struct thread_state *t = rc->threads[b]; t; t = t->next) {
+			if (t->ring != ring + 1)
+				continue;
+			int err = flush_pending(rc, t);
+			if (err)
+				return err;
+			for (size_t i = 0; i < t->nopen; i++)
+				t->open[i].suspect = 1;
+			t->nsuspect = t->nopen;
+		}
+	}
+	return 0;
+}
+
+int orbit__reconstruct_batch(struct orbit_reconstruct *rc, uint32_t ring, uint64_t first_claim,
+			     const uint8_t *records, size_t n)
+{
+	if (ring >= ORBIT_RECONSTRUCT_RINGS)
+		return -EINVAL;
+	if (rc->next_claim[ring] != 0 && rc->next_claim[ring] != first_claim + 1) {
+		int err = gap(rc, ring);
+		if (err)
+			return err;
+	}
+	rc->next_claim[ring] = first_claim + n + 1;
+	for (size_t i = 0; i < n; i++) {
+		struct orbit_record rec;
+		if (orbit__record_decode(records + i * ORBIT_RECORD_SIZE, &rec) != 0) {
+			rc->stats.records++;
+			rc->stats.bad_records++;
+			continue;
+		}
+		struct thread_state *t = thread_get(rc, rec.tid);
+		if (t == NULL)
+			return -ENOMEM;
+		t->ring = ring + 1;
+		int err = orbit__reconstruct_add(rc, &rec);
+		if (err)
+			return err;
+	}
+	return 0;
+}
+
 struct orbit_reconstruct *orbit__reconstruct_new(orbit_event_fn fn, void *ctx)
 {
 	struct orbit_reconstruct *rc = calloc(1, sizeof *rc);
@@ -318,11 +384,8 @@ void orbit__reconstruct_finish(struct orbit_reconstruct *rc)
 	for (uint32_t b = 0; b < THREAD_BUCKETS; b++) {
 		for (struct thread_state *t = rc->threads[b]; t; t = t->next) {
 			flush_pending(rc, t);
-			while (t->nopen > 0) {
-				struct open_item *it = &t->open[--t->nopen];
-				emit_item(rc, ORBIT_EVENT_SCOPE, it, 0, it->tid, 1);
-				free(it->name.bytes);
-			}
+			while (t->nopen > 0)
+				drop_open(rc, t, t->nopen - 1);
 		}
 	}
 	for (uint32_t b = 0; b < SPAN_BUCKETS; b++) {

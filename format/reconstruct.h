@@ -9,9 +9,14 @@
  *    it got, flagged incomplete;
  *  - matches scope starts and stops by (tid, scope id); depth is the number of
  *    the thread's own scopes open at the start. A stop that closes an outer
- *    scope ends the inner ones still open as unfinished, so a start whose stop
- *    was lost skews nothing after it; a stop with no start is counted, never
- *    invented into a scope;
+ *    scope ends the inner ones still open as unfinished; a stop with no start
+ *    is counted, never invented into a scope;
+ *  - follows loss: records come in batches of consecutive claims of one ring
+ *    (orbit__reconstruct_batch); a batch that does not start where the ring's
+ *    last one ended is a gap, where stops may have been lost. Scopes open on
+ *    that ring's threads at a gap become suspect: they still match a stop that
+ *    comes later, but no longer count in the depth of scopes started after,
+ *    so a start whose stop was lost skews nothing after it;
  *  - matches async spans by id across threads.
  * Memory is bounded by what is open: threads, their open scopes, open spans.
  */
@@ -56,6 +61,7 @@ struct orbit_reconstruct_stats {
 	uint64_t unfinished;        /* scopes and spans reported unfinished */
 	uint64_t incomplete_names;
 	uint64_t orphan_continuations;
+	uint64_t gaps;              /* batches that did not follow their ring's last */
 };
 
 typedef void (*orbit_event_fn)(void *ctx, const struct orbit_event *ev);
@@ -65,6 +71,12 @@ struct orbit_reconstruct;
 struct orbit_reconstruct *orbit__reconstruct_new(orbit_event_fn fn, void *ctx);
 /* Returns 0, or -ENOMEM (the record is then not taken into account). */
 int orbit__reconstruct_add(struct orbit_reconstruct *rc, const struct orbit_record *rec);
+/* Consecutive records of one ring (n records of ORBIT_RECORD_SIZE bytes,
+ * claims first_claim ...); ring < ORBIT_RECONSTRUCT_RINGS. Returns 0,
+ * -EINVAL for a ring out of range, or -ENOMEM. */
+#define ORBIT_RECONSTRUCT_RINGS 128u
+int orbit__reconstruct_batch(struct orbit_reconstruct *rc, uint32_t ring, uint64_t first_claim,
+			     const uint8_t *records, size_t n);
 /* Reports everything still open as unfinished. */
 void orbit__reconstruct_finish(struct orbit_reconstruct *rc);
 const struct orbit_reconstruct_stats *orbit__reconstruct_stats(const struct orbit_reconstruct *rc);
