@@ -184,12 +184,14 @@ ORBIT_EXPORT uint64_t orbit_monotonic_ns(void);
 
 #if ORBIT_API_ENABLED
 
-static inline int orbit__on(void)
+#define ORBIT__HOT static inline __attribute__((always_inline))
+
+ORBIT__HOT int orbit__on(void)
 {
 	return __builtin_expect(ORBIT__LOAD_RELAXED(&orbit_capture_flag) != 0, 0);
 }
 
-static inline uint64_t orbit__ticks(void)
+ORBIT__HOT uint64_t orbit__ticks(void)
 {
 #if defined(__x86_64__) && (defined(__GNUC__) || defined(__clang__))
 	if (__builtin_expect(orbit_clock_kind == ORBIT__CLOCK_TSC, 1))
@@ -204,7 +206,7 @@ static inline uint64_t orbit__ticks(void)
 	return orbit_monotonic_ns();
 }
 
-static inline struct orbit__thread *orbit__self(void)
+ORBIT__HOT struct orbit__thread *orbit__self(void)
 {
 	struct orbit__thread *t = &orbit_thread_self;
 	if (__builtin_expect(t->ring == NULL, 0))
@@ -213,7 +215,7 @@ static inline struct orbit__thread *orbit__self(void)
 }
 
 /* Claim: the one atomic read-modify-write of the write path. */
-static inline struct orbit__slot *orbit__claim(struct orbit__thread *t, uint64_t *claim)
+ORBIT__HOT struct orbit__slot *orbit__claim(struct orbit__thread *t, uint64_t *claim)
 {
 #ifdef ORBIT_TEST_PLAIN_CLAIM
 	/* Test-only: the race the sharing test must catch. */
@@ -227,38 +229,65 @@ static inline struct orbit__slot *orbit__claim(struct orbit__thread *t, uint64_t
 
 /* Publish: pairs with the reader's acquire load of seq (scope_ring.c, drain),
  * which then sees every payload store above. */
-static inline void orbit__publish(struct orbit__slot *s, uint64_t claim)
+ORBIT__HOT void orbit__publish(struct orbit__slot *s, uint64_t claim)
 {
 	ORBIT__STORE_RELEASE(&s->seq, claim + 1);
 }
 
-static inline uint64_t orbit__meta(uint32_t tid, uint8_t kind, uint8_t flags, uint16_t len)
+ORBIT__HOT uint64_t orbit__meta(uint32_t tid, uint8_t kind, uint8_t flags, uint16_t len)
 {
 	return (uint64_t)tid | (uint64_t)kind << 32 | (uint64_t)flags << 40 | (uint64_t)len << 48;
 }
 
 /* The payload: plain (relaxed) stores of the record's seven words. */
-static inline void orbit__store(struct orbit__slot *s, uint64_t time, uint64_t id, uint64_t meta,
+ORBIT__HOT void orbit__store(struct orbit__slot *s, uint64_t time, uint64_t id, uint64_t meta,
 				const uint64_t name[ORBIT__INLINE_NAME / 8])
 {
 	ORBIT__STORE_RELAXED(&s->time, time);
 	ORBIT__STORE_RELAXED(&s->id, id);
 	ORBIT__STORE_RELAXED(&s->meta, meta);
-	for (unsigned i = 0; i < ORBIT__INLINE_NAME / 8; i++)
-		ORBIT__STORE_RELAXED(&s->name[i], name[i]);
+	/* Unrolled: with a literal name the words are constants. */
+	ORBIT__STORE_RELAXED(&s->name[0], name[0]);
+	ORBIT__STORE_RELAXED(&s->name[1], name[1]);
+	ORBIT__STORE_RELAXED(&s->name[2], name[2]);
+	ORBIT__STORE_RELAXED(&s->name[3], name[3]);
 }
 
-static inline void orbit__fill(struct orbit__slot *s, uint64_t time, uint8_t kind,
+/* Bytes off .. off + 7 of a name of len bytes as a little-endian word, zero
+ * past the end. With a literal name and its constant length this folds to an
+ * immediate. */
+ORBIT__HOT uint64_t orbit__byte(const char *name, size_t len, size_t at)
+{
+	return at < len ? (uint64_t)(unsigned char)name[at] << (8 * (at % 8)) : 0;
+}
+
+ORBIT__HOT uint64_t orbit__word(const char *name, size_t len, size_t off)
+{
+	uint64_t w = 0;
+	if (__builtin_constant_p(len)) { /* byte by byte: constant-folded */
+		w = orbit__byte(name, len, off) | orbit__byte(name, len, off + 1) |
+		    orbit__byte(name, len, off + 2) | orbit__byte(name, len, off + 3) |
+		    orbit__byte(name, len, off + 4) | orbit__byte(name, len, off + 5) |
+		    orbit__byte(name, len, off + 6) | orbit__byte(name, len, off + 7);
+	} else if (len > off) {
+		const char *p = name + off;
+		__asm__("" : "+r"(p)); /* no object-size guesses: len bounds it */
+		__builtin_memcpy(&w, p, len - off < 8 ? len - off : 8);
+	}
+	return w;
+}
+
+ORBIT__HOT void orbit__fill(struct orbit__slot *s, uint64_t time, uint8_t kind,
 			       uint64_t id, uint32_t tid, const char *name, size_t len)
 {
-	/* With a literal name len is a constant: the words fold to immediates. */
-	uint64_t w[ORBIT__INLINE_NAME / 8] = {0, 0, 0, 0};
-	__builtin_memcpy(w, name, len);
+	const uint64_t w[ORBIT__INLINE_NAME / 8] = {
+		orbit__word(name, len, 0), orbit__word(name, len, 8),
+		orbit__word(name, len, 16), orbit__word(name, len, 24)};
 	orbit__store(s, time, id, orbit__meta(tid, kind, 0, (uint16_t)len), w);
 }
 
 /* One event whose name fits in its record; anything else goes out of line. */
-static inline void orbit__emit_on(struct orbit__thread *t, uint8_t kind, uint64_t id,
+ORBIT__HOT void orbit__emit_on(struct orbit__thread *t, uint8_t kind, uint64_t id,
 				  const char *name, size_t len)
 {
 	if (len > ORBIT__INLINE_NAME) {
@@ -272,19 +301,19 @@ static inline void orbit__emit_on(struct orbit__thread *t, uint8_t kind, uint64_
 	orbit__publish(s, claim);
 }
 
-static inline void orbit__emit(uint8_t kind, uint64_t id, const char *name, size_t len)
+ORBIT__HOT void orbit__emit(uint8_t kind, uint64_t id, const char *name, size_t len)
 {
 	struct orbit__thread *t = orbit__self();
 	if (t != NULL)
 		orbit__emit_on(t, kind, id, name, len);
 }
 
-static inline size_t orbit__strlen(const char *s)
+ORBIT__HOT size_t orbit__strlen(const char *s)
 {
 	return s ? __builtin_strlen(s) : 0;
 }
 
-static inline uint64_t orbit__scope_begin(const char *name)
+ORBIT__HOT uint64_t orbit__scope_begin(const char *name)
 {
 	struct orbit__thread *t = orbit__self();
 	if (t == NULL)
@@ -306,7 +335,7 @@ static inline uint64_t orbit__scope_begin_attrs(const char *name, uint32_t color
 	return id;
 }
 
-static inline void orbit__scope_end(uint64_t id)
+ORBIT__HOT void orbit__scope_end(uint64_t id)
 {
 	if (id != 0)
 		orbit__emit(ORBIT__SCOPE_STOP, id, "", 0);
@@ -314,7 +343,7 @@ static inline void orbit__scope_end(uint64_t id)
 
 /* ORBIT_START keeps the ids of the innermost 64 open slices; deeper nesting
  * still pairs, as long as no more than 64 are open above an ORBIT_STOP. */
-static inline void orbit__start(uint64_t id)
+ORBIT__HOT void orbit__start(uint64_t id)
 {
 	if (id != 0) {
 		struct orbit__thread *t = &orbit_thread_self;
@@ -322,7 +351,7 @@ static inline void orbit__start(uint64_t id)
 	}
 }
 
-static inline void orbit__stop(void)
+ORBIT__HOT void orbit__stop(void)
 {
 	struct orbit__thread *t = &orbit_thread_self;
 	if (t->depth == 0)
@@ -330,7 +359,7 @@ static inline void orbit__stop(void)
 	orbit__scope_end(t->open[--t->depth & 63]);
 }
 
-static inline void orbit__value(uint8_t kind, const char *name, uint64_t bits)
+ORBIT__HOT void orbit__value(uint8_t kind, const char *name, uint64_t bits)
 {
 	orbit__emit(kind, bits, name, orbit__strlen(name));
 }

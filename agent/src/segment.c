@@ -204,8 +204,33 @@ int orbit__process_alive(pid_t pid, uint64_t start_time)
 	return orbit__process_start_time(pid) == start_time;
 }
 
+/* Segments of processes that died without unlinking theirs (killed, or
+ * crashed) would pile up in /dev/shm: the next process to trace removes them.
+ * A name whose pid lives with the start time in the name is left alone. */
+static void remove_stale_segments(void)
+{
+	DIR *d = opendir("/dev/shm");
+	if (d == NULL)
+		return;
+	struct dirent *e;
+	while ((e = readdir(d)) != NULL) {
+		int pid;
+		unsigned long long start;
+		char tail;
+		if (sscanf(e->d_name, "orbit-%d-%llu%c", &pid, &start, &tail) != 2 || pid <= 0)
+			continue;
+		if (orbit__process_alive(pid, start))
+			continue;
+		char name[300];
+		snprintf(name, sizeof name, "/%s", e->d_name);
+		shm_unlink(name);
+	}
+	closedir(d);
+}
+
 int orbit__segment_create(const struct orbit__seg_params *p, struct orbit__segment *seg)
 {
+	remove_stale_segments();
 	memset(seg, 0, sizeof *seg);
 	long page = sysconf(_SC_PAGESIZE);
 	pid_t pid = getpid();
