@@ -1,0 +1,74 @@
+/*
+ * segment_env.c — ORBIT_RINGS and ORBIT_RING_BUDGET: good values are taken,
+ * bad ones get one clear stderr line naming the variable and the default.
+ * Each case runs in a child so its stderr can be read.
+ */
+#include <stdlib.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+#include "check.h"
+#include "segment.h"
+
+struct expect {
+	const char *rings, *budget;
+	uint32_t ring_count, slots;
+	const char *message; /* substring of stderr, NULL: nothing printed */
+};
+
+static void run(const struct expect *e)
+{
+	int fds[2];
+	CHECK(pipe(fds) == 0);
+	pid_t pid = fork();
+	CHECK(pid >= 0);
+	if (pid == 0) {
+		dup2(fds[1], 2);
+		close(fds[0]);
+		if (e->rings)
+			setenv("ORBIT_RINGS", e->rings, 1);
+		if (e->budget)
+			setenv("ORBIT_RING_BUDGET", e->budget, 1);
+		struct orbit__seg_params p;
+		orbit__segment_params_from_env(&p);
+		_exit(p.ring_count == e->ring_count && p.slots_per_ring == e->slots ? 0 : 1);
+	}
+	close(fds[1]);
+	char buf[1024];
+	ssize_t n = read(fds[0], buf, sizeof buf - 1);
+	buf[n > 0 ? n : 0] = '\0';
+	close(fds[0]);
+	int status;
+	CHECK(waitpid(pid, &status, 0) == pid);
+	printf("ORBIT_RINGS=%s ORBIT_RING_BUDGET=%s -> %s", e->rings ? e->rings : "(unset)",
+	       e->budget ? e->budget : "(unset)", buf[0] ? buf : "(no message)\n");
+	CHECK(WIFEXITED(status) && WEXITSTATUS(status) == 0);
+	if (e->message == NULL) {
+		CHECK(buf[0] == '\0');
+	} else {
+		CHECK(strstr(buf, e->message) != NULL);
+		CHECK(strchr(buf, '\n') == buf + strlen(buf) - 1); /* one line */
+	}
+}
+
+int main(void)
+{
+	static const struct expect cases[] = {
+		{NULL, NULL, 16, 8192, NULL},
+		{"8", NULL, 8, 16384, NULL},
+		{"128", NULL, 128, 1024, NULL},
+		{"1", "64K", 1, 1024, NULL},
+		{"3", "1M", 3, 4096, NULL}, /* 1M/3/64 = 5461: rounded down to 4096 */
+		{"0", NULL, 16, 8192, "ORBIT_RINGS=0 is not a number from 1 to 128"},
+		{"129", NULL, 16, 8192, "ORBIT_RINGS=129"},
+		{"sixteen", NULL, 16, 8192, "ORBIT_RINGS=sixteen"},
+		{"16x", NULL, 16, 8192, "ORBIT_RINGS=16x"},
+		{NULL, "lots", 16, 8192, "ORBIT_RING_BUDGET=lots is not a size"},
+		{NULL, "100", 16, 8192, "ORBIT_RING_BUDGET=100"},
+		{NULL, "64G", 16, 8192, "ORBIT_RING_BUDGET=64G"},
+		{NULL, "-1", 16, 8192, "ORBIT_RING_BUDGET=-1"},
+	};
+	for (size_t i = 0; i < sizeof cases / sizeof cases[0]; i++)
+		run(&cases[i]);
+	return 0;
+}
