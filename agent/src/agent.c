@@ -10,6 +10,7 @@
 #include <uv.h>
 
 #include "clock.h"
+#include "transport.h"
 
 #define MIN_CALIBRATION_NS 2000000ull /* first two pairs at least 2 ms apart */
 
@@ -24,6 +25,7 @@ static struct {
 	pthread_mutex_t mu; /* guards the fields up to stats; cv signals them */
 	pthread_cond_t cv;
 	int running;
+	int transport; /* a collector or capture file receives the records */
 	int stop_req;
 	int stopped;
 	uint64_t flush_req;
@@ -98,13 +100,18 @@ static void mirror_capture_flag(void)
 		atomic_store_explicit(&orbit_capture_flag, want, memory_order_relaxed);
 }
 
-static void drain_pass(void)
+/* One pass: drain, convert, hand out. final: the last pass of a stream. */
+static void drain_pass(int final)
 {
 	pthread_mutex_lock(&A.mu);
 	struct orbit__sink sink = A.sink;
 	pthread_mutex_unlock(&A.mu);
 
 	mirror_capture_flag();
+	/* With no stream, or a full queue, the rings are left alone: producers
+	 * lap them and the loss is counted when draining resumes. */
+	if (A.transport && !orbit__transport_ready(final))
+		return;
 	A.len = 0;
 	A.nruns = 0;
 	struct orbit__drain_result res;
@@ -118,10 +125,15 @@ static void drain_pass(void)
 		t = orbit__clock_to_ns(&A.clock, t);
 		memcpy(A.buf + off, &t, 8);
 	}
-	if (sink.records != NULL)
-		for (size_t i = 0; i < A.nruns; i++)
-			sink.records(sink.ctx, A.runs[i].ring, A.runs[i].first,
-				     A.buf + A.runs[i].off, A.runs[i].n);
+	for (size_t i = 0; i < A.nruns; i++) {
+		const struct run *r = &A.runs[i];
+		if (sink.records != NULL)
+			sink.records(sink.ctx, r->ring, r->first, A.buf + r->off, r->n);
+		if (A.transport)
+			orbit__transport_records(r->ring, r->first, A.buf + r->off, r->n);
+	}
+	if (A.transport)
+		orbit__transport_pass_done();
 	if (res.backstops)
 		fprintf(stderr,
 			"orbit: %u event(s) claimed but unpublished for 30 s were dropped "
@@ -146,12 +158,37 @@ static void drain_pass(void)
 static void on_timer(uv_timer_t *t)
 {
 	(void)t;
-	drain_pass();
+	drain_pass(0);
 }
 
 static void on_close(uv_handle_t *h)
 {
 	(void)h;
+}
+
+static uint64_t flushing; /* the flush request being completed */
+
+static void flush_complete(void)
+{
+	pthread_mutex_lock(&A.mu);
+	A.flush_done = flushing;
+	pthread_cond_broadcast(&A.cv);
+	pthread_mutex_unlock(&A.mu);
+}
+
+static void close_handles(void)
+{
+	if (A.transport)
+		orbit__transport_close();
+	uv_timer_stop(&A.timer);
+	uv_close((uv_handle_t *)&A.timer, on_close);
+	uv_close((uv_handle_t *)&A.wake, on_close);
+}
+
+static void stop_complete(void)
+{
+	flush_complete();
+	close_handles();
 }
 
 static void on_wake(uv_async_t *w)
@@ -161,16 +198,20 @@ static void on_wake(uv_async_t *w)
 	uint64_t req = A.flush_req;
 	int stop = A.stop_req;
 	pthread_mutex_unlock(&A.mu);
-	drain_pass();
-	pthread_mutex_lock(&A.mu);
-	A.flush_done = req;
-	pthread_cond_broadcast(&A.cv);
-	pthread_mutex_unlock(&A.mu);
-	if (stop) {
-		uv_timer_stop(&A.timer);
-		uv_close((uv_handle_t *)&A.timer, on_close);
-		uv_close((uv_handle_t *)&A.wake, on_close);
+	if (req == flushing && !stop)
+		return; /* already served */
+	flushing = req;
+	drain_pass(stop);
+	if (!A.transport) {
+		flush_complete();
+		if (stop)
+			close_handles();
+		return;
 	}
+	if (stop)
+		orbit__transport_end();
+	/* Done once every frame so far is written. */
+	orbit__transport_on_idle(stop ? stop_complete : flush_complete);
 }
 
 static void *agent_main(void *arg)
@@ -217,6 +258,17 @@ int orbit__agent_start(struct orbit__segment *seg, uint32_t clock_source)
 	int err = uv_loop_init(&A.loop);
 	if (err)
 		return err;
+	A.transport = orbit__transport_wanted();
+	if (A.transport) {
+		calibrate(); /* the handshake states the clock's rate */
+		err = orbit__transport_start(&A.loop, &A.drain, &A.clock);
+		if (err) {
+			orbit__transport_close();
+			uv_run(&A.loop, UV_RUN_DEFAULT);
+			uv_loop_close(&A.loop);
+			return err;
+		}
+	}
 	uv_timer_init(&A.loop, &A.timer);
 	uv_async_init(&A.loop, &A.wake, on_wake);
 	uv_timer_start(&A.timer, on_timer, A.period_ms, A.period_ms);
@@ -224,8 +276,9 @@ int orbit__agent_start(struct orbit__segment *seg, uint32_t clock_source)
 	A.stopped = 0;
 	err = -pthread_create(&A.thread, NULL, agent_main, NULL);
 	if (err) {
-		uv_close((uv_handle_t *)&A.timer, NULL);
-		uv_close((uv_handle_t *)&A.wake, NULL);
+		fprintf(stderr, "orbit: cannot start the agent thread: %s; tracing is off\n",
+			strerror(-err));
+		close_handles();
 		uv_run(&A.loop, UV_RUN_DEFAULT);
 		uv_loop_close(&A.loop);
 		return err;

@@ -153,11 +153,8 @@ ORBIT_EXPORT int orbit_init(void)
 		}
 	}
 	err = orbit__agent_start(&g_seg, orbit_clock_kind);
-	if (err) {
-		fprintf(stderr, "orbit: cannot start the agent thread: %s; tracing is off\n",
-			orbit_strerror(err));
+	if (err) /* the agent said why, in one line */
 		goto out;
-	}
 	/* Relaxed: the flag gates writing; what writers need was published by
 	 * the release store of g_segment above, which they acquire. */
 	atomic_store_explicit(&g_seg.control->capture, 1, memory_order_relaxed);

@@ -156,6 +156,7 @@ uint64_t orbit__drain_ring(struct orbit__drain *d, uint32_t ring, orbit__drain_f
 	struct batch b;
 	b.n = 0;
 	uint64_t end = atomic_load_explicit(&r->cursor, memory_order_relaxed);
+	s->end = end;
 	while (s->next < end) {
 		struct orbit__slot *slot = &r->slots[s->next & mask];
 		/* Acquire: pairs with the release store in orbit__publish; the
@@ -194,6 +195,8 @@ uint64_t orbit__drain_ring(struct orbit__drain *d, uint32_t ring, orbit__drain_f
 		}
 	}
 	batch_flush(&b, ring, fn, ctx);
+	if (s->end < s->next) /* a lap skip went past the snapshot */
+		s->end = s->next;
 	res->records += delivered;
 	res->lost += orbit__ring_lost(s) - lost_before;
 	return delivered;

@@ -22,6 +22,7 @@ typedef void (*orbit__drain_fn)(void *ctx, uint32_t ring, uint64_t first_claim,
 
 struct orbit__ring_state {
 	uint64_t next;          /* the next claim to read */
+	uint64_t end;           /* the cursor the last pass drained towards */
 	uint64_t drained;       /* records handed to the callback */
 	uint64_t lost_lapped;   /* overwritten before they were read */
 	uint64_t lost_dead;     /* claimed by a process that died before publishing */

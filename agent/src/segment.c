@@ -95,8 +95,7 @@ int orbit__segment_validate(const void *base, size_t mapped_len, struct orbit__s
 	return 0;
 }
 
-/* Parses a whole decimal number with an optional K, M or G suffix. */
-static int parse_size(const char *s, uint64_t *out)
+int orbit__parse_size(const char *s, uint64_t *out)
 {
 	char *end;
 	errno = 0;
@@ -132,13 +131,13 @@ void orbit__segment_params_from_env(struct orbit__seg_params *p)
 {
 	uint64_t rings = DEFAULT_RINGS, budget = DEFAULT_BUDGET;
 	const char *s = getenv("ORBIT_RINGS");
-	if (s != NULL && (parse_size(s, &rings) != 0 || rings < 1 || rings > ORBIT__SEG_MAX_RINGS)) {
+	if (s != NULL && (orbit__parse_size(s, &rings) != 0 || rings < 1 || rings > ORBIT__SEG_MAX_RINGS)) {
 		fprintf(stderr, "orbit: ORBIT_RINGS=%s is not a number from 1 to %u; using %u\n", s,
 			ORBIT__SEG_MAX_RINGS, DEFAULT_RINGS);
 		rings = DEFAULT_RINGS;
 	}
 	s = getenv("ORBIT_RING_BUDGET");
-	if (s != NULL && (parse_size(s, &budget) != 0 || budget > MAX_BUDGET ||
+	if (s != NULL && (orbit__parse_size(s, &budget) != 0 || budget > MAX_BUDGET ||
 			  budget / rings / ORBIT__SLOT_SIZE < ORBIT__SEG_MIN_SLOTS)) {
 		fprintf(stderr,
 			"orbit: ORBIT_RING_BUDGET=%s is not a size from %llu bytes to 4G for %u "

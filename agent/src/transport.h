@@ -1,0 +1,46 @@
+/*
+ * transport.h — frames out of the process: to orbit-collector over TCP
+ * (ORBIT_COLLECTOR=host:port) or into a capture file (ORBIT_CAPTURE=path),
+ * the same bytes either way. Runs on the agent thread's loop only.
+ *
+ * A stream starts with a Handshake frame whose ring_start is the drain's
+ * position on each ring; from there every claim is delivered in a RingBatch
+ * or counted in the stream's Loss packets, and the EndOfStream packet closes
+ * the equation (docs/format.md). The send queue is bounded
+ * (ORBIT_SEND_BUFFER, default 64 MiB): while it is full, or while no
+ * collector is connected, the agent does not drain, so producers lap their
+ * rings and the loss is counted there, never buffered.
+ */
+#ifndef ORBIT_AGENT_TRANSPORT_H
+#define ORBIT_AGENT_TRANSPORT_H
+
+#include <stdint.h>
+#include <uv.h>
+
+#include "clock.h"
+#include "scope_ring.h"
+
+/* 1 if ORBIT_COLLECTOR or ORBIT_CAPTURE asks for a transport. */
+int orbit__transport_wanted(void);
+/* Starts it on loop: opens the file or begins connecting. 0 or -errno. */
+int orbit__transport_start(uv_loop_t *loop, struct orbit__drain *drain,
+			   struct orbit__clock_conv *clock);
+/* Whether a drain pass may run now: a stream is open and the queue has room
+ * (for the final pass, room is not needed). */
+int orbit__transport_ready(int final);
+/* Records of one drain pass (times already ns). */
+void orbit__transport_records(uint32_t ring, uint64_t first_claim, const uint8_t *records,
+			      uint32_t n);
+/* End of a drain pass: loss packets, then the frame is made and queued. */
+void orbit__transport_pass_done(void);
+/* The stream's last packets (thread names, EndOfStream), after the final
+ * drain pass. */
+void orbit__transport_end(void);
+/* 1 when every queued frame has been written (or can never be). */
+int orbit__transport_idle(void);
+/* Calls done once the queue is idle or was dropped (on the loop). */
+void orbit__transport_on_idle(void (*done)(void));
+/* Closes the socket or file; handles are closed when the loop runs. */
+void orbit__transport_close(void);
+
+#endif

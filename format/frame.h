@@ -1,0 +1,126 @@
+/*
+ * frame.h — frames: the unit of the wire and of the capture file.
+ *
+ * A frame is one zstd frame (content size in its header, content checksum
+ * on) whose content is a sequence of packets, each a varint length followed
+ * by that many bytes of an orbit.Packet message (orbit.proto). A capture file
+ * is the frames of one stream back to back: a plain zstd stream. Every
+ * reader enforces the limits below before allocating for anything they
+ * describe; docs/format.md is normative.
+ */
+#ifndef ORBIT_FORMAT_FRAME_H
+#define ORBIT_FORMAT_FRAME_H
+
+#include <stddef.h>
+#include <stdint.h>
+
+#include "orbit.pb-c.h"
+
+#define ORBIT_FRAME_MAX_COMPRESSED (4u << 20)    /* bytes of one zstd frame */
+#define ORBIT_FRAME_MAX_CONTENT (64u << 20)      /* its decompressed content */
+#define ORBIT_PACKET_MAX (1u << 20)              /* one packet */
+#define ORBIT_FRAME_WINDOW_LOG_MAX 23            /* zstd window: 8 MiB */
+#define ORBIT_PROTOCOL_VERSION 1u
+
+/* Errors of the frame layer (negative, beside -errno). */
+enum orbit_frame_error {
+	ORBIT_FRAME_EMAGIC = -2001,    /* not a zstd frame */
+	ORBIT_FRAME_EBIG = -2002,      /* over a size limit */
+	ORBIT_FRAME_ENOSIZE = -2003,   /* content size not in the header */
+	ORBIT_FRAME_ECORRUPT = -2004,  /* zstd says the data is damaged */
+	ORBIT_FRAME_ECHECKSUM = -2005, /* no content checksum */
+	ORBIT_FRAME_EPACKET = -2006,   /* a packet length or message is bad */
+	ORBIT_FRAME_ETRUNC = -2007,    /* the input ends inside a frame */
+};
+const char *orbit__frame_strerror(int err);
+
+/* ---- writing ---- */
+
+struct orbit_frame_writer {
+	uint8_t *content; /* packets, uncompressed */
+	size_t len, cap;
+	uint8_t *out; /* the last frame made */
+	size_t out_len, out_cap;
+	void *cctx;   /* ZSTD_CCtx */
+	int level;
+	uint32_t packets;
+};
+
+int orbit__frame_writer_init(struct orbit_frame_writer *w, int level);
+void orbit__frame_writer_free(struct orbit_frame_writer *w);
+/* Appends one packet; -E2BIG if it is over ORBIT_PACKET_MAX. */
+int orbit__frame_add(struct orbit_frame_writer *w, const Orbit__Packet *p);
+/* Compresses the packets added so far into w->out / w->out_len and starts a
+ * new frame. Returns 0 (w->out_len == 0 when there was nothing to write). */
+int orbit__frame_finish(struct orbit_frame_writer *w);
+
+/* ---- checking a frame whose bytes are all at hand (the collector) ---- */
+
+/* Where the first frame in buf ends: 0 and *frame_len when whole, 1 when
+ * more bytes are needed, or a negative error (not a zstd frame, over the
+ * limits, no content size, no checksum). Decides from the headers alone. */
+int orbit__frame_size(const uint8_t *buf, size_t len, size_t *frame_len);
+
+/* What a whole frame holds, once checked. */
+struct orbit_frame_info {
+	uint32_t packets;
+	uint64_t content_size;
+	Orbit__Packet *first; /* the first packet, decoded; free with
+				 orbit__packet__free_unpacked */
+};
+
+/* Decompression state and the buffer a frame's content goes into: one per
+ * thread that reads, reused frame after frame (at most
+ * ORBIT_FRAME_MAX_CONTENT bytes). */
+struct orbit_frame_scratch {
+	void *dctx; /* ZSTD_DCtx */
+	uint8_t *buf;
+	size_t cap;
+	size_t len; /* content of the last frame decompressed */
+};
+void orbit__frame_scratch_free(struct orbit_frame_scratch *s);
+
+/* Decompresses a whole frame into s (verifying its checksum) and checks
+ * every packet's length; returns 0, or a negative error. */
+int orbit__frame_decompress(struct orbit_frame_scratch *s, const uint8_t *frame, size_t len);
+
+/* Walks the packets of the content in s: *off starts at 0. Returns 1 and
+ * the packet's bytes, 0 at the end. Only after orbit__frame_decompress
+ * succeeded (lengths are checked there). */
+int orbit__frame_next_packet(const struct orbit_frame_scratch *s, size_t *off,
+			     const uint8_t **packet, size_t *len);
+
+/* orbit__frame_decompress, then decodes every packet; on success returns 0
+ * and fills *info (the caller frees info->first). */
+int orbit__frame_check(struct orbit_frame_scratch *s, const uint8_t *frame, size_t len,
+		       struct orbit_frame_info *info);
+
+/* ---- reading a capture: one frame in memory at most ---- */
+
+struct orbit_capture_reader;
+
+/* A frame that could not be read: where, and why. */
+struct orbit_capture_problem {
+	uint64_t offset; /* byte offset of the damaged frame in the file */
+	int error;
+};
+
+/* Opens a capture file; NULL and *err on failure. */
+struct orbit_capture_reader *orbit__capture_open(const char *path, int *err);
+/* Reads from an already open file descriptor (not closed by the reader). */
+struct orbit_capture_reader *orbit__capture_from_fd(int fd, int *err);
+/*
+ * The next packet: 1 and *packet (free with orbit__packet__free_unpacked),
+ * 0 at the end of the file, or a negative error for a damaged frame, with
+ * *problem set: the reader has then skipped to the next zstd frame magic and
+ * the call may be repeated. A frame's packets are delivered only once the
+ * whole frame decompressed with a good checksum: nothing from a damaged
+ * frame is delivered.
+ */
+int orbit__capture_next(struct orbit_capture_reader *r, Orbit__Packet **packet,
+			struct orbit_capture_problem *problem);
+/* Bytes of the file consumed so far. */
+uint64_t orbit__capture_offset(const struct orbit_capture_reader *r);
+void orbit__capture_close(struct orbit_capture_reader *r);
+
+#endif

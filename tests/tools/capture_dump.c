@@ -1,0 +1,259 @@
+/*
+ * capture_dump.c — a test tool: reads a capture with the format library's
+ * streaming reader and checks it.
+ *
+ *   capture_dump FILE                  summary; the loss equation per stream
+ *   capture_dump --records FILE        also every record, one per line
+ *   capture_dump --emit THREADS ITERATIONS FILE
+ *                                      checks the capture holds exactly what
+ *                                      examples/emit.c emitted, in each
+ *                                      thread's order, names intact, no loss
+ * Exit: 0 good, 1 check failed, 2 damaged capture, 3 usage.
+ */
+#include <inttypes.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "capture.h"
+#include "frame.h"
+#include "record.h"
+
+#define MAX_TIDS 1024
+
+struct thread_check {
+	uint32_t tid;
+	int t;     /* emitter index, from the thread name; -1 unknown */
+	long i;    /* iteration */
+	int step;  /* 0..4 within an iteration */
+	int named;
+	uint64_t records;
+};
+
+static struct {
+	int records, emit;
+	long threads, iterations;
+	uint64_t delivered[ORBIT_MAX_RINGS];
+	uint64_t lost[ORBIT_MAX_RINGS];
+	uint64_t claimed[ORBIT_MAX_RINGS];
+	uint32_t rings;
+	int ended, handshakes, bad;
+	struct thread_check th[MAX_TIDS];
+	int nth;
+	uint64_t decoded;
+} S;
+
+static struct thread_check *thread_of(uint32_t tid)
+{
+	for (int i = 0; i < S.nth; i++)
+		if (S.th[i].tid == tid)
+			return &S.th[i];
+	if (S.nth == MAX_TIDS)
+		return NULL;
+	struct thread_check *t = &S.th[S.nth++];
+	memset(t, 0, sizeof *t);
+	t->tid = tid;
+	t->t = -1;
+	return t;
+}
+
+static int fail(const char *what, const struct orbit_record *r)
+{
+	fprintf(stderr, "emit check: %s (tid %u kind %u id %" PRIu64 " name \"%.*s\")\n", what,
+		r->tid, r->kind, r->id, (int)(r->len < 32 ? r->len : 32), (const char *)r->name);
+	S.bad++;
+	return -1;
+}
+
+static int name_is(const struct orbit_record *r, const char *want)
+{
+	size_t n = strlen(want);
+	return r->len == n && n <= 32 && memcmp(r->name, want, n) == 0;
+}
+
+/* The emit pattern per thread: name; then per iteration: outer start,
+ * inner start, value, inner stop, outer stop. */
+static void emit_check(const struct orbit_record *r)
+{
+	struct thread_check *t = thread_of(r->tid);
+	if (t == NULL) {
+		fail("too many threads", r);
+		return;
+	}
+	t->records++;
+	char want[64];
+	if (!t->named) {
+		int idx;
+		if (r->kind != ORBIT_REC_THREAD_NAME || r->len > 32 ||
+		    sscanf((const char *)r->name, "emitter %d", &idx) != 1) {
+			fail("first record is not the thread name", r);
+			return;
+		}
+		t->named = 1;
+		t->t = idx;
+		return;
+	}
+	switch (t->step) {
+	case 0:
+		snprintf(want, sizeof want, "t%d outer", t->t);
+		if (r->kind != ORBIT_REC_SCOPE_START || !name_is(r, want))
+			fail("expected the outer start", r);
+		break;
+	case 1:
+		snprintf(want, sizeof want, "t%d inner %ld", t->t, t->i);
+		if (r->kind != ORBIT_REC_SCOPE_START || !name_is(r, want))
+			fail("expected the inner start", r);
+		break;
+	case 2:
+		snprintf(want, sizeof want, "t%d value", t->t);
+		if (r->kind != ORBIT_REC_UINT64 || !name_is(r, want) || r->id != (uint64_t)t->i)
+			fail("expected the value", r);
+		break;
+	case 3:
+	case 4:
+		if (r->kind != ORBIT_REC_SCOPE_STOP)
+			fail("expected a stop", r);
+		break;
+	}
+	if (++t->step == 5) {
+		t->step = 0;
+		t->i++;
+	}
+}
+
+static void on_batch(const Orbit__RingBatch *b)
+{
+	static uint8_t buf[ORBIT_BATCH_MAX * ORBIT_RECORD_SIZE];
+	if (orbit__batch_decode(b, buf) != 0) {
+		fprintf(stderr, "bad ring batch\n");
+		S.bad++;
+		return;
+	}
+	S.delivered[b->ring] += b->count;
+	for (uint32_t i = 0; i < b->count; i++) {
+		struct orbit_record r;
+		if (orbit__record_decode(buf + (size_t)i * ORBIT_RECORD_SIZE, &r) != 0) {
+			fprintf(stderr, "bad record\n");
+			S.bad++;
+			continue;
+		}
+		S.decoded++;
+		if (S.records) {
+			printf("ring %u claim %" PRIu64 " time %" PRIu64 " tid %u kind %u id %" PRIu64
+			       " len %u name ", b->ring, b->first_claim + i, r.time, r.tid, r.kind,
+			       r.id, r.len);
+			const uint8_t *name;
+			size_t n = orbit__record_head_name(&r, &name);
+			if (r.kind == ORBIT_REC_NAME_CONT)
+				n = 32, name = r.name;
+			for (size_t k = 0; k < n; k++)
+				printf(name[k] >= 32 && name[k] < 127 && name[k] != '\\' ? "%c" : "\\x%02x",
+				       name[k]);
+			printf("\n");
+		}
+		if (S.emit)
+			emit_check(&r);
+	}
+}
+
+int main(int argc, char **argv)
+{
+	int a = 1;
+	if (a < argc && strcmp(argv[a], "--records") == 0) {
+		S.records = 1;
+		a++;
+	} else if (a + 2 < argc && strcmp(argv[a], "--emit") == 0) {
+		S.emit = 1;
+		S.threads = atol(argv[a + 1]);
+		S.iterations = atol(argv[a + 2]);
+		a += 3;
+	}
+	if (a + 1 != argc) {
+		fprintf(stderr, "usage: capture_dump [--records | --emit THREADS ITERATIONS] FILE\n");
+		return 3;
+	}
+	int err;
+	struct orbit_capture_reader *rd = orbit__capture_open(argv[a], &err);
+	if (rd == NULL) {
+		fprintf(stderr, "%s: %s\n", argv[a], orbit__frame_strerror(err));
+		return 2;
+	}
+	int damaged = 0;
+	Orbit__Packet *p;
+	struct orbit_capture_problem prob;
+	for (;;) {
+		err = orbit__capture_next(rd, &p, &prob);
+		if (err == 0)
+			break;
+		if (err < 0) {
+			fprintf(stderr, "%s: offset %" PRIu64 ": %s\n", argv[a], prob.offset,
+				orbit__frame_strerror(prob.error));
+			damaged = 1;
+			if (prob.error != err) /* an I/O error, not a damaged frame */
+				break;
+			continue;
+		}
+		if (orbit__packet_validate(p) != 0) {
+			fprintf(stderr, "%s: invalid packet (case %d)\n", argv[a], p->body_case);
+			S.bad++;
+		} else if (p->body_case == ORBIT__PACKET__BODY_HANDSHAKE) {
+			S.handshakes++;
+			S.rings = p->handshake->ring_count;
+			printf("handshake: pid %u process %s host %s rings %u slots %u clock %u "
+			       "(%" PRIu64 " ticks/s)\n",
+			       p->handshake->pid, p->handshake->process_name, p->handshake->host_name,
+			       p->handshake->ring_count, p->handshake->slots_per_ring,
+			       p->handshake->clock ? p->handshake->clock->source : 0,
+			       p->handshake->clock ? p->handshake->clock->ticks_per_second : 0);
+		} else if (p->body_case == ORBIT__PACKET__BODY_RING_BATCH) {
+			on_batch(p->ring_batch);
+		} else if (p->body_case == ORBIT__PACKET__BODY_LOSS) {
+			const Orbit__Loss *l = p->loss;
+			S.lost[l->ring] = l->lapped + l->writer_gone + l->backstop + l->at_end;
+		} else if (p->body_case == ORBIT__PACKET__BODY_END) {
+			S.ended = 1;
+			for (size_t r = 0; r < p->end->n_claimed_per_ring; r++)
+				S.claimed[r] = p->end->claimed_per_ring[r];
+		}
+		orbit__packet__free_unpacked(p, NULL);
+	}
+	orbit__capture_close(rd);
+
+	uint64_t claimed = 0, delivered = 0, lost = 0;
+	for (uint32_t r = 0; r < ORBIT_MAX_RINGS; r++) {
+		claimed += S.claimed[r];
+		delivered += S.delivered[r];
+		lost += S.lost[r];
+		if (S.ended && S.claimed[r] != S.delivered[r] + S.lost[r]) {
+			fprintf(stderr, "ring %u: claimed %" PRIu64 " != delivered %" PRIu64
+					" + lost %" PRIu64 "\n", r, S.claimed[r], S.delivered[r],
+				S.lost[r]);
+			S.bad++;
+		}
+	}
+	printf("records %" PRIu64 ", delivered %" PRIu64 ", lost %" PRIu64 ", claimed %" PRIu64
+	       "%s\n", S.decoded, delivered, lost, claimed, S.ended ? "" : " (no end of stream)");
+	if (S.emit) {
+		uint64_t want = (uint64_t)S.threads * (5 * (uint64_t)S.iterations + 1);
+		if (delivered != want || lost != 0 || S.nth != S.threads) {
+			fprintf(stderr, "emit check: %" PRIu64 " records from %d threads, want %"
+					PRIu64 " from %ld, lost %" PRIu64 "\n",
+				delivered, S.nth, want, S.threads, lost);
+			S.bad++;
+		}
+		for (int i = 0; i < S.nth; i++)
+			if (S.th[i].i != S.iterations || S.th[i].step != 0) {
+				fprintf(stderr, "emit check: thread %u stopped at iteration %ld\n",
+					S.th[i].tid, S.th[i].i);
+				S.bad++;
+			}
+	}
+	if (S.handshakes != 1 || !S.ended) {
+		fprintf(stderr, "%s: %d handshakes, %s end of stream\n", argv[a], S.handshakes,
+			S.ended ? "an" : "no");
+		S.bad++;
+	}
+	if (damaged)
+		return 2;
+	return S.bad ? 1 : 0;
+}
