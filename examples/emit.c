@@ -45,10 +45,16 @@ static void *worker(void *arg)
 			ORBIT_SCOPE(name);
 			ORBIT_UINT64(value, (uint64_t)i);
 		}
-		if (rate > 0) {
+		if (rate > 0) { /* sleep off whatever is ahead of the rate */
 			uint64_t due = start + (uint64_t)((double)(i + 1) * 1e9 / rate);
-			while (now_ns() < due)
-				;
+			uint64_t now = now_ns();
+			if (due > now + 100000) {
+				struct timespec ts = {0, (long)(due - now)};
+				if (due - now >= 1000000000ull)
+					ts = (struct timespec){(time_t)((due - now) / 1000000000ull),
+							       (long)((due - now) % 1000000000ull)};
+				nanosleep(&ts, NULL);
+			}
 		}
 	}
 	return NULL;

@@ -100,6 +100,8 @@ static void mirror_capture_flag(void)
 		atomic_store_explicit(&orbit_capture_flag, want, memory_order_relaxed);
 }
 
+static void on_timer(uv_timer_t *t);
+
 /* One pass: drain, convert, hand out. final: the last pass of a stream. */
 static void drain_pass(int final)
 {
@@ -134,6 +136,10 @@ static void drain_pass(int final)
 	}
 	if (A.transport)
 		orbit__transport_pass_done();
+	/* Rings filling fast are drained again in 1 ms, not a period later:
+	 * a quarter of a ring's worth in one pass is the sign. */
+	if (!final && res.records + res.lost >= A.seg->layout.slots_per_ring / 4)
+		uv_timer_start(&A.timer, on_timer, 1, A.period_ms);
 	if (res.backstops)
 		fprintf(stderr,
 			"orbit: %u event(s) claimed but unpublished for 30 s were dropped "
