@@ -166,3 +166,131 @@ const char *orbit__ftrace_strerror(int err)
 	}
 	return NULL;
 }
+
+/* ---- retiming (issue 3: the agent's tick-to-ns conversion) ---- */
+
+#define DELTA_LIMIT (1ull << ORBIT__FTRACE_TS_BITS)
+#define EXTEND_LIMIT (1ull << 59) /* 27 header bits + the 32-bit argument */
+
+static void store_le32(uint8_t *p, uint32_t v)
+{
+	p[0] = (uint8_t)v;
+	p[1] = (uint8_t)(v >> 8);
+	p[2] = (uint8_t)(v >> 16);
+	p[3] = (uint8_t)(v >> 24);
+}
+
+static void store_le64(uint8_t *p, uint64_t v)
+{
+	store_le32(p, (uint32_t)v);
+	store_le32(p + 4, (uint32_t)(v >> 32));
+}
+
+/* A TIME_EXTEND or TIME_STAMP at p carrying the 59-bit value v. */
+static void store_time(uint8_t *p, uint32_t type_len, uint64_t v)
+{
+	store_le32(p, type_len | (uint32_t)(v & (DELTA_LIMIT - 1)) << 5);
+	store_le32(p + 4, (uint32_t)(v >> ORBIT__FTRACE_TS_BITS));
+}
+
+static void store_delta(uint8_t *p, uint32_t delta)
+{
+	store_le32(p, (load_le32(p) & 0x1f) | delta << 5);
+}
+
+/* Bytes of the record at p, on a page the decoder accepted. */
+static uint32_t record_size(const uint8_t *p, uint32_t type_len)
+{
+	if (type_len == 0)
+		return 8 + ((load_le32(p + 4) - 4 + 3) & ~3u);
+	if (type_len <= ORBIT__FTRACE_TYPE_DATA_MAX)
+		return 4 + type_len * 4;
+	if (type_len == ORBIT__FTRACE_TYPE_PADDING)
+		return 4 + load_le32(p + 4);
+	return 8;
+}
+
+int orbit__ftrace_retime(uint8_t *page, size_t len, uint64_t (*to_ns)(void *ctx, uint64_t ticks),
+			 void *ctx)
+{
+	struct orbit__ftrace_iter it;
+	struct orbit__ftrace_header hdr;
+	struct orbit__ftrace_record rec;
+	uint64_t old_time, new_time;
+	uint32_t off, end, ext = 0; /* first TIME_EXTEND since the last record */
+	int r, clamped = 0;
+
+	/* Validate the whole page first, so the walk below can trust every
+	 * length and a rejected page is left as it was. */
+	r = orbit__ftrace_open(&it, page, len, &hdr);
+	while (r == 0 && (r = orbit__ftrace_next(&it, &rec)) == 1)
+		r = 0;
+	if (r < 0)
+		return r;
+
+	end = ORBIT__FTRACE_HEADER + hdr.size;
+	old_time = hdr.timestamp;
+	new_time = to_ns(ctx, old_time);
+	store_le64(page, new_time);
+	for (off = ORBIT__FTRACE_HEADER; off < end;) {
+		uint8_t *p = page + off;
+		uint32_t word = load_le32(p), type_len = word & 0x1f, delta = word >> 5;
+		uint64_t want, d;
+
+		if (type_len == ORBIT__FTRACE_TYPE_PADDING && delta == 0)
+			break; /* the rest is padding */
+		if (type_len == ORBIT__FTRACE_TYPE_PADDING) {
+			/* Its delta also marks it as not the last record: keep
+			 * it, and count it on both timelines. */
+			old_time += delta;
+			new_time += delta;
+		} else if (type_len == ORBIT__FTRACE_TYPE_TIME_EXTEND) {
+			old_time += (uint64_t)load_le32(p + 4) << ORBIT__FTRACE_TS_BITS | delta;
+			if (ext == 0)
+				ext = off;
+			else
+				store_time(p, type_len, 0); /* the first one carries it */
+		} else if (type_len == ORBIT__FTRACE_TYPE_TIME_STAMP) {
+			d = (uint64_t)load_le32(p + 4) << ORBIT__FTRACE_TS_BITS | delta;
+			old_time = d | (old_time & (0x1full << 59));
+			want = to_ns(ctx, old_time);
+			if (want < new_time) {
+				want = new_time;
+				clamped++;
+			}
+			store_time(p, type_len, want & (EXTEND_LIMIT - 1));
+			new_time = (want & (EXTEND_LIMIT - 1)) | (new_time & ~(EXTEND_LIMIT - 1));
+			if (ext != 0)
+				store_time(page + ext, ORBIT__FTRACE_TYPE_TIME_EXTEND, 0);
+			ext = 0;
+		} else {
+			old_time += delta;
+			want = to_ns(ctx, old_time);
+			if (want < new_time) {
+				want = new_time;
+				clamped++;
+			}
+			d = want - new_time;
+			if (d < DELTA_LIMIT) {
+				store_delta(p, (uint32_t)d);
+				if (ext != 0)
+					store_time(page + ext, ORBIT__FTRACE_TYPE_TIME_EXTEND, 0);
+			} else if (ext != 0) {
+				if (d >= EXTEND_LIMIT) {
+					d = EXTEND_LIMIT - 1;
+					clamped++;
+				}
+				store_time(page + ext, ORBIT__FTRACE_TYPE_TIME_EXTEND, d);
+				store_delta(p, 0);
+			} else {
+				d = DELTA_LIMIT - 1;
+				clamped++;
+				store_delta(p, (uint32_t)d);
+			}
+			new_time += d;
+			ext = 0;
+		}
+		off += record_size(p, type_len);
+	}
+	return clamped;
+}

@@ -106,4 +106,27 @@ int orbit__ftrace_next(struct orbit__ftrace_iter *it, struct orbit__ftrace_recor
 /* Text for an ORBIT__FTRACE_E* code; NULL for any other value. */
 const char *orbit__ftrace_strerror(int err);
 
+/* Rewrites every time on `page` (`len` bytes) through `to_ns`, in place
+ * (issue 3: the agent turns pages stamped in TSC ticks into CLOCK_MONOTONIC
+ * ns). The page timestamp becomes to_ns(timestamp); each data record's time
+ * becomes to_ns(its decoded time), re-encoded as a delta from the previous
+ * record's new time: a delta under 2^27 goes in the record's own header (any
+ * TIME_EXTEND in front of it then carries 0), a larger one in the first
+ * TIME_EXTEND in front of the record (the record's header then carries 0).
+ * A TIME_STAMP carries the new absolute time; padding loses its delta to the
+ * next record. The layout never changes: no record is added, moved or
+ * resized, so a page that keeps its times is left byte for byte as it was.
+ *
+ * When a new delta does not fit where the page has room for it (2^27 or
+ * more with no TIME_EXTEND in front, 2^59 or more in one), or `to_ns`
+ * goes backwards, the record's time is clamped to the largest that fits
+ * (never before the previous record's) and counted. With to_ns no steeper
+ * than the identity (ticks at 1 GHz or more) this cannot happen.
+ *
+ * Returns the number of clamped records (0 normally), or a negative
+ * ORBIT__FTRACE_E* code for a page the decoder rejects, which is then left
+ * untouched. */
+int orbit__ftrace_retime(uint8_t *page, size_t len, uint64_t (*to_ns)(void *ctx, uint64_t ticks),
+			 void *ctx);
+
 #endif

@@ -47,6 +47,7 @@ struct span_node {
 
 #define THREAD_BUCKETS 1024u
 #define MAX_OPEN 1024u /* open scopes kept per thread; older ones end unfinished */
+#define SWEEP_THREADS 4096u /* past this many, threads with nothing open are forgotten */
 #define SPAN_BUCKETS 4096u
 
 struct orbit_reconstruct {
@@ -56,7 +57,37 @@ struct orbit_reconstruct {
 	struct thread_state *threads[THREAD_BUCKETS];
 	struct span_node *spans[SPAN_BUCKETS];
 	uint64_t next_claim[ORBIT_RECONSTRUCT_RINGS]; /* + 1; 0: ring not seen */
+	uint32_t nthreads;
 };
+
+static void free_thread(struct thread_state *t)
+{
+	for (size_t i = 0; i < t->nopen; i++)
+		free(t->open[i].name.bytes);
+	free(t->open);
+	free(t->name.bytes);
+	free(t);
+}
+
+/* Memory follows what is open, not how many threads a stream named: a
+ * thread with nothing open and no name pending carries no state worth
+ * keeping. */
+static void sweep_threads(struct orbit_reconstruct *rc)
+{
+	for (uint32_t b = 0; b < THREAD_BUCKETS; b++) {
+		struct thread_state **p = &rc->threads[b];
+		while (*p) {
+			struct thread_state *t = *p;
+			if (t->nopen == 0 && !t->pending) {
+				*p = t->next;
+				free_thread(t);
+				rc->nthreads--;
+			} else {
+				p = &t->next;
+			}
+		}
+	}
+}
 
 static uint32_t hash64(uint64_t v, uint32_t buckets)
 {
@@ -86,12 +117,15 @@ static struct thread_state *thread_get(struct orbit_reconstruct *rc, uint32_t ti
 	for (struct thread_state *t = rc->threads[h]; t; t = t->next)
 		if (t->tid == tid)
 			return t;
+	if (rc->nthreads >= SWEEP_THREADS)
+		sweep_threads(rc);
 	struct thread_state *t = calloc(1, sizeof *t);
 	if (t == NULL)
 		return NULL;
 	t->tid = tid;
 	t->next = rc->threads[h];
 	rc->threads[h] = t;
+	rc->nthreads++;
 	return t;
 }
 
@@ -412,11 +446,7 @@ void orbit__reconstruct_free(struct orbit_reconstruct *rc)
 		struct thread_state *t = rc->threads[b];
 		while (t) {
 			struct thread_state *next = t->next;
-			for (size_t i = 0; i < t->nopen; i++)
-				free(t->open[i].name.bytes);
-			free(t->open);
-			free(t->name.bytes);
-			free(t);
+			free_thread(t);
 			t = next;
 		}
 	}

@@ -46,7 +46,21 @@ static struct {
 	size_t len, cap;
 	struct run *runs;
 	size_t nruns, capruns;
-} A = {.mu = PTHREAD_MUTEX_INITIALIZER, .cv = PTHREAD_COND_INITIALIZER};
+	int wedged; /* a stop timed out: the thread may still run the loop */
+} A = {.mu = PTHREAD_MUTEX_INITIALIZER};
+
+static pthread_once_t cv_once = PTHREAD_ONCE_INIT;
+
+/* The condition variable waits on CLOCK_MONOTONIC: a clock step must not
+ * stretch or cut a flush. */
+static void init_cv(void)
+{
+	pthread_condattr_t attr;
+	pthread_condattr_init(&attr);
+	pthread_condattr_setclock(&attr, CLOCK_MONOTONIC);
+	pthread_cond_init(&A.cv, &attr);
+	pthread_condattr_destroy(&attr);
+}
 
 static void collect(void *ctx, uint32_t ring, uint64_t first, const uint8_t *recs, uint32_t n)
 {
@@ -249,11 +263,14 @@ static uint64_t env_ms(const char *name, uint64_t def, uint64_t max)
 
 int orbit__agent_start(struct orbit__segment *seg, uint32_t clock_source)
 {
+	pthread_once(&cv_once, init_cv);
 	pthread_mutex_lock(&A.mu);
-	int running = A.running;
+	int running = A.running, wedged = A.wedged;
 	pthread_mutex_unlock(&A.mu);
 	if (running)
 		return 0;
+	if (wedged) /* said when it happened */
+		return -EBUSY;
 	if (A.seg != seg) {
 		orbit__drain_init(&A.drain, seg, 1);
 		orbit__clock_init(&A.clock, clock_source);
@@ -262,8 +279,11 @@ int orbit__agent_start(struct orbit__segment *seg, uint32_t clock_source)
 	}
 	A.period_ms = env_ms("ORBIT_DRAIN_MS", 10, 60000);
 	int err = uv_loop_init(&A.loop);
-	if (err)
+	if (err) {
+		fprintf(stderr, "orbit: cannot start the agent's event loop: %s; tracing is off\n",
+			uv_strerror(err));
 		return err;
+	}
 	A.transport = orbit__transport_wanted();
 	if (A.transport) {
 		calibrate(); /* the handshake states the clock's rate */
@@ -298,7 +318,7 @@ int orbit__agent_start(struct orbit__segment *seg, uint32_t clock_source)
 static int wait_until(int (*done)(void), uint32_t timeout_ms)
 {
 	struct timespec dl;
-	clock_gettime(CLOCK_REALTIME, &dl);
+	clock_gettime(CLOCK_MONOTONIC, &dl);
 	dl.tv_sec += timeout_ms / 1000;
 	dl.tv_nsec += (long)(timeout_ms % 1000) * 1000000;
 	if (dl.tv_nsec >= 1000000000) {
@@ -348,11 +368,17 @@ void orbit__agent_stop(uint32_t timeout_ms)
 	uv_async_send(&A.wake);
 	int err = wait_until(is_stopped, timeout_ms);
 	A.running = 0;
+	A.wedged = err != 0;
 	pthread_mutex_unlock(&A.mu);
-	if (err == 0)
+	if (err == 0) {
 		pthread_join(A.thread, NULL);
-	else
-		pthread_detach(A.thread); /* never block the host at exit */
+		return;
+	}
+	/* Never block the host: the thread finishes on its own, and its loop
+	 * is never reused. */
+	pthread_detach(A.thread);
+	fprintf(stderr, "orbit: the agent did not finish within %u ms; what it had not sent "
+			"is lost\n", timeout_ms);
 }
 
 void orbit__agent_set_sink(const struct orbit__sink *sink)
@@ -377,7 +403,8 @@ uint64_t orbit__agent_to_ns(uint64_t ticks)
 void orbit__agent_forget(void)
 {
 	pthread_mutex_init(&A.mu, NULL);
-	pthread_cond_init(&A.cv, NULL);
+	init_cv();
+	A.wedged = 0;
 	A.running = 0;
 	A.seg = NULL;
 	A.sink = (struct orbit__sink){0};

@@ -34,17 +34,24 @@ uint32_t orbit__clock_choose(void)
 	const char *env = getenv("ORBIT_CLOCK");
 	if (env != NULL && strcmp(env, "monotonic") == 0)
 		return ORBIT__CLOCK_MONOTONIC;
-	if (env != NULL && strcmp(env, "auto") != 0 && strcmp(env, "tsc") != 0)
+	int force = env != NULL && strcmp(env, "tsc") == 0;
+	if (env != NULL && !force && strcmp(env, "auto") != 0)
 		fprintf(stderr, "orbit: ORBIT_CLOCK=%s is not monotonic, tsc or auto; using auto\n",
 			env);
 #if defined(__x86_64__)
+	/* tsc: trust an invariant TSC even when the kernel chose another
+	 * clocksource (conversion still goes through CLOCK_MONOTONIC). */
 	unsigned a, b, c, d;
-	if (__get_cpuid(0x80000007, &a, &b, &c, &d) && (d & (1u << 8)) && clocksource_is("tsc"))
+	if (__get_cpuid(0x80000007, &a, &b, &c, &d) && (d & (1u << 8)) &&
+	    (force || clocksource_is("tsc")))
 		return ORBIT__CLOCK_TSC;
 #elif defined(__aarch64__)
-	if (clocksource_is("arch_sys_counter"))
+	if (force || clocksource_is("arch_sys_counter"))
 		return ORBIT__CLOCK_CNTVCT;
 #endif
+	if (force)
+		fprintf(stderr, "orbit: ORBIT_CLOCK=tsc: no invariant counter here; using "
+				"CLOCK_MONOTONIC\n");
 	return ORBIT__CLOCK_MONOTONIC;
 }
 

@@ -31,7 +31,9 @@ static int g_atexit;
 
 #define FLUSH_TIMEOUT_DEFAULT_MS 2000u
 
-static uint32_t flush_timeout_ms(void)
+static _Atomic uint32_t g_flush_timeout_ms; /* set once, by the first orbit_init */
+
+static uint32_t read_flush_timeout(void)
 {
 	const char *s = getenv("ORBIT_FLUSH_TIMEOUT_MS");
 	if (s == NULL)
@@ -139,6 +141,7 @@ ORBIT_EXPORT int orbit_init(void)
 		orbit__segment_params_from_env(&p);
 		p.clock_source = orbit__clock_choose();
 		orbit_clock_kind = p.clock_source;
+		g_flush_timeout_ms = read_flush_timeout();
 		err = orbit__segment_create(&p, &g_seg);
 		if (err) {
 			fprintf(stderr, "orbit: cannot create the shared-memory segment: %s; "
@@ -166,7 +169,7 @@ out:
 
 ORBIT_EXPORT int orbit_flush(void)
 {
-	return orbit__agent_flush(flush_timeout_ms());
+	return orbit__agent_flush(g_flush_timeout_ms);
 }
 
 ORBIT_EXPORT void orbit_shutdown(void)
@@ -175,7 +178,7 @@ ORBIT_EXPORT void orbit_shutdown(void)
 	if (g_seg.base != NULL) {
 		atomic_store_explicit(&orbit_capture_flag, 0, memory_order_relaxed);
 		atomic_store_explicit(&g_seg.control->capture, 0, memory_order_relaxed);
-		orbit__agent_stop(flush_timeout_ms());
+		orbit__agent_stop(g_flush_timeout_ms);
 	}
 	pthread_mutex_unlock(&g_lock);
 }

@@ -205,7 +205,11 @@ int orbit__process_alive(pid_t pid, uint64_t start_time)
 
 /* Segments of processes that died without unlinking theirs (killed, or
  * crashed) would pile up in /dev/shm: the next process to trace removes them.
- * A name whose pid lives with the start time in the name is left alone. */
+ * A name whose pid lives with the start time in the name is left alone.
+ * Liveness is judged in this process's pid namespace: processes that share
+ * /dev/shm without sharing it would look dead (container runtimes give each
+ * container its own /dev/shm, which avoids this).
+ */
 static void remove_stale_segments(void)
 {
 	DIR *d = opendir("/dev/shm");
@@ -338,15 +342,18 @@ out:
 
 int orbit__segment_find(pid_t pid, char *name, size_t len)
 {
-	char prefix[32];
-	int plen = snprintf(prefix, sizeof prefix, "orbit-%d-", (int)pid);
+	/* The name carries the start time: a segment left by an earlier process
+	 * with the same pid does not match the one running now. */
+	char want[64];
+	snprintf(want, sizeof want, "orbit-%d-%llu", (int)pid,
+		 (unsigned long long)orbit__process_start_time(pid));
 	DIR *d = opendir("/dev/shm");
 	if (d == NULL)
 		return -errno;
 	struct dirent *e;
 	int err = -ENOENT;
 	while ((e = readdir(d)) != NULL) {
-		if (strncmp(e->d_name, prefix, (size_t)plen) == 0) {
+		if (strcmp(e->d_name, want) == 0) {
 			snprintf(name, len, "/%s", e->d_name);
 			err = 0;
 			break;

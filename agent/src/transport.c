@@ -4,6 +4,8 @@
 #include <dirent.h>
 #include <errno.h>
 #include <fcntl.h>
+#include <limits.h>
+#include <sys/file.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -50,7 +52,7 @@ static struct {
 	uint32_t rings;
 
 	int fd; /* MODE_FILE */
-	char target[300];
+	char target[PATH_MAX];
 	char host[256], port[16];
 	uv_getaddrinfo_t gai;
 	uv_connect_t conn;
@@ -78,6 +80,9 @@ static struct {
 	uint64_t unsent[ORBIT_MAX_RINGS];     /* dropped with an earlier stream */
 	uint64_t unsent_sent[ORBIT_MAX_RINGS]; /* of those, reported in this one */
 } T;
+
+/* Configuration problems are said once per process, not at every start. */
+static int config_said;
 
 static void tracing_off(void)
 {
@@ -118,18 +123,22 @@ static int split_host_port(const char *s)
 static int configure(void)
 {
 	const char *file = getenv("ORBIT_CAPTURE"), *coll = getenv("ORBIT_COLLECTOR");
-	if (file != NULL && coll != NULL)
+	int say = !config_said;
+	config_said = 1;
+	if (file != NULL && coll != NULL && say)
 		fprintf(stderr, "orbit: both ORBIT_CAPTURE and ORBIT_COLLECTOR are set; "
 				"writing to the file %s\n", file);
 	T.limit = DEFAULT_SEND_BUFFER;
 	const char *sb = getenv("ORBIT_SEND_BUFFER");
 	uint64_t v;
 	if (sb != NULL) {
-		if (orbit__parse_size(sb, &v) != 0 || v < FRAME_TARGET || v > (1ull << 32))
-			fprintf(stderr, "orbit: ORBIT_SEND_BUFFER=%s is not a size from 1M to 4G; "
+		if (orbit__parse_size(sb, &v) != 0 || v < FRAME_TARGET || v > (1ull << 32)) {
+			if (say)
+				fprintf(stderr, "orbit: ORBIT_SEND_BUFFER=%s is not a size from 1M to 4G; "
 					"using 64M\n", sb);
-		else
+		} else {
 			T.limit = (size_t)v;
+		}
 	}
 	if (file != NULL) {
 		snprintf(T.target, sizeof T.target, "%s", file);
@@ -138,7 +147,9 @@ static int configure(void)
 	}
 	snprintf(T.target, sizeof T.target, "%s", coll);
 	if (split_host_port(coll) != 0) {
-		fprintf(stderr, "orbit: ORBIT_COLLECTOR=%s is not HOST:PORT; tracing is off\n", coll);
+		if (say)
+			fprintf(stderr, "orbit: ORBIT_COLLECTOR=%s is not HOST:PORT; tracing is off\n",
+				coll);
 		return -EINVAL;
 	}
 	T.mode = MODE_TCP;
@@ -558,6 +569,58 @@ static void schedule_retry(void)
 	T.backoff_ms = T.backoff_ms * 2 > BACKOFF_MAX_MS ? BACKOFF_MAX_MS : T.backoff_ms * 2;
 }
 
+/* ---- the capture file ---- */
+
+static int open_locked(const char *path)
+{
+	int fd = open(path, O_WRONLY | O_CREAT | O_CLOEXEC, 0644);
+	if (fd < 0)
+		return -errno;
+	if (flock(fd, LOCK_EX | LOCK_NB) != 0) {
+		int err = -errno;
+		close(fd);
+		return err;
+	}
+	if (ftruncate(fd, 0) != 0) {
+		int err = -errno;
+		close(fd);
+		return err;
+	}
+	return fd;
+}
+
+/* ORBIT_CAPTURE names the file; "%p" in it stands for the pid. A file that
+ * another live agent is writing (a child that inherited the variable, say)
+ * is never truncated: this process writes PATH.PID instead, and says so. */
+static int open_capture(void)
+{
+	char path[PATH_MAX], alt[PATH_MAX];
+	char *p = strstr(T.target, "%p");
+	int n = p != NULL ? snprintf(path, sizeof path, "%.*s%d%s", (int)(p - T.target),
+				     T.target, (int)getpid(), p + 2)
+			  : snprintf(path, sizeof path, "%s", T.target);
+	int fd = n < 0 || (size_t)n >= sizeof path ? -ENAMETOOLONG : open_locked(path);
+	if (fd == -EWOULDBLOCK) {
+		n = snprintf(alt, sizeof alt, "%s.%d", path, (int)getpid());
+		if (n < 0 || (size_t)n >= sizeof alt) {
+			fd = -ENAMETOOLONG;
+		} else {
+			fprintf(stderr, "orbit: the capture %s is being written by another "
+					"process; writing %s\n", path, alt);
+			memcpy(path, alt, (size_t)n + 1);
+			fd = open_locked(path);
+		}
+	}
+	if (fd < 0) {
+		fprintf(stderr, "orbit: cannot create the capture %s: %s; tracing is off\n", path,
+			strerror(-fd));
+		return fd;
+	}
+	T.fd = fd;
+	memcpy(T.target, path, strlen(path) + 1);
+	return 0;
+}
+
 /* ---- the interface ---- */
 
 int orbit__transport_start(uv_loop_t *loop, struct orbit__drain *drain,
@@ -576,13 +639,9 @@ int orbit__transport_start(uv_loop_t *loop, struct orbit__drain *drain,
 	if (err)
 		return err;
 	if (T.mode == MODE_FILE) {
-		T.fd = open(T.target, O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0644);
-		if (T.fd < 0) {
-			err = -errno;
-			fprintf(stderr, "orbit: cannot create the capture %s: %s; tracing is off\n",
-				T.target, strerror(errno));
+		err = open_capture();
+		if (err)
 			return err;
-		}
 		begin_stream();
 		return 0;
 	}
