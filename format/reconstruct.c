@@ -42,12 +42,16 @@ struct thread_state {
 
 struct span_node {
 	struct open_item item;
+	int stop;          /* a stop waiting for its start (it came first) */
+	uint64_t stop_time;
+	uint32_t stop_tid;
 	struct span_node *next;
 };
 
 #define THREAD_BUCKETS 1024u
 #define MAX_OPEN 1024u /* open scopes kept per thread; older ones end unfinished */
-#define SWEEP_THREADS 4096u /* past this many, threads with nothing open are forgotten */
+#define SWEEP_THREADS 4096u
+#define MAX_WAITING_STOPS 65536u /* async stops whose start has not come */ /* past this many, threads with nothing open are forgotten */
 #define SPAN_BUCKETS 4096u
 
 struct orbit_reconstruct {
@@ -58,6 +62,7 @@ struct orbit_reconstruct {
 	struct span_node *spans[SPAN_BUCKETS];
 	uint64_t next_claim[ORBIT_RECONSTRUCT_RINGS]; /* + 1; 0: ring not seen */
 	uint32_t nthreads;
+	uint32_t waiting_stops;
 };
 
 static void free_thread(struct thread_state *t)
@@ -198,22 +203,65 @@ static int push_scope(struct orbit_reconstruct *rc, struct thread_state *t,
 	return 0;
 }
 
-static int open_span(struct orbit_reconstruct *rc, const struct orbit_record *head,
-		     struct name_buf *name, int incomplete)
+/*
+ * Async spans: a start and its stop may come from threads on different
+ * rings, so either may be read first. Each waits in the table, keyed by id,
+ * for the other; a stop takes a start no later than itself, and a start a
+ * stop no earlier, so an id used again and again pairs in time order.
+ */
+static struct span_node **find_span(struct orbit_reconstruct *rc, uint64_t id, int stop,
+				    uint64_t time)
+{
+	struct span_node **p = &rc->spans[hash64(id, SPAN_BUCKETS)];
+	for (; *p; p = &(*p)->next) {
+		const struct span_node *n = *p;
+		if (n->item.id == id && n->stop == stop &&
+		    (stop ? n->stop_time >= time : n->item.start <= time))
+			return p;
+	}
+	return NULL;
+}
+
+static struct span_node *add_span(struct orbit_reconstruct *rc, uint64_t id)
 {
 	struct span_node *n = calloc(1, sizeof *n);
 	if (n == NULL)
+		return NULL;
+	uint32_t h = hash64(id, SPAN_BUCKETS);
+	n->item.id = id;
+	n->next = rc->spans[h];
+	rc->spans[h] = n;
+	return n;
+}
+
+static void end_span(struct orbit_reconstruct *rc, struct span_node **p, uint64_t end,
+		     uint32_t end_tid)
+{
+	struct span_node *n = *p;
+	*p = n->next;
+	emit_item(rc, ORBIT_EVENT_ASYNC, &n->item, end, end_tid, 0);
+	free(n->item.name.bytes);
+	free(n);
+}
+
+static int open_span(struct orbit_reconstruct *rc, const struct orbit_record *head,
+		     struct name_buf *name, int incomplete)
+{
+	struct span_node **waiting = find_span(rc, head->id, 1, head->time);
+	struct span_node *n = waiting ? *waiting : add_span(rc, head->id);
+	if (n == NULL)
 		return -ENOMEM;
-	uint32_t h = hash64(head->id, SPAN_BUCKETS);
-	n->item.id = head->id;
 	n->item.start = head->time;
 	n->item.tid = head->tid;
 	n->item.name = *name;
 	n->item.incomplete = incomplete;
 	attrs_of(head, &n->item.has_attrs, &n->item.color, &n->item.group);
 	memset(name, 0, sizeof *name);
-	n->next = rc->spans[h];
-	rc->spans[h] = n;
+	if (waiting) {
+		n->stop = 0;
+		rc->waiting_stops--;
+		end_span(rc, waiting, n->stop_time, n->stop_tid);
+	}
 	return 0;
 }
 
@@ -281,20 +329,25 @@ static void stop_scope(struct orbit_reconstruct *rc, struct thread_state *t,
 	free(it->name.bytes);
 }
 
-static void stop_span(struct orbit_reconstruct *rc, const struct orbit_record *r)
+static int stop_span(struct orbit_reconstruct *rc, const struct orbit_record *r)
 {
-	struct span_node **p = &rc->spans[hash64(r->id, SPAN_BUCKETS)];
-	for (; *p; p = &(*p)->next) {
-		if ((*p)->item.id != r->id)
-			continue;
-		struct span_node *n = *p;
-		*p = n->next;
-		emit_item(rc, ORBIT_EVENT_ASYNC, &n->item, r->time, r->tid, 0);
-		free(n->item.name.bytes);
-		free(n);
-		return;
+	struct span_node **p = find_span(rc, r->id, 0, r->time);
+	if (p != NULL) {
+		end_span(rc, p, r->time, r->tid);
+		return 0;
 	}
-	rc->stats.unmatched_stops++;
+	if (rc->waiting_stops >= MAX_WAITING_STOPS) { /* starts lost, or hostile */
+		rc->stats.unmatched_stops++;
+		return 0;
+	}
+	struct span_node *n = add_span(rc, r->id);
+	if (n == NULL)
+		return -ENOMEM;
+	rc->waiting_stops++;
+	n->stop = 1;
+	n->stop_time = r->time;
+	n->stop_tid = r->tid;
+	return 0;
 }
 
 static int continuation(struct orbit_reconstruct *rc, struct thread_state *t,
@@ -335,8 +388,7 @@ int orbit__reconstruct_add(struct orbit_reconstruct *rc, const struct orbit_reco
 		stop_scope(rc, t, r);
 		return 0;
 	case ORBIT_REC_ASYNC_STOP:
-		stop_span(rc, r);
-		return 0;
+		return stop_span(rc, r);
 	default:
 		break;
 	}
@@ -426,7 +478,10 @@ void orbit__reconstruct_finish(struct orbit_reconstruct *rc)
 		while (rc->spans[b]) {
 			struct span_node *n = rc->spans[b];
 			rc->spans[b] = n->next;
-			emit_item(rc, ORBIT_EVENT_ASYNC, &n->item, 0, n->item.tid, 1);
+			if (n->stop)
+				rc->stats.unmatched_stops++;
+			else
+				emit_item(rc, ORBIT_EVENT_ASYNC, &n->item, 0, n->item.tid, 1);
 			free(n->item.name.bytes);
 			free(n);
 		}

@@ -17,7 +17,8 @@
  *    that ring's threads at a gap become suspect: they still match a stop that
  *    comes later, but no longer count in the depth of scopes started after,
  *    so a start whose stop was lost skews nothing after it;
- *  - matches async spans by id across threads.
+ *  - matches async spans by id across threads and rings, whichever of start
+ *    and stop is read first (a stop pairs with a start no later than it).
  * Memory is bounded by what is open: threads, their open scopes, open spans.
  */
 #ifndef ORBIT_FORMAT_RECONSTRUCT_H
