@@ -1,7 +1,8 @@
 /* ftrace_page.c — hostile-input decoder for ftrace ring-buffer pages; see
  * ftrace_page.h for the layout. Every length read from the page is checked
  * against the commit size before it is used, and every step moves forward by
- * at least 4 bytes, so a page of n bytes costs at most n/4 steps. */
+ * at least 4 bytes, so a page of n bytes costs at most n/4 steps. The
+ * retimer runs the decoder over the whole page before it writes a byte. */
 #include "ftrace_page.h"
 
 #include <string.h>

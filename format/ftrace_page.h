@@ -26,6 +26,7 @@
  * kbuffer would read out of bounds or loop.
  *
  * Nothing here allocates; the iterator borrows the caller's page bytes.
+ * orbit__ftrace_retime (at the end) rewrites a page's times in place.
  */
 #ifndef ORBIT_FTRACE_PAGE_H
 #define ORBIT_FTRACE_PAGE_H

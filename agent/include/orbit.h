@@ -19,6 +19,16 @@
  *   ..._WITH_COLOR(..., color)         color as 0xRRGGBBAA
  *   ORBIT_SCOPE_WITH_GROUP_AND_COLOR(name, group_id, color), and likewise for
  *   ORBIT_START: a group id for the viewer
+ *   ORBIT_LOG(fmt, ...)                a printf-style log line, with the thread
+ *                                      id and a CLOCK_MONOTONIC time (cut at
+ *                                      4095 bytes, or what a record holds)
+ *   orbit_log(fmt, ...)                the function behind ORBIT_LOG
+ *   orbit_marker(data, len)            len bytes of binary data as one record
+ *
+ * Log lines and markers go to a page ring of the CPU the thread runs on, in
+ * the Linux ftrace page format: ORBIT_PAGE_RING_PAGES pages (default 64) of
+ * the system page size per CPU; ORBIT_PAGE_RING_OVERWRITE=1 discards the
+ * oldest page when a ring is full instead of the new record.
  *
  * Names are string literals or runtime strings of any content, copied when
  * the macro runs (the pointer is not kept). Names longer than
@@ -521,6 +531,31 @@ extern "C" {
 #define ORBIT_THREAD_NAME(name) do { } while (0)
 
 #endif /* ORBIT_API_ENABLED */
+
+/* ---- log lines and markers ---------------------------------------------- */
+
+/*
+ * Writes one log line (formatted by the caller's thread, with vsnprintf) or
+ * one marker of len bytes. Never blocks. Returns 0, or a negative error:
+ * -ENOSPC the ring is full, -ENOBUFS the record was dropped (overwrite on,
+ * oldest page busy), -EMSGSIZE a marker longer than a record holds (log lines
+ * are cut instead), -EINVAL data NULL with len > 0, ORBIT_EDISABLED no
+ * capture runs. Full and dropped records are counted as lost in the capture.
+ * Readers see a marker padded with zeros to a multiple of 4 bytes, as every
+ * ftrace record is.
+ */
+ORBIT_EXPORT int orbit_log(const char *fmt, ...) __attribute__((format(printf, 1, 2)));
+ORBIT_EXPORT int orbit_marker(const void *data, size_t len);
+
+#if ORBIT_API_ENABLED
+#define ORBIT_LOG(fmt, ...)                                                    \
+	do {                                                                   \
+		if (orbit__on())                                               \
+			orbit_log(fmt, ##__VA_ARGS__);                         \
+	} while (0)
+#else
+#define ORBIT_LOG(fmt, ...) do { } while (0)
+#endif
 
 #ifdef __cplusplus
 } /* extern "C" */

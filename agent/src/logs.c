@@ -1,0 +1,535 @@
+/* logs.c — ORBIT_LOG / orbit_marker on per-CPU page rings; see logs.h.
+ *
+ * How it works (issue 3, "In the agent")
+ * ======================================
+ *
+ * The first orbit__logs_start creates one page ring (page_ring.c) per
+ * configured CPU and publishes them with one release store of g_logs; the
+ * rings and that pointer then live as long as the process (stop frees only
+ * the pages), so a writer that loaded the pointer can always enter a ring,
+ * and finds it disabled (-ESHUTDOWN) rather than freed.
+ *
+ * Write. orbit_log / orbit_marker check the capture flag (relaxed, as every
+ * macro does), acquire-load g_logs, pick the ring of the CPU they run on
+ * (sched_getcpu: rseq or vDSO, no syscall), and reserve, fill and commit one
+ * record. The CPU may change between sched_getcpu and the reserve; that
+ * costs only a shared cache line, since every ring takes any number of
+ * writers. orbit_log formats into a stack buffer first, so nothing runs
+ * between reserve and commit but a memcpy (page_ring.h: commit promptly).
+ *
+ * Clock. The rings read raw TSC ticks when the producers' clock is the TSC,
+ * else CLOCK_MONOTONIC ns: the same reading the scope rings store, one
+ * rdtsc. A delta's 27 bits then cover 2^27 ticks; since the TSC runs at 1
+ * GHz or more, the delta in ns is never larger, so retiming (below) always
+ * finds room for it where the ring put the delta in ticks.
+ *
+ * Read. The agent thread (one reader at a time, g_read) reads each ring's
+ * finished pages, first closing the page being written when its first
+ * record is older than the age asked for (orbit__page_flush, which counts
+ * age in the ring's clock, so the age is converted to ticks with a rate
+ * measured since the rings were created). Each page is retimed in place
+ * (orbit__ftrace_retime, ftrace_page.h) with the agent's conversion and
+ * handed over; nothing that leaves here is in ticks.
+ *
+ * What it keeps
+ * =============
+ *  1. Writers never block or wait for another thread (page_ring.c guarantee
+ *     13), and make no syscall after their thread's first record (gettid is
+ *     cached); orbit_marker allocates nothing, orbit_log only what vsnprintf
+ *     may.
+ *  2. Every reserve that reaches an enabled ring is counted in `reserved`
+ *     (before its commit, for a successful one), and every one of them ends
+ *     delivered or in lost_records (page_ring.c guarantee 6, with the losses
+ *     of each stop added to the totals): with no writer inside,
+ *	reserved == delivered + lost_records, per ring, exactly.
+ *  3. Pages leave only in CLOCK_MONOTONIC ns, the page timestamp being the
+ *     first record's time (page_ring.c guarantee 8 survives the retiming).
+ *  4. Records of one thread on one ring are delivered in the order it wrote
+ *     them (page_ring.c guarantees 5 and 7).
+ *  5. A failure to start prints one line and leaves logs off; scopes, the
+ *     agent and the host are unaffected.
+ */
+#include "logs.h"
+
+#include <errno.h>
+#include <pthread.h>
+#include <sched.h>
+#include <stdalign.h>
+#include <stdarg.h>
+#include <stdatomic.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/syscall.h>
+#include <unistd.h>
+
+#include "ftrace_page.h"
+#include "orbit.h"
+#include "page_ring.h"
+
+#define CACHE_LINE 64
+#define RATE_MIN_NS 1000000ull /* measure the tick rate over 1 ms at least */
+
+_Static_assert(ORBIT__LOGS_HEADER == 8, "payload header: u16 + u8 + u8 + s32");
+_Static_assert(ORBIT__LOGS_LINE_STACK >= 2, "room for one byte and the NUL");
+
+struct logs_ring {
+	/* Reserve calls that reached the enabled ring. Relaxed fetch_add by
+	 * writers; relaxed loads by totals. Never reset. The only word here
+	 * that writers write; one line per ring keeps CPUs apart. */
+	alignas(CACHE_LINE) _Atomic uint64_t reserved;
+	/* Constant after create. */
+	struct orbit__page_ring *ring;
+	/* Losses of finished enable periods; under g_ctl. */
+	uint64_t lost_records;
+	uint64_t lost_pages;
+};
+
+struct logs {
+	/* Constant after create, published by the release store of g_logs. */
+	uint32_t count;
+	uint32_t pages;
+	uint32_t page_size;
+	uint32_t max_line;      /* text bytes orbit_log keeps */
+	uint32_t max_data;      /* marker bytes that fit a record */
+	int overwrite;
+	uint32_t clock_kind;    /* ORBIT__CLOCK_TSC or ORBIT__CLOCK_MONOTONIC */
+	uint64_t ticks0, ns0;   /* a (ticks, ns) pair taken at create */
+	/* The reader's page copy; under g_read. */
+	uint8_t *buf;
+	struct logs_ring ring[];
+};
+
+_Static_assert(sizeof(struct logs_ring) == CACHE_LINE, "one line per ring");
+
+/* start / stop / totals */
+static pthread_mutex_t g_ctl = PTHREAD_MUTEX_INITIALIZER;
+/* orbit__logs_read and the buffer it copies pages into */
+static pthread_mutex_t g_read = PTHREAD_MUTEX_INITIALIZER;
+/* Release store once, under g_ctl, after the rings are created; acquire
+ * loads by writers and the reader see them complete. Reset only in a forked
+ * child. */
+static _Atomic(struct logs *) g_logs;
+static int g_enabled;    /* under g_ctl */
+static int g_atfork;     /* under g_ctl */
+/* Relaxed: a statistic. */
+static _Atomic uint64_t g_clamped;
+
+static __thread int32_t t_tid;
+
+/* ---- clocks ---- */
+
+static uint64_t clock_mono(void *arg)
+{
+	(void)arg;
+	return orbit_monotonic_ns();
+}
+
+#if defined(__x86_64__)
+static uint64_t clock_tsc(void *arg)
+{
+	(void)arg;
+	/* Not serialising, like the scope rings' read: a read that runs a
+	 * little early is stamped with the previous record's time (page_ring.c,
+	 * Stamping), never behind it. */
+	return __builtin_ia32_rdtsc();
+}
+#endif
+
+static uint64_t ring_now(const struct logs *l)
+{
+#if defined(__x86_64__)
+	if (l->clock_kind == ORBIT__CLOCK_TSC)
+		return __builtin_ia32_rdtsc();
+#endif
+	(void)l;
+	return orbit_monotonic_ns();
+}
+
+/* flush age in the rings' clock: ns, or ticks at the rate seen since the
+ * rings were created. Before that rate is known, ns as ticks: with ticks at
+ * 1 GHz or more that flushes early, never late. */
+static uint64_t age_in_ring_clock(const struct logs *l, uint64_t age_ns)
+{
+	uint64_t ticks, ns;
+
+	if (l->clock_kind != ORBIT__CLOCK_TSC || age_ns == 0)
+		return age_ns;
+	ticks = ring_now(l) - l->ticks0;
+	ns = orbit_monotonic_ns() - l->ns0;
+	if (ns < RATE_MIN_NS || ticks <= ns)
+		return age_ns;
+	return (uint64_t)((unsigned __int128)age_ns * ticks / ns);
+}
+
+/* ---- configuration ---- */
+
+static uint32_t env_pages(void)
+{
+	const char *s = getenv("ORBIT_PAGE_RING_PAGES");
+	unsigned long long v;
+	char *end;
+
+	if (s == NULL)
+		return ORBIT__LOGS_PAGES_DEFAULT;
+	errno = 0;
+	v = strtoull(s, &end, 10);
+	if (*s < '0' || *s > '9' || *end != '\0' || errno != 0 || v < 2 ||
+	    v > ORBIT__PAGE_MAX_PAGES) {
+		fprintf(stderr, "orbit: ORBIT_PAGE_RING_PAGES=%s is not a number of pages from 2 "
+				"to %u; using %u\n", s, ORBIT__PAGE_MAX_PAGES,
+			ORBIT__LOGS_PAGES_DEFAULT);
+		return ORBIT__LOGS_PAGES_DEFAULT;
+	}
+	return (uint32_t)v;
+}
+
+static int env_overwrite(void)
+{
+	const char *s = getenv("ORBIT_PAGE_RING_OVERWRITE");
+
+	if (s == NULL || strcmp(s, "0") == 0)
+		return 0;
+	if (strcmp(s, "1") == 0)
+		return 1;
+	fprintf(stderr, "orbit: ORBIT_PAGE_RING_OVERWRITE=%s is not 0 or 1; using 0\n", s);
+	return 0;
+}
+
+/* The system page size, if the page ring can use it; else the nearest
+ * size it can. */
+static uint32_t ring_page_size(void)
+{
+	long ps = sysconf(_SC_PAGESIZE);
+
+	if (ps <= 0 || (ps & (ps - 1)) != 0)
+		return 4096;
+	if (ps < (long)ORBIT__PAGE_MIN_SIZE)
+		return ORBIT__PAGE_MIN_SIZE;
+	if (ps > (long)ORBIT__PAGE_MAX_SIZE)
+		return ORBIT__PAGE_MAX_SIZE;
+	return (uint32_t)ps;
+}
+
+/* ---- controller ---- */
+
+static void destroy(struct logs *l)
+{
+	for (uint32_t i = 0; i < l->count; i++)
+		orbit__page_destroy(l->ring[i].ring);
+	free(l->buf);
+	free(l);
+}
+
+static int create(struct logs **out)
+{
+	long ncpu = sysconf(_SC_NPROCESSORS_CONF);
+	uint32_t count = ncpu < 1 ? 1 : ncpu > 65536 ? 65536 : (uint32_t)ncpu;
+	size_t size = sizeof(struct logs) + count * sizeof(struct logs_ring);
+	struct orbit__page_config cfg = {0};
+	struct logs *l;
+	int err = 0;
+
+	size = (size + CACHE_LINE - 1) & ~(size_t)(CACHE_LINE - 1);
+	l = aligned_alloc(CACHE_LINE, size);
+	if (l == NULL)
+		return -ENOMEM;
+	memset(l, 0, size);
+	l->pages = env_pages();
+	l->overwrite = env_overwrite();
+	l->page_size = ring_page_size();
+	l->clock_kind = ORBIT__CLOCK_MONOTONIC;
+	cfg.clock = clock_mono;
+#if defined(__x86_64__)
+	if (orbit_clock_kind == ORBIT__CLOCK_TSC) {
+		l->clock_kind = ORBIT__CLOCK_TSC;
+		cfg.clock = clock_tsc;
+	}
+#endif
+	cfg.pages = l->pages;
+	cfg.page_size = l->page_size;
+	cfg.overwrite = l->overwrite;
+	l->buf = aligned_alloc(l->page_size, l->page_size);
+	if (l->buf == NULL) {
+		err = -ENOMEM;
+		goto fail;
+	}
+	for (; l->count < count; l->count++) {
+		struct logs_ring *lr = &l->ring[l->count];
+
+		atomic_init(&lr->reserved, 0);
+		err = orbit__page_create(&lr->ring, &cfg);
+		if (err < 0)
+			goto fail;
+	}
+	l->max_data = orbit__page_max_payload(l->ring[0].ring) - ORBIT__LOGS_HEADER;
+	l->max_line = l->max_data < ORBIT__LOGS_LINE_STACK - 1 ? l->max_data
+							       : ORBIT__LOGS_LINE_STACK - 1;
+	l->ticks0 = ring_now(l);
+	l->ns0 = orbit_monotonic_ns();
+	*out = l;
+	return 0;
+fail:
+	destroy(l);
+	return err;
+}
+
+/* The child of a fork must not use rings that other threads of the parent
+ * may have been inside: it forgets them (their memory is the parent's copy,
+ * left alone) and a start in the child creates its own. */
+static void after_fork_child(void)
+{
+	atomic_store_explicit(&g_logs, NULL, memory_order_relaxed);
+	g_enabled = 0;
+	t_tid = 0;
+	pthread_mutex_init(&g_ctl, NULL);
+	pthread_mutex_init(&g_read, NULL);
+}
+
+int orbit__logs_start(void)
+{
+	struct logs *l;
+	uint32_t i;
+	int err = 0;
+
+	pthread_mutex_lock(&g_ctl);
+	l = atomic_load_explicit(&g_logs, memory_order_relaxed);
+	if (l == NULL) {
+		err = create(&l);
+		if (err < 0) {
+			fprintf(stderr, "orbit: cannot create the log page rings: %s; logs are off\n",
+				orbit_strerror(err));
+			goto out;
+		}
+		/* release: pairs with the acquire loads in write_record and
+		 * orbit__logs_read; they see the rings created. */
+		atomic_store_explicit(&g_logs, l, memory_order_release);
+		if (!g_atfork) {
+			pthread_atfork(NULL, NULL, after_fork_child);
+			g_atfork = 1;
+		}
+	}
+	if (g_enabled)
+		goto out;
+	for (i = 0; i < l->count; i++) {
+		err = orbit__page_enable(l->ring[i].ring);
+		if (err < 0)
+			break;
+	}
+	if (err < 0) {
+		while (i-- > 0) {
+			struct orbit__page_loss loss;
+
+			orbit__page_disable(l->ring[i].ring, &loss);
+			l->ring[i].lost_records += loss.records;
+			l->ring[i].lost_pages += loss.pages;
+		}
+		fprintf(stderr, "orbit: cannot allocate %u log page rings of %u pages of %u "
+				"bytes: %s; logs are off\n", l->count, l->pages, l->page_size,
+			orbit_strerror(err));
+		goto out;
+	}
+	g_enabled = 1;
+out:
+	pthread_mutex_unlock(&g_ctl);
+	return err;
+}
+
+void orbit__logs_stop(void)
+{
+	struct logs *l;
+
+	pthread_mutex_lock(&g_ctl);
+	l = atomic_load_explicit(&g_logs, memory_order_relaxed);
+	if (l != NULL && g_enabled) {
+		for (uint32_t i = 0; i < l->count; i++) {
+			struct orbit__page_loss loss;
+
+			orbit__page_disable(l->ring[i].ring, &loss);
+			l->ring[i].lost_records += loss.records;
+			l->ring[i].lost_pages += loss.pages;
+		}
+		g_enabled = 0;
+	}
+	pthread_mutex_unlock(&g_ctl);
+}
+
+uint32_t orbit__logs_ring_count(void)
+{
+	struct logs *l = atomic_load_explicit(&g_logs, memory_order_acquire);
+
+	return l == NULL ? 0 : l->count;
+}
+
+void orbit__logs_totals(uint32_t ring, uint64_t *reserved, uint64_t *lost_records,
+			uint64_t *lost_pages)
+{
+	uint64_t res = 0, rec = 0, pages = 0;
+	struct logs *l;
+
+	pthread_mutex_lock(&g_ctl);
+	l = atomic_load_explicit(&g_logs, memory_order_relaxed);
+	if (l != NULL && ring < l->count) {
+		struct logs_ring *lr = &l->ring[ring];
+
+		res = atomic_load_explicit(&lr->reserved, memory_order_relaxed);
+		rec = lr->lost_records;
+		pages = lr->lost_pages;
+		if (g_enabled) { /* the current period, not yet in the sums */
+			struct orbit__page_stats st;
+
+			orbit__page_stats(lr->ring, &st);
+			rec += st.full + st.dropped + st.overwritten_records;
+			pages += st.overwritten_pages;
+		}
+	}
+	pthread_mutex_unlock(&g_ctl);
+	if (reserved != NULL)
+		*reserved = res;
+	if (lost_records != NULL)
+		*lost_records = rec;
+	if (lost_pages != NULL)
+		*lost_pages = pages;
+}
+
+uint64_t orbit__logs_clamped(void)
+{
+	return atomic_load_explicit(&g_clamped, memory_order_relaxed);
+}
+
+void orbit__logs_config(uint32_t *pages, uint32_t *page_size, int *overwrite)
+{
+	struct logs *l = atomic_load_explicit(&g_logs, memory_order_acquire);
+
+	*pages = l == NULL ? 0 : l->pages;
+	*page_size = l == NULL ? 0 : l->page_size;
+	*overwrite = l == NULL ? 0 : l->overwrite;
+}
+
+/* ---- reader ---- */
+
+static void deliver(struct logs *l, uint32_t i, orbit__logs_to_ns_fn to_ns, void *ctx,
+		    orbit__logs_page_fn page, void *arg)
+{
+	if (l->clock_kind == ORBIT__CLOCK_TSC) {
+		int r = orbit__ftrace_retime(l->buf, l->page_size, to_ns, ctx);
+
+		/* A page of our ring always decodes (guarantees 1 and 3 of
+		 * page_ring.c); one that did not would be in ticks: keep it
+		 * out rather than put a second clock in the capture. */
+		if (r < 0)
+			return;
+		if (r > 0)
+			atomic_fetch_add_explicit(&g_clamped, (uint64_t)r, memory_order_relaxed);
+	}
+	page(arg, i, l->buf, l->page_size);
+}
+
+int orbit__logs_read(orbit__logs_to_ns_fn to_ns, void *ctx, orbit__logs_page_fn page, void *arg,
+		     uint64_t flush_age_ns)
+{
+	struct logs *l = atomic_load_explicit(&g_logs, memory_order_acquire);
+	uint64_t age;
+	int n = 0;
+
+	if (to_ns == NULL || page == NULL)
+		return -EINVAL;
+	if (l == NULL)
+		return ORBIT_EDISABLED;
+	pthread_mutex_lock(&g_read);
+	age = age_in_ring_clock(l, flush_age_ns);
+	for (uint32_t i = 0; i < l->count; i++) {
+		struct orbit__page_ring *ring = l->ring[i].ring;
+		uint64_t budget = 2ull * l->pages;
+		int r;
+
+		/* page_ring.h: read what is ready, close the tail page if it
+		 * is old enough, and go round while that moved anything. */
+		for (;;) {
+			while (budget > 0 && (r = orbit__page_read(ring, l->buf, l->page_size)) > 0) {
+				deliver(l, i, to_ns, ctx, page, arg);
+				budget--;
+				n++;
+			}
+			if (budget == 0 || r != -EAGAIN)
+				break; /* read enough, or disabled */
+			if (orbit__page_flush(ring, age) != 1)
+				break;
+		}
+	}
+	pthread_mutex_unlock(&g_read);
+	return n;
+}
+
+/* ---- writers ---- */
+
+static int32_t self_tid(void)
+{
+	if (__builtin_expect(t_tid == 0, 0))
+		t_tid = (int32_t)syscall(SYS_gettid);
+	return t_tid;
+}
+
+static int write_record(struct logs *l, uint16_t type, const void *data, size_t len)
+{
+	struct orbit__page_reservation res;
+	struct logs_ring *lr;
+	uint8_t *p;
+	int32_t tid = self_tid();
+	int cpu = sched_getcpu(), err;
+
+	lr = &l->ring[cpu < 0 ? 0 : (uint32_t)cpu % l->count];
+	err = orbit__page_reserve(lr->ring, (uint32_t)(ORBIT__LOGS_HEADER + len), &res);
+	if (err == 0 || err == -ENOSPC || err == -ENOBUFS)
+		atomic_fetch_add_explicit(&lr->reserved, 1, memory_order_relaxed);
+	if (err < 0)
+		return err == -ESHUTDOWN ? ORBIT_EDISABLED : err;
+	p = res.data;
+	memcpy(p, &type, 2);
+	p[2] = 0; /* flags */
+	p[3] = 0; /* preempt count */
+	memcpy(p + 4, &tid, 4);
+	if (len != 0)
+		memcpy(p + ORBIT__LOGS_HEADER, data, len);
+	orbit__page_commit(lr->ring, &res);
+	return 0;
+}
+
+static struct logs *writable(void)
+{
+	if (atomic_load_explicit(&orbit_capture_flag, memory_order_relaxed) == 0)
+		return NULL;
+	/* acquire: pairs with the release store in orbit__logs_start. */
+	return atomic_load_explicit(&g_logs, memory_order_acquire);
+}
+
+ORBIT_EXPORT int orbit_log(const char *fmt, ...)
+{
+	char buf[ORBIT__LOGS_LINE_STACK];
+	struct logs *l = writable();
+	va_list ap;
+	int n;
+
+	if (l == NULL)
+		return ORBIT_EDISABLED;
+	va_start(ap, fmt);
+	n = vsnprintf(buf, (size_t)l->max_line + 1, fmt, ap);
+	va_end(ap);
+	if (n < 0)
+		return -EINVAL; /* a conversion the C library refused */
+	return write_record(l, ORBIT__LOGS_LINE, buf,
+			    (uint32_t)n < l->max_line ? (size_t)n : l->max_line);
+}
+
+ORBIT_EXPORT int orbit_marker(const void *data, size_t len)
+{
+	struct logs *l = writable();
+
+	if (l == NULL)
+		return ORBIT_EDISABLED;
+	if (len > l->max_data)
+		return -EMSGSIZE;
+	if (data == NULL && len != 0)
+		return -EINVAL;
+	return write_record(l, ORBIT__LOGS_MARKER, data, len);
+}

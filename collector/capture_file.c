@@ -1,0 +1,85 @@
+/*
+ * capture_file.c — naming and creating capture files.
+ *
+ * The process name in a file name comes from the peer, which may be hostile:
+ * only [A-Za-z0-9._-] survive (any other byte becomes '_'), a dot never
+ * starts the name nor follows another dot (so no "." / ".." / hidden files),
+ * and at most ORBIT_COLLECTOR_NAME_MAX bytes are kept. Files are created with
+ * O_EXCL: an existing file is never opened, let alone overwritten; a name in
+ * use gets a "-1", "-2" ... suffix.
+ */
+#include "collector.h"
+
+#include <errno.h>
+#include <fcntl.h>
+#include <stdio.h>
+#include <string.h>
+#include <time.h>
+#include <unistd.h>
+
+#define CAPFILE_SUFFIX_MAX 9999
+
+static int name_byte_ok(unsigned char ch)
+{
+	return (ch >= 'a' && ch <= 'z') || (ch >= 'A' && ch <= 'Z') || (ch >= '0' && ch <= '9') ||
+	       ch == '.' || ch == '_' || ch == '-';
+}
+
+void orbit__capfile_sanitize(const char *in, char *out, size_t outlen)
+{
+	size_t max = outlen - 1, n = 0;
+
+	if (max > ORBIT_COLLECTOR_NAME_MAX)
+		max = ORBIT_COLLECTOR_NAME_MAX;
+	for (; in != NULL && in[n] != '\0' && n < max; n++) {
+		char ch = name_byte_ok((unsigned char)in[n]) ? in[n] : '_';
+
+		if (ch == '.' && (n == 0 || out[n - 1] == '.'))
+			ch = '_';
+		out[n] = ch;
+	}
+	out[n] = '\0';
+	if (n == 0)
+		snprintf(out, outlen, "unknown");
+}
+
+static int capfile_name(char *out, size_t outlen, const char *safe, uint32_t pid,
+			const char *stamp, unsigned suffix)
+{
+	int n;
+
+	if (suffix == 0)
+		n = snprintf(out, outlen, "%s-%u-%s.orbit.zst", safe, pid, stamp);
+	else
+		n = snprintf(out, outlen, "%s-%u-%s-%u.orbit.zst", safe, pid, stamp, suffix);
+	return n > 0 && (size_t)n < outlen ? 0 : -ENAMETOOLONG;
+}
+
+int orbit__capfile_create(int dirfd, const char *process_name, uint32_t pid, int64_t when,
+			  struct orbit_capture_file *f)
+{
+	char safe[ORBIT_COLLECTOR_NAME_MAX + 1], stamp[32];
+	time_t t = (time_t)when;
+	struct tm tm;
+
+	orbit__capfile_sanitize(process_name, safe, sizeof safe);
+	if (gmtime_r(&t, &tm) == NULL || strftime(stamp, sizeof stamp, "%Y%m%dT%H%M%SZ", &tm) == 0)
+		return -EINVAL;
+	for (unsigned suffix = 0; suffix <= CAPFILE_SUFFIX_MAX; suffix++) {
+		int err = capfile_name(f->name, sizeof f->name, safe, pid, stamp, suffix);
+
+		if (err)
+			return err;
+		int fd = openat(dirfd, f->name, O_WRONLY | O_CREAT | O_EXCL | O_CLOEXEC | O_NOFOLLOW,
+				0644);
+		if (fd >= 0) {
+			f->fd = fd;
+			f->size = 0;
+			f->frames = 0;
+			return 0;
+		}
+		if (errno != EEXIST)
+			return -errno;
+	}
+	return -EEXIST;
+}

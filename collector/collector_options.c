@@ -1,0 +1,210 @@
+/* collector_options.c — orbit-collector's command line. */
+#include "collector.h"
+
+#include <errno.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#ifndef ORBIT_VERSION
+#define ORBIT_VERSION "unknown"
+#endif
+
+static const char usage[] =
+	"usage: orbit-collector [--listen HOST:PORT] [--dir DIR] [--token-file FILE]\n"
+	"                       [--max-connections N] [--quiet] [--help]\n"
+	"\n"
+	"Receives Orbit agents' streams over TCP and writes one capture file per\n"
+	"connection: DIR/<process>-<pid>-<UTC time>.orbit.zst (a plain zstd stream).\n"
+	"\n"
+	"  --listen HOST:PORT     address to listen on (default 127.0.0.1:7411);\n"
+	"                         IPv6 as [::1]:7411; port 0 picks a free port.\n"
+	"                         The first line on stdout is 'listening on HOST:PORT'.\n"
+	"  --dir DIR              where capture files go (default .; created if missing)\n"
+	"  --token-file FILE      accept only agents whose handshake carries this token\n"
+	"                         (the file's bytes, one trailing newline stripped)\n"
+	"  --max-connections N    connections served at once (default 256); more are\n"
+	"                         accepted and closed at once\n"
+	"  --handshake-timeout-ms N  a new connection must complete its handshake\n"
+	"                         within N ms (default 10000; 0: no limit)\n"
+	"  --frame-timeout-ms N   a frame whose first bytes arrived must be complete\n"
+	"                         within N ms (default 30000; 0: no limit)\n"
+	"  --idle-timeout-ms N    close a connection that sent nothing for N ms\n"
+	"                         (default 300000; 0: no limit)\n"
+	"  -q, --quiet            no info lines and no status line; errors still shown\n"
+	"  -h, --help             this text\n"
+	"      --version          the version\n"
+	"\n"
+	"SIGINT or SIGTERM: stop accepting, write the frames already received whole,\n"
+	"fsync and close every file, exit 0. See docs/collector.md.\n";
+
+static int bad(const char *opt, const char *value, const char *what)
+{
+	if (value != NULL)
+		fprintf(stderr, "orbit-collector: %s '%s': %s (see --help)\n", opt, value, what);
+	else
+		fprintf(stderr, "orbit-collector: %s: %s (see --help)\n", opt, what);
+	return -1;
+}
+
+static int parse_u64(const char *s, uint64_t max, uint64_t *out)
+{
+	char *end;
+
+	if (s[0] < '0' || s[0] > '9')
+		return -EINVAL;
+	errno = 0;
+	unsigned long long v = strtoull(s, &end, 10);
+	if (errno != 0 || *end != '\0' || v > max)
+		return -ERANGE;
+	*out = v;
+	return 0;
+}
+
+int orbit__collector_split_listen(const char *s, char *host, size_t hostlen, char *port,
+				  size_t portlen, const char **why)
+{
+	const char *h = s, *colon;
+	size_t hl;
+
+	if (s[0] == '[') {
+		const char *close = strchr(s, ']');
+		if (close == NULL || close[1] != ':') {
+			*why = "expected [IPV6]:PORT";
+			return -EINVAL;
+		}
+		h = s + 1;
+		hl = (size_t)(close - h);
+		colon = close + 1;
+	} else {
+		colon = strrchr(s, ':');
+		if (colon == NULL) {
+			*why = "expected HOST:PORT";
+			return -EINVAL;
+		}
+		if (memchr(s, ':', (size_t)(colon - s)) != NULL) {
+			*why = "an IPv6 address needs brackets: [::1]:7411";
+			return -EINVAL;
+		}
+		hl = (size_t)(colon - s);
+	}
+	uint64_t p;
+	if (hl == 0) {
+		*why = "missing host (0.0.0.0 or [::] for every interface)";
+		return -EINVAL;
+	}
+	if (parse_u64(colon + 1, 65535, &p) != 0) {
+		*why = "the port must be a number from 0 to 65535";
+		return -EINVAL;
+	}
+	if (hl >= hostlen || strlen(colon + 1) >= portlen) {
+		*why = "too long";
+		return -EINVAL;
+	}
+	memcpy(host, h, hl);
+	host[hl] = '\0';
+	snprintf(port, portlen, "%u", (unsigned)p);
+	return 0;
+}
+
+/* "--name value" or "--name=value": the value, or NULL after an error line. */
+static const char *value_of(int argc, char **argv, int *i, const char *name)
+{
+	const char *arg = argv[*i];
+	size_t n = strlen(name);
+
+	if (arg[n] == '=')
+		return arg + n + 1;
+	if (*i + 1 >= argc) {
+		bad(name, NULL, "needs a value");
+		return NULL;
+	}
+	return argv[++*i];
+}
+
+static int is_opt(const char *arg, const char *name)
+{
+	size_t n = strlen(name);
+
+	return strncmp(arg, name, n) == 0 && (arg[n] == '\0' || arg[n] == '=');
+}
+
+static int parse_timeout(const char *name, const char *v, uint64_t *out)
+{
+	if (parse_u64(v, 24ull * 3600 * 1000, out) != 0)
+		return bad(name, v, "expected milliseconds from 0 to 86400000");
+	return 0;
+}
+
+static int parse_one(int argc, char **argv, int *i, struct orbit_collector_options *o)
+{
+	const char *arg = argv[*i], *v;
+	static const char *const valued[] = { "--listen", "--dir", "--token-file",
+					      "--max-connections", "--handshake-timeout-ms",
+					      "--frame-timeout-ms", "--idle-timeout-ms" };
+
+	for (size_t n = 0; n < sizeof valued / sizeof valued[0]; n++) {
+		const char *name = valued[n];
+
+		if (!is_opt(arg, name))
+			continue;
+		if ((v = value_of(argc, argv, i, name)) == NULL)
+			return -1;
+		if (n == 0) {
+			char host[256], port[8];
+			const char *why;
+			if (orbit__collector_split_listen(v, host, sizeof host, port, sizeof port,
+							  &why) != 0)
+				return bad(name, v, why);
+			o->listen = v;
+		} else if (n == 1) {
+			if (v[0] == '\0')
+				return bad(name, v, "empty directory name");
+			o->dir = v;
+		} else if (n == 2) {
+			o->token_file = v;
+		} else if (n == 3) {
+			uint64_t m;
+			if (parse_u64(v, 1000000, &m) != 0 || m == 0)
+				return bad(name, v, "expected a number from 1 to 1000000");
+			o->max_connections = (unsigned)m;
+		} else {
+			uint64_t *t = n == 4 ? &o->handshake_timeout_ms :
+				      n == 5 ? &o->frame_timeout_ms : &o->idle_timeout_ms;
+			return parse_timeout(name, v, t);
+		}
+		return 0;
+	}
+	if (strcmp(arg, "--quiet") == 0 || strcmp(arg, "-q") == 0) {
+		o->quiet = 1;
+		return 0;
+	}
+	if (strcmp(arg, "--help") == 0 || strcmp(arg, "-h") == 0) {
+		fputs(usage, stdout);
+		return 1;
+	}
+	if (strcmp(arg, "--version") == 0) {
+		printf("orbit-collector %s\n", ORBIT_VERSION);
+		return 1;
+	}
+	if (arg[0] == '-')
+		return bad(arg, NULL, "unknown option");
+	return bad(arg, NULL, "unexpected argument");
+}
+
+int orbit__collector_parse_args(int argc, char **argv, struct orbit_collector_options *o)
+{
+	memset(o, 0, sizeof *o);
+	o->listen = "127.0.0.1:7411";
+	o->dir = ".";
+	o->max_connections = 256;
+	o->handshake_timeout_ms = 10000;
+	o->frame_timeout_ms = 30000;
+	o->idle_timeout_ms = 300000;
+	for (int i = 1; i < argc; i++) {
+		int r = parse_one(argc, argv, &i, o);
+		if (r != 0)
+			return r;
+	}
+	return 0;
+}

@@ -1,0 +1,529 @@
+/*
+ * conn.c — one agent connection: read, check, write, close. The algorithm
+ * is described in collector.h; the guarantees it keeps:
+ *
+ *  1. Nothing reaches a file that was not checked: whole frame, checksum,
+ *     every packet decoded and validated; the handshake first.
+ *  2. A file only ever holds complete frames, in the order received, byte
+ *     for byte: a failed write is cut back to the last complete one.
+ *  3. A connection holds at most ORBIT_COLLECTOR_BUF_MAX bytes of input and
+ *     is not read while its checked frames are being written.
+ *  4. Every connection ends with exactly one log line: the peer, the file
+ *     and its frames, and why it ended when that was not the peer's orderly
+ *     close.
+ */
+#include "collector.h"
+
+#include <errno.h>
+#include <inttypes.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <time.h>
+#include <unistd.h>
+
+#include "capture.h"
+
+static void conn_read_start(struct orbit_conn *k);
+
+/* ---- the input buffer ---- */
+
+static int buf_reserve(struct orbit_conn *k, size_t need)
+{
+	if (need <= k->cap)
+		return 0;
+	if (need > ORBIT_COLLECTOR_BUF_MAX)
+		return -E2BIG;
+	size_t cap = k->cap ? k->cap * 2 : ORBIT_COLLECTOR_READ_CHUNK;
+	while (cap < need)
+		cap *= 2;
+	if (cap > ORBIT_COLLECTOR_BUF_MAX)
+		cap = ORBIT_COLLECTOR_BUF_MAX;
+	uint8_t *b = realloc(k->buf, cap);
+	if (b == NULL)
+		return -ENOMEM;
+	k->buf = b;
+	k->cap = cap;
+	return 0;
+}
+
+/* Drops the first n bytes (written); an emptied large buffer is freed. */
+static void buf_consume(struct orbit_conn *k, size_t n)
+{
+	memmove(k->buf, k->buf + n, k->len - n);
+	k->len -= n;
+	k->stream_off += n;
+	if (k->len == 0 && k->cap > 2 * ORBIT_COLLECTOR_READ_CHUNK) {
+		free(k->buf);
+		k->buf = NULL;
+		k->cap = 0;
+	}
+}
+
+/* ---- checking ---- */
+
+static int token_ok(const struct orbit_collector *c, const ProtobufCBinaryData *t)
+{
+	/* Constant time in the peer's bytes: every byte of ours is compared. */
+	unsigned diff = t->len != c->token_len;
+
+	for (size_t i = 0; i < c->token_len; i++)
+		diff |= c->token[i] ^ (i < t->len ? t->data[i] : 0u);
+	return diff == 0;
+}
+
+static int handshake_check(struct orbit_conn *k, const Orbit__Packet *p, uint32_t packets,
+			   char *why, size_t n)
+{
+	if (p->body_case != ORBIT__PACKET__BODY_HANDSHAKE) {
+		snprintf(why, n, "the first packet is not a handshake (packet type %d)",
+			 (int)p->body_case);
+		return -EPROTO;
+	}
+	if (packets != 1) {
+		snprintf(why, n, "the handshake frame holds %" PRIu32 " packets, not 1", packets);
+		return -EPROTO;
+	}
+	const Orbit__Handshake *h = p->handshake;
+	if (h->protocol_version != ORBIT_PROTOCOL_VERSION) {
+		snprintf(why, n, "protocol version %" PRIu32 ", this collector speaks %u",
+			 h->protocol_version, ORBIT_PROTOCOL_VERSION);
+		return -EPROTO;
+	}
+	if (orbit__packet_validate(p) != 0) {
+		snprintf(why, n, "invalid handshake (ring geometry out of bounds)");
+		return -EINVAL;
+	}
+	if (k->c->token_len > 0 && !token_ok(k->c, &h->token)) {
+		snprintf(why, n, h->token.len ? "wrong token" : "no token (--token-file is set)");
+		return -EACCES;
+	}
+	return 0;
+}
+
+static int handshake_accept(struct orbit_conn *k, const Orbit__Handshake *h, char *why, size_t n)
+{
+	struct orbit_collector *c = k->c;
+	int err = orbit__capfile_create(c->dirfd, h->process_name, h->pid, (int64_t)time(NULL),
+					&k->file);
+
+	if (err) {
+		snprintf(k->file_error, sizeof k->file_error, "cannot create: %s", strerror(-err));
+		snprintf(why, n, "no capture file");
+		return err;
+	}
+	k->handshaken = 1;
+	k->pid = h->pid;
+	orbit__log(c, 0, "%s: pid %" PRIu32 " -> %s/%s", k->peer, h->pid, c->dir, k->file.name);
+	return 0;
+}
+
+/* Latest cumulative loss of one ring; keeps k->lost the sum over rings. */
+static void loss_update(uint64_t **table, size_t rings, uint32_t ring, uint64_t value,
+			uint64_t *total)
+{
+	if (ring >= rings)
+		return;
+	if (*table == NULL && (*table = calloc(rings, sizeof **table)) == NULL)
+		return;
+	*total += value - (*table)[ring];
+	(*table)[ring] = value;
+}
+
+static void packet_account(struct orbit_conn *k, const Orbit__Packet *p)
+{
+	if (p->body_case == ORBIT__PACKET__BODY_LOSS) {
+		const Orbit__Loss *l = p->loss;
+		loss_update(&k->ring_loss, ORBIT_MAX_RINGS, l->ring,
+			    l->lapped + l->writer_gone + l->backstop + l->unsent + l->at_end,
+			    &k->lost);
+	} else if (p->body_case == ORBIT__PACKET__BODY_PAGE_LOSS) {
+		loss_update(&k->page_loss, ORBIT_COLLECTOR_PAGE_RINGS, p->page_loss->ring,
+			    p->page_loss->records + p->page_loss->unsent, &k->lost);
+	} else if (p->body_case == ORBIT__PACKET__BODY_END) {
+		k->ended = 1;
+	}
+}
+
+/* Checks the packets of the frame decompressed in the scratch. */
+static int packets_check(struct orbit_conn *k, char *why, size_t n)
+{
+	const struct orbit_frame_scratch *s = &k->c->scratch;
+	size_t off = 0, plen;
+	const uint8_t *bytes;
+	uint32_t i = 0, count = 0;
+	int err = 0;
+
+	while (orbit__frame_next_packet(s, &off, &bytes, &plen))
+		count++;
+	if (!k->handshaken && count == 0) {
+		snprintf(why, n, "the first frame holds no packet");
+		return -EPROTO;
+	}
+	for (off = 0; !err && orbit__frame_next_packet(s, &off, &bytes, &plen); i++) {
+		Orbit__Packet *p = orbit__packet__unpack(NULL, plen, bytes);
+
+		if (p == NULL || p->body_case == ORBIT__PACKET__BODY__NOT_SET) {
+			snprintf(why, n, "packet %" PRIu32 ": %s", i,
+				 orbit__frame_strerror(ORBIT_FRAME_EPACKET));
+			err = ORBIT_FRAME_EPACKET;
+		} else if (!k->handshaken) {
+			err = handshake_check(k, p, count, why, n);
+			if (!err)
+				err = handshake_accept(k, p->handshake, why, n);
+		} else if (p->body_case == ORBIT__PACKET__BODY_HANDSHAKE) {
+			snprintf(why, n, "packet %" PRIu32 ": a second handshake", i);
+			err = -EPROTO;
+		} else if (orbit__packet_validate(p) != 0) {
+			snprintf(why, n, "packet %" PRIu32 " (type %d): fields out of bounds", i,
+				 (int)p->body_case);
+			err = -EINVAL;
+		} else {
+			packet_account(k, p);
+		}
+		if (p != NULL)
+			orbit__packet__free_unpacked(p, NULL);
+	}
+	return err; /* an empty frame later in the stream is harmless */
+}
+
+static int frame_check(struct orbit_conn *k, const uint8_t *frame, size_t len, char *why,
+		       size_t n)
+{
+	struct orbit_frame_scratch *s = &k->c->scratch;
+	int err = orbit__frame_decompress(s, frame, len);
+
+	if (err)
+		snprintf(why, n, "%s", orbit__frame_strerror(err));
+	else
+		err = packets_check(k, why, n);
+	return err;
+}
+
+/* ---- writing ---- */
+
+static void on_written(uv_fs_t *req);
+
+/* The write failed: keep the frames that were written whole (the batch was
+ * checked, so orbit__frame_size walks it) and cut the file back to the end
+ * of the last one. */
+static void write_failed(struct orbit_conn *k, int err)
+{
+	char extra[96] = "";
+	size_t keep = 0, flen;
+	uint32_t frames = 0;
+	uint64_t at = k->file.size + k->wdone;
+
+	while (keep < k->wdone && orbit__frame_size(k->buf + keep, k->wlen - keep, &flen) == 0 &&
+	       keep + flen <= k->wdone) {
+		keep += flen;
+		frames++;
+	}
+	k->file.size += keep;
+	k->file.frames += frames;
+	k->c->bytes += keep;
+	k->c->frames += frames;
+	if (ftruncate(k->file.fd, (off_t)k->file.size) != 0)
+		snprintf(extra, sizeof extra, " (and cutting it back failed: %s)", strerror(errno));
+	snprintf(k->file_error, sizeof k->file_error, "write failed at byte %" PRIu64 ": %s%s",
+		 at, uv_strerror(err), extra);
+	k->writing = 0;
+	orbit__conn_close(k, 1, "capture file error");
+}
+
+static void write_submit(struct orbit_conn *k)
+{
+	uv_buf_t b = uv_buf_init((char *)k->buf + k->wdone, (unsigned)(k->wlen - k->wdone));
+	int err = uv_fs_write(&k->c->loop, &k->req, k->file.fd, &b, 1,
+			      (int64_t)(k->file.size + k->wdone), on_written);
+
+	if (err < 0)
+		write_failed(k, err);
+}
+
+static void write_start(struct orbit_conn *k, size_t len, uint32_t frames)
+{
+	k->wlen = len;
+	k->wdone = 0;
+	k->wframes = frames;
+	k->writing = 1;
+	uv_read_stop((uv_stream_t *)&k->tcp);
+	write_submit(k);
+}
+
+static void on_written(uv_fs_t *req)
+{
+	struct orbit_conn *k = req->data;
+	struct orbit_collector *c = k->c;
+	ssize_t r = req->result;
+
+	uv_fs_req_cleanup(req);
+	if (r == 0)
+		r = UV_EIO; /* no progress: do not spin */
+	if (r < 0) {
+		write_failed(k, (int)r);
+		return;
+	}
+	k->wdone += (size_t)r;
+	if (k->wdone < k->wlen) {
+		write_submit(k);
+		return;
+	}
+	k->file.size += k->wlen;
+	k->file.frames += k->wframes;
+	c->bytes += k->wlen;
+	c->frames += k->wframes;
+	buf_consume(k, k->wlen);
+	k->writing = 0;
+	if (k->len > 0)
+		k->partial_since_ms = uv_now(&c->loop);
+	if (k->closing)
+		orbit__conn_close(k, 0, NULL); /* finishes it */
+	else if (k->failed || c->stopping)
+		orbit__conn_close(k, k->failed, "%s", k->failed ? k->reason : "collector stopping");
+	else
+		conn_read_start(k);
+}
+
+/* ---- processing what was read ---- */
+
+static void conn_process(struct orbit_conn *k)
+{
+	size_t off = 0;
+	uint32_t frames = 0;
+	int err = 0;
+	char why[160];
+
+	while (off < k->len) {
+		size_t flen;
+		int r = orbit__frame_size(k->buf + off, k->len - off, &flen);
+
+		if (r == 1)
+			break;
+		if (r < 0) {
+			snprintf(why, sizeof why, "%s", orbit__frame_strerror(r));
+			err = r;
+		} else {
+			err = frame_check(k, k->buf + off, flen, why, sizeof why);
+		}
+		if (err) {
+			k->failed = 1;
+			k->error = 1;
+			if (k->handshaken)
+				snprintf(k->reason, sizeof k->reason,
+					 "frame at stream byte %" PRIu64 ": %s", k->stream_off + off,
+					 why);
+			else
+				snprintf(k->reason, sizeof k->reason, "%s", why);
+			break;
+		}
+		off += flen;
+		frames++;
+	}
+	if (off > 0) {
+		write_start(k, off, frames);
+		return;
+	}
+	if (err)
+		orbit__conn_close(k, 1, "%s", k->reason);
+}
+
+static void on_alloc(uv_handle_t *h, size_t suggested, uv_buf_t *b)
+{
+	struct orbit_conn *k = h->data;
+
+	(void)suggested;
+	if (buf_reserve(k, k->len + ORBIT_COLLECTOR_READ_CHUNK) != 0) {
+		*b = uv_buf_init(NULL, 0); /* the read callback gets UV_ENOBUFS */
+		return;
+	}
+	*b = uv_buf_init((char *)k->buf + k->len, ORBIT_COLLECTOR_READ_CHUNK);
+}
+
+static void on_eof(struct orbit_conn *k, ssize_t status)
+{
+	size_t partial = k->len - (k->writing ? k->wlen : 0);
+	const char *how = status == UV_EOF ? "closed by the peer" : uv_strerror((int)status);
+
+	if (status == UV_ENOBUFS)
+		orbit__conn_close(k, 1, "out of memory for its input");
+	else if (partial > 0)
+		orbit__conn_close(k, 1, "%s inside a frame at stream byte %" PRIu64
+				  " (%zu bytes of it dropped)", how,
+				  k->stream_off + (k->len - partial), partial);
+	else if (!k->handshaken)
+		orbit__conn_close(k, 0, "%s before a handshake", how);
+	else if (status == UV_EOF)
+		orbit__conn_close(k, 0, NULL);
+	else
+		orbit__conn_close(k, 0, "%s", how);
+}
+
+static void on_read(uv_stream_t *s, ssize_t n, const uv_buf_t *b)
+{
+	struct orbit_conn *k = s->data;
+
+	(void)b;
+	if (n == 0)
+		return;
+	if (n < 0) {
+		on_eof(k, n);
+		return;
+	}
+	if (k->len == 0)
+		k->partial_since_ms = uv_now(&k->c->loop);
+	k->len += (size_t)n;
+	k->last_byte_ms = uv_now(&k->c->loop);
+	conn_process(k);
+}
+
+static void conn_read_start(struct orbit_conn *k)
+{
+	int err = uv_read_start((uv_stream_t *)&k->tcp, on_alloc, on_read);
+
+	if (err)
+		orbit__conn_close(k, 1, "cannot read: %s", uv_strerror(err));
+}
+
+void orbit__conn_start(struct orbit_conn *k)
+{
+	k->tcp.data = k;
+	k->req.data = k;
+	k->file.fd = -1;
+	k->accepted_ms = k->last_byte_ms = uv_now(&k->c->loop);
+	conn_read_start(k);
+}
+
+/* ---- closing ---- */
+
+static void conn_report(struct orbit_conn *k)
+{
+	struct orbit_collector *c = k->c;
+	char file[sizeof k->c->dir + 512] = "";
+
+	if (k->handshaken)
+		snprintf(file, sizeof file, "%s/%s: %" PRIu64 " frames, %" PRIu64 " bytes, %" PRIu64
+			 " events lost%s", c->dir, k->file.name, k->file.frames, k->file.size,
+			 k->lost, k->ended ? ", end of stream" : "");
+	if (!k->handshaken && k->file_error[0] != '\0')
+		orbit__log(c, 1, "%s/%s: %s; refused %s", c->dir, k->file.name, k->file_error,
+			   k->peer);
+	else if (!k->handshaken)
+		orbit__log(c, k->error, "%s: %s%s", k->peer, k->error ? "refused: " : "",
+			   k->reason[0] ? k->reason : "closed before a handshake");
+	else if (k->file_error[0] != '\0')
+		orbit__log(c, 1, "%s/%s: %s; closed %s, %" PRIu64 " complete frames (%" PRIu64
+			   " bytes) kept", c->dir, k->file.name, k->file_error, k->peer,
+			   k->file.frames, k->file.size);
+	else if (k->reason[0] != '\0')
+		orbit__log(c, k->error, "%s: closed (%s); %s", k->peer, k->reason, file);
+	else
+		orbit__log(c, 0, "%s: disconnected; %s", k->peer, file);
+}
+
+static void conn_maybe_free(struct orbit_conn *k)
+{
+	if (!k->tcp_closed || !k->finished)
+		return;
+	conn_report(k);
+	orbit__collector_conn_gone(k->c, k);
+	free(k->buf);
+	free(k->ring_loss);
+	free(k->page_loss);
+	free(k);
+}
+
+static void on_fsynced(uv_fs_t *req)
+{
+	struct orbit_conn *k = req->data;
+	ssize_t r = req->result;
+
+	uv_fs_req_cleanup(req);
+	if (r < 0 && k->file_error[0] == '\0')
+		snprintf(k->file_error, sizeof k->file_error, "fsync failed: %s",
+			 uv_strerror((int)r));
+	if (close(k->file.fd) != 0 && k->file_error[0] == '\0')
+		snprintf(k->file_error, sizeof k->file_error, "close failed: %s", strerror(errno));
+	k->file.fd = -1;
+	k->finished = 1;
+	conn_maybe_free(k);
+}
+
+static void conn_finish(struct orbit_conn *k)
+{
+	if (k->finishing)
+		return;
+	if (k->file.fd < 0) {
+		k->finishing = 1;
+		k->finished = 1;
+		conn_maybe_free(k);
+		return;
+	}
+	k->finishing = 1;
+	int err = uv_fs_fsync(&k->c->loop, &k->req, k->file.fd, on_fsynced);
+	if (err < 0) {
+		snprintf(k->file_error, sizeof k->file_error, "fsync failed: %s", uv_strerror(err));
+		close(k->file.fd);
+		k->file.fd = -1;
+		k->finished = 1;
+		conn_maybe_free(k);
+	}
+}
+
+static void on_tcp_closed(uv_handle_t *h)
+{
+	struct orbit_conn *k = h->data;
+
+	k->tcp_closed = 1;
+	conn_maybe_free(k);
+}
+
+void orbit__conn_close(struct orbit_conn *k, int error, const char *fmt, ...)
+{
+	if (!k->closing) {
+		k->closing = 1;
+		if (fmt != NULL && k->reason[0] == '\0') {
+			va_list ap;
+			va_start(ap, fmt);
+			vsnprintf(k->reason, sizeof k->reason, fmt, ap);
+			va_end(ap);
+		}
+		if (fmt != NULL)
+			k->error = error;
+		uv_read_stop((uv_stream_t *)&k->tcp);
+		uv_close((uv_handle_t *)&k->tcp, on_tcp_closed);
+	}
+	if (!k->writing)
+		conn_finish(k);
+}
+
+void orbit__conn_stop(struct orbit_conn *k)
+{
+	if (!k->closing && !k->writing)
+		orbit__conn_close(k, 0, "collector stopping");
+	/* else on_written closes it once the frames in flight are written */
+}
+
+void orbit__conn_tick(struct orbit_conn *k, uint64_t now)
+{
+	const struct orbit_collector_options *o = &k->c->opt;
+
+	if (k->closing || k->writing)
+		return;
+	if (!k->handshaken && o->handshake_timeout_ms &&
+	    now - k->accepted_ms >= o->handshake_timeout_ms)
+		orbit__conn_close(k, 1, "no handshake within %" PRIu64 " ms (%zu bytes received)",
+				  o->handshake_timeout_ms, k->len);
+	else if (k->len > 0 && o->frame_timeout_ms &&
+		 now - k->partial_since_ms >= o->frame_timeout_ms)
+		orbit__conn_close(k, 1, "frame at stream byte %" PRIu64 " incomplete after %" PRIu64
+				  " ms (%zu bytes of it received)", k->stream_off,
+				  o->frame_timeout_ms, k->len);
+	else if (o->idle_timeout_ms && now - k->last_byte_ms >= o->idle_timeout_ms)
+		orbit__conn_close(k, 1, "idle for %" PRIu64 " ms", o->idle_timeout_ms);
+	else if (k->len == 0 && k->buf != NULL && now - k->last_byte_ms >= 1000) {
+		free(k->buf); /* idle connections hold no buffer */
+		k->buf = NULL;
+		k->cap = 0;
+	}
+}

@@ -1,0 +1,141 @@
+#!/usr/bin/env python3
+"""Writes the seed corpus of segment_fuzz (tests/fuzz/corpus/segment/).
+
+Run once from the repository root: python3 tests/fuzz/make_segment_corpus.py
+The layout is agent/src/segment.h's; the records are format/record.h's.
+The corpus's found_* files are not made here: the fuzzer found them.
+"""
+import os
+import struct
+
+PAGE = 4096
+MAGIC = 0x314745535442524F  # "ORBTSEG1"
+HEADER = struct.Struct("<Q8I4Q2IQ")  # struct orbit__seg_header, 88 bytes
+RING_HEADER = 128
+SLOT = 64
+OUT = os.path.join(os.path.dirname(os.path.abspath(__file__)), "corpus", "segment")
+
+SCOPE_START, SCOPE_STOP, ASYNC_START, ASYNC_STOP = 1, 2, 3, 4
+INT, DOUBLE, THREAD_NAME, NAME_CONT = 5, 10, 11, 12
+
+
+def header(rings, slots, magic=MAGIC, version=1, clock=0):
+    stride = RING_HEADER + slots * SLOT
+    return HEADER.pack(magic, version, HEADER.size, PAGE, 56, SLOT, RING_HEADER, rings,
+                       slots, PAGE, 2 * PAGE, stride, 2 * PAGE + rings * stride,
+                       4242, clock, 1000)
+
+
+def slot(seq, kind, ident=0, name=b"", flags=0, length=None, tid=7, time=100):
+    if length is None:
+        length = len(name)
+    return struct.pack("<QQQIBBH32s", seq, time, ident, tid, kind, flags, length, name)
+
+
+def named(kind, ident, name, color=None, group=0):
+    """Head record and continuations of one event, as orbit_emit_named writes them."""
+    if color is not None:
+        inline = struct.pack("<IQ", color, group) + name[:20]
+        out = [(kind, ident, inline, 1, len(name))]
+        rest = name[20:]
+    else:
+        out = [(kind, ident, name[:32], 0, len(name))]
+        rest = name[32:]
+    part = 1
+    while rest:
+        out.append((NAME_CONT, ident, rest[:32], 0, part))
+        rest = rest[32:]
+        part += 1
+    return out
+
+
+def segment(rings, slots, ring_records, cursors=None, **kw):
+    """ring_records[r]: {claim: record tuple or raw slot bytes}."""
+    img = bytearray(header(rings, slots, **kw))
+    img += bytes(PAGE - len(img))
+    img += bytes(PAGE)  # control page
+    for r in range(rings):
+        recs = ring_records[r] if r < len(ring_records) else {}
+        cursor = cursors[r] if cursors else (max(recs) + 1 if recs else 0)
+        ring = bytearray(struct.pack("<Q", cursor) + bytes(RING_HEADER - 8))
+        ring += bytes(slots * SLOT)
+        for claim, rec in recs.items():
+            raw = rec if isinstance(rec, bytes) else slot(claim + 1, *rec[:2], name=rec[2],
+                                                          flags=rec[3], length=rec[4])
+            off = RING_HEADER + (claim % slots) * SLOT
+            ring[off:off + SLOT] = raw
+        img += ring
+    return bytes(img)
+
+
+def sequence(events):
+    recs = []
+    for e in events:
+        recs.extend(e)
+    return {i: r for i, r in enumerate(recs)}
+
+
+def write(name, data):
+    with open(os.path.join(OUT, name), "wb") as f:
+        f.write(data)
+
+
+def main():
+    os.makedirs(OUT, exist_ok=True)
+    trace = sequence([
+        named(THREAD_NAME, 0, b"main"),
+        named(SCOPE_START, 1, b"parse"),
+        named(INT, 42, b"frames"),
+        named(SCOPE_START, 2, b"a name longer than one record: 33"),
+        [(SCOPE_STOP, 2, b"", 0, 0)],
+        named(SCOPE_START, 3, b"colored, with group id", color=0xFF0000FF, group=9),
+        [(SCOPE_STOP, 3, b"", 0, 0)],
+        [(SCOPE_STOP, 1, b"", 0, 0)],
+        named(ASYNC_START, 77, b"load \xc3\xa9\"\\\n"),
+        [(ASYNC_STOP, 77, b"", 0, 0)],
+        named(DOUBLE, 0x400921FB54442D18, b"pi"),
+    ])
+    valid = segment(1, 16, [trace])
+    write("valid_1x16", valid)
+    # Lapped: the cursor is 40, the slots hold claims 24..39.
+    lapped = {c: (SCOPE_START if c % 2 == 0 else SCOPE_STOP, c // 2, b"x", 0, 1)
+              for c in range(24, 40)}
+    write("lapped_1x16", segment(1, 16, [lapped]))
+    # Two rings: ring 0 stalls on an unpublished claim 2, ring 1 flows.
+    stalled = {0: (SCOPE_START, 1, b"a", 0, 1), 1: (SCOPE_START, 2, b"b", 0, 1),
+               3: (SCOPE_STOP, 2, b"", 0, 0), 4: (SCOPE_STOP, 1, b"", 0, 0)}
+    write("stalled_2x16", segment(2, 16, [stalled, sequence([named(INT, 5, b"v")])],
+                                  cursors=[5, 1]))
+    # A long name cut short: the continuations were never published.
+    long_name = sequence([named(SCOPE_START, 1, bytes(range(32, 127)) * 3)])
+    write("continuations_lost", segment(1, 16, [{k: v for k, v in long_name.items() if k < 4}],
+                                        cursors=[10]))
+    # Hostile: cursor near the top of u64. Claim 0 is published, slot 1's
+    # stamp is a lap ahead (skip to cursor - 16), then some resident claims
+    # are published and others not, with kinds, flags and lengths of every
+    # shape.
+    top = (1 << 64) - 3
+    hostile = {}
+    for i in range(16):
+        claim = next(c for c in range(top - 16, top) if c % 16 == i)
+        seq = claim + 1 if i % 3 != 2 else [0, 1 << 63][i % 2]
+        if i == 0:
+            seq = 1
+        elif i == 1:
+            seq = 1 << 63
+        hostile[i] = slot(seq, i % 14, i, bytes([0xFF - i]) * 32, flags=i % 3,
+                          length=[0xFFFF, 0, 33, 20, 21][i % 5])
+    write("hostile_cursor", segment(1, 16, [hostile], cursors=[top]))
+    # ORBIT_SCOPE(""): a head record with an empty name.
+    write("empty_name", segment(1, 16, [sequence([
+        named(SCOPE_START, 1, b""), [(SCOPE_STOP, 1, b"", 0, 0)],
+        named(THREAD_NAME, 0, b""), named(INT, 3, b"", color=0x01020304)])]))
+    write("truncated", valid[:len(valid) - 1])
+    write("header_only", valid[:HEADER.size])
+    write("not_initialised", bytes(8) + valid[8:])
+    write("version_2", segment(1, 16, [trace], version=2))
+    write("clock_tsc", segment(1, 16, [trace], clock=1))
+
+
+if __name__ == "__main__":
+    main()

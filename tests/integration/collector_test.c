@@ -1,0 +1,1257 @@
+/*
+ * collector_test.c — orbit-collector as a real process on loopback.
+ *
+ *   collector_test PATH-TO-orbit-collector CASE
+ *
+ * Each case starts a collector on port 0 in a fresh directory, reads its
+ * "listening on" line, and talks to it with clients that send frames made by
+ * orbit__frame_writer_* (or built by hand when they must be bad). Hostile
+ * cases run a good client at the same time and check that every one of its
+ * frames reached its file, that the collector still accepts, and that its
+ * memory stayed bounded. Every case ends with SIGTERM and exit status 0.
+ */
+#include <errno.h>
+#include <fcntl.h>
+#include <netinet/in.h>
+#include <poll.h>
+#include <signal.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/resource.h>
+#include <sys/socket.h>
+#include <sys/stat.h>
+#include <sys/wait.h>
+#include <time.h>
+#include <unistd.h>
+#include <zstd.h>
+
+#include "check.h"
+#include "collector_harness.h"
+
+static const char *exe;
+
+static void start(struct coll *h, const char *const *args)
+{
+	harness_root(h);
+	coll_start(h, exe, NULL, args);
+}
+
+static void finish(struct coll *h)
+{
+	CHECK(coll_alive(h));
+	int status = coll_stop(h, SIGTERM);
+	if (status != 0) {
+		coll_dump_log(h);
+		fprintf(stderr, "collector exit status %d\n", status);
+		exit(1);
+	}
+	coll_cleanup(h);
+}
+
+static char needle_buf[512];
+
+static const char *needle(const char *fmt, int port, const char *what)
+{
+	snprintf(needle_buf, sizeof needle_buf, fmt, port, what);
+	return needle_buf;
+}
+
+/* ---- frames built by hand ---- */
+
+/* Content of n bytes made of ThreadName packets (each varint-delimited). */
+static size_t packets_content(uint8_t *out, size_t n)
+{
+	size_t len = 0;
+
+	while (len + 40 <= n) {
+		Orbit__ThreadName t = ORBIT__THREAD_NAME__INIT;
+		Orbit__Packet p = ORBIT__PACKET__INIT;
+		t.tid = (uint32_t)len;
+		t.name = "filler-thread-name-abcdefgh";
+		p.body_case = ORBIT__PACKET__BODY_THREAD_NAME;
+		p.thread_name = &t;
+		size_t m = orbit__packet__get_packed_size(&p);
+		out[len++] = (uint8_t)m; /* < 128 */
+		len += orbit__packet__pack(&p, out + len);
+	}
+	return len;
+}
+
+static size_t zstd_frame(uint8_t *out, size_t cap, const uint8_t *content, size_t n, int checksum,
+			 int size_flag)
+{
+	ZSTD_CCtx *cc = ZSTD_createCCtx();
+
+	ZSTD_CCtx_setParameter(cc, ZSTD_c_checksumFlag, checksum);
+	ZSTD_CCtx_setParameter(cc, ZSTD_c_contentSizeFlag, size_flag);
+	size_t r = ZSTD_compress2(cc, out, cap, content, n);
+	CHECK(!ZSTD_isError(r));
+	ZSTD_freeCCtx(cc);
+	return r;
+}
+
+/* Rewrites the frame content size field of a frame made by zstd_frame. */
+static void patch_content_size(uint8_t *frame, uint64_t size)
+{
+	static const int did_size[4] = { 0, 1, 2, 4 };
+	uint8_t fhd = frame[4];
+	int fcs_flag = fhd >> 6, single = (fhd >> 5) & 1;
+	size_t pos = 5 + (single ? 0 : 1) + (size_t)did_size[fhd & 3];
+
+	switch (fcs_flag) {
+	case 0:
+		CHECK(single && size < 256);
+		frame[pos] = (uint8_t)size;
+		break;
+	case 1:
+		CHECK(size >= 256 && size < 65536 + 256);
+		frame[pos] = (uint8_t)(size - 256);
+		frame[pos + 1] = (uint8_t)((size - 256) >> 8);
+		break;
+	default:
+		for (int i = 0; i < (fcs_flag == 2 ? 4 : 8); i++)
+			frame[pos + (size_t)i] = (uint8_t)(size >> (8 * i));
+	}
+}
+
+/* ---- attackers ---- */
+
+struct attacker {
+	int fd, port;
+	struct stream s; /* what it sent that was good */
+};
+
+/* Connects; with handshake, also sends a handshake and `good` frames. */
+static void attacker_open(struct attacker *a, struct coll *h, const char *name, int handshake,
+			  int good)
+{
+	memset(a, 0, sizeof *a);
+	stream_open(&a->s, h, name, 6666);
+	a->fd = a->s.fd;
+	a->port = a->s.local_port;
+	if (handshake) {
+		stream_handshake(&a->s, ORBIT_PROTOCOL_VERSION, NULL);
+		stream_flush(&a->s);
+		stream_good_frames(&a->s, good);
+	}
+}
+
+static void attacker_send(struct attacker *a, const void *p, size_t n)
+{
+	(void)send_all(a->fd, p, n); /* the collector may close first */
+}
+
+/* The collector closes it and logs why; its file keeps the good frames. */
+static void attacker_expect(struct attacker *a, struct coll *h, const char *reason)
+{
+	char path[512];
+
+	if (!wait_closed(a->fd, HARNESS_WAIT_MS)) {
+		fprintf(stderr, "the collector did not close the attacker (%s)\n", reason);
+		coll_dump_log(h);
+		exit(1);
+	}
+	if (a->s.frames == 0) {
+		coll_expect_log(h, needle(":%d: refused: %s", a->port, reason));
+		CHECK_EQ_U64(capture_find(h, a->s.name, a->s.pid, path, sizeof path), 0);
+	} else {
+		coll_expect_log(h, needle(":%d: closed (%s", a->port, "frame at stream byte"));
+		coll_expect_log(h, reason);
+		CHECK_EQ_U64(capture_find(h, a->s.name, a->s.pid, path, sizeof path), 1);
+		capture_verify(path, &a->s, a->s.frames);
+	}
+	close(a->fd);
+	a->s.fd = -1;
+	stream_free(&a->s);
+}
+
+static void attack_random(struct coll *h)
+{
+	struct attacker a;
+	uint8_t junk[65536];
+	uint64_t seed = 42;
+
+	harness_random(junk, sizeof junk, &seed);
+	attacker_open(&a, h, "random", 0, 0);
+	attacker_send(&a, junk, sizeof junk);
+	attacker_expect(&a, h, "not a zstd frame");
+}
+
+static void attack_big_content(struct coll *h)
+{
+	struct attacker a;
+	/* magic, FHD: 8-byte content size, single segment, checksum; 128 MiB */
+	uint8_t hdr[16] = { 0x28, 0xB5, 0x2F, 0xFD, 0xE4, 0, 0, 0, 8, 0, 0, 0, 0, 1, 0, 0 };
+
+	attacker_open(&a, h, "bigcontent", 1, 2);
+	attacker_send(&a, hdr, sizeof hdr);
+	attacker_expect(&a, h, "frame over the size limits");
+}
+
+static void attack_big_compressed(struct coll *h)
+{
+	struct attacker a;
+	struct stream big;
+
+	attacker_open(&a, h, "bigcompressed", 1, 2);
+	stream_init(&big, "big", 1);
+	for (int i = 0; i < 5; i++)
+		stream_add_page(&big, (1u << 20) - 64, 1); /* incompressible */
+	stream_flush(&big);
+	CHECK(big.len > ORBIT_FRAME_MAX_COMPRESSED);
+	attacker_send(&a, big.bytes, big.len);
+	attacker_expect(&a, h, "frame over the size limits");
+	stream_free(&big);
+}
+
+static void attack_truncated(struct coll *h)
+{
+	struct attacker a;
+	struct stream more;
+	char path[512];
+
+	attacker_open(&a, h, "truncated", 1, 3);
+	stream_init(&more, "more", 1);
+	stream_good_frames(&more, 1);
+	attacker_send(&a, more.bytes, more.len / 2);
+	shutdown(a.fd, SHUT_WR);
+	CHECK(wait_closed(a.fd, HARNESS_WAIT_MS));
+	coll_expect_log(h, needle(":%d: closed (%s", a.port, "closed by the peer inside a frame"));
+	CHECK_EQ_U64(capture_find(h, a.s.name, a.s.pid, path, sizeof path), 1);
+	capture_verify(path, &a.s, a.s.frames);
+	close(a.fd);
+	a.s.fd = -1;
+	stream_free(&a.s);
+	stream_free(&more);
+}
+
+static void attack_past_size(struct coll *h)
+{
+	struct attacker a;
+	uint8_t content[2000], frame[4096];
+	size_t n = packets_content(content, sizeof content);
+	size_t len = zstd_frame(frame, sizeof frame, content, n, 1, 1);
+
+	patch_content_size(frame, n / 2); /* decompresses past its size */
+	attacker_open(&a, h, "pastsize", 1, 2);
+	attacker_send(&a, frame, len);
+	attacker_expect(&a, h, "frame data damaged");
+}
+
+static void attack_checksum(struct coll *h)
+{
+	struct attacker a;
+	uint8_t content[2000], frame[4096];
+	size_t n = packets_content(content, sizeof content);
+	size_t len = zstd_frame(frame, sizeof frame, content, n, 1, 1);
+
+	frame[len - 1] ^= 0x40;
+	attacker_open(&a, h, "checksum", 1, 2);
+	attacker_send(&a, frame, len);
+	attacker_expect(&a, h, "frame data damaged");
+}
+
+static void attack_no_checksum(struct coll *h)
+{
+	struct attacker a;
+	uint8_t content[2000], frame[4096];
+	size_t n = packets_content(content, sizeof content);
+	size_t len = zstd_frame(frame, sizeof frame, content, n, 0, 1);
+
+	attacker_open(&a, h, "nochecksum", 1, 2);
+	attacker_send(&a, frame, len);
+	attacker_expect(&a, h, "frame without content checksum");
+}
+
+static void attack_no_size(struct coll *h)
+{
+	struct attacker a;
+	uint8_t content[2000], frame[4096];
+	size_t n = packets_content(content, sizeof content);
+	size_t len = zstd_frame(frame, sizeof frame, content, n, 1, 0);
+
+	attacker_open(&a, h, "nosize", 1, 2);
+	attacker_send(&a, frame, len);
+	attacker_expect(&a, h, "frame header without content size");
+}
+
+static void attack_bad_packet(struct coll *h)
+{
+	struct attacker a;
+	uint8_t frame[256];
+	const uint8_t overrun[] = { 0x05, 0x08, 0x01 };           /* length past the end */
+	const uint8_t garbage[] = { 0x04, 0xff, 0xff, 0xff, 0xff }; /* not a message */
+	size_t len;
+
+	len = zstd_frame(frame, sizeof frame, overrun, sizeof overrun, 1, 1);
+	attacker_open(&a, h, "overrun", 1, 1);
+	attacker_send(&a, frame, len);
+	attacker_expect(&a, h, "bad packet in frame");
+
+	len = zstd_frame(frame, sizeof frame, garbage, sizeof garbage, 1, 1);
+	attacker_open(&a, h, "garbage", 1, 1);
+	attacker_send(&a, frame, len);
+	attacker_expect(&a, h, "packet 0: bad packet in frame");
+}
+
+static void attack_version(struct coll *h)
+{
+	struct attacker a;
+	struct stream s;
+
+	attacker_open(&a, h, "version", 0, 0);
+	stream_init(&s, "version", 6666);
+	stream_handshake(&s, ORBIT_PROTOCOL_VERSION + 1, NULL);
+	stream_flush(&s);
+	attacker_send(&a, s.bytes, s.len);
+	attacker_expect(&a, h, "protocol version 2, this collector speaks 1");
+	stream_free(&s);
+}
+
+static void attack_batch(struct coll *h)
+{
+	struct attacker a;
+	struct stream s;
+	Orbit__RingBatch b = ORBIT__RING_BATCH__INIT;
+	Orbit__Packet p = ORBIT__PACKET__INIT;
+	uint8_t records[100] = { 0 };
+
+	b.ring = 0;
+	b.count = 10; /* 10 records would be 560 bytes */
+	b.encoding = ORBIT_BATCH_COLUMNS;
+	b.records.data = records;
+	b.records.len = sizeof records;
+	p.body_case = ORBIT__PACKET__BODY_RING_BATCH;
+	p.ring_batch = &b;
+	stream_init(&s, "x", 1);
+	stream_add_thread(&s, 1, "fine");
+	stream_add(&s, &p);
+	stream_flush(&s);
+	attacker_open(&a, h, "batch", 1, 3);
+	attacker_send(&a, s.bytes, s.len);
+	attacker_expect(&a, h, "packet 1 (type 2): fields out of bounds");
+	stream_free(&s);
+}
+
+static void attack_not_handshake(struct coll *h)
+{
+	struct attacker a;
+	struct stream s;
+
+	stream_init(&s, "x", 1);
+	stream_add_thread(&s, 1, "first");
+	stream_flush(&s);
+	attacker_open(&a, h, "nothandshake", 0, 0);
+	attacker_send(&a, s.bytes, s.len);
+	attacker_expect(&a, h, "the first packet is not a handshake");
+	stream_free(&s);
+}
+
+static void attack_two_in_handshake(struct coll *h)
+{
+	struct attacker a;
+	struct stream s;
+
+	stream_init(&s, "twopackets", 6666);
+	stream_handshake(&s, ORBIT_PROTOCOL_VERSION, NULL);
+	stream_add_thread(&s, 1, "extra");
+	stream_flush(&s);
+	attacker_open(&a, h, "twopackets", 0, 0);
+	attacker_send(&a, s.bytes, s.len);
+	attacker_expect(&a, h, "the handshake frame holds 2 packets, not 1");
+	stream_free(&s);
+}
+
+static void attack_second_handshake(struct coll *h)
+{
+	struct attacker a;
+	struct stream s;
+
+	stream_init(&s, "again", 6666);
+	stream_handshake(&s, ORBIT_PROTOCOL_VERSION, NULL);
+	stream_flush(&s);
+	attacker_open(&a, h, "again", 1, 2);
+	attacker_send(&a, s.bytes, s.len);
+	attacker_expect(&a, h, "packet 0: a second handshake");
+	stream_free(&s);
+}
+
+/* An empty frame: refused first, harmless later. */
+static void attack_empty(struct coll *h)
+{
+	struct attacker a;
+	struct stream s;
+	uint8_t frame[64];
+	char path[512];
+	size_t len = zstd_frame(frame, sizeof frame, (const uint8_t *)"", 0, 1, 1);
+
+	attacker_open(&a, h, "emptyfirst", 0, 0);
+	attacker_send(&a, frame, len);
+	attacker_expect(&a, h, "the first frame holds no packet");
+
+	stream_open(&s, h, "emptylater", 6668);
+	stream_handshake(&s, ORBIT_PROTOCOL_VERSION, NULL);
+	stream_flush(&s);
+	stream_good_frames(&s, 1);
+	CHECK(send_all(s.fd, frame, len) == 0);
+	stream_good_frames(&s, 1);
+	stream_close_wait(&s, h);
+	CHECK_EQ_U64(capture_find(h, "emptylater", 6668, path, sizeof path), 1);
+	struct stat st;
+	CHECK(stat(path, &st) == 0 && (size_t)st.st_size == s.len + len);
+	CHECK(zstd_test(path) != 1);
+	stream_free(&s);
+}
+
+/* Valid frames that each decompress to almost 64 MiB (zeros). */
+static void attack_bomb(struct coll *h)
+{
+	struct stream s;
+
+	stream_open(&s, h, "bomb", 6667);
+	stream_handshake(&s, ORBIT_PROTOCOL_VERSION, NULL);
+	stream_flush(&s);
+	for (int f = 0; f < 3; f++) {
+		for (int i = 0; i < 63; i++)
+			stream_add_page(&s, (1u << 20) - 64, 0);
+		stream_flush(&s);
+	}
+	stream_close_wait(&s, h);
+	coll_check_rss(h, "after 64 MiB frames");
+	capture_verify_stream(h, &s);
+	stream_free(&s);
+}
+
+/* ---- the scaffold: a good client around an attack ---- */
+
+static const char *token_for_good;
+
+static void good_open(struct stream *s, struct coll *h, const char *name, uint32_t pid)
+{
+	stream_open(s, h, name, pid);
+	stream_handshake(s, ORBIT_PROTOCOL_VERSION, token_for_good);
+	stream_flush(s);
+}
+
+static void hostile(const char *const *args, void (*attack)(struct coll *h))
+{
+	struct coll h;
+	struct stream good, after;
+
+	start(&h, args);
+	good_open(&good, &h, "good", 1001);
+	stream_good_frames(&good, 5);
+	attack(&h);
+	stream_good_frames(&good, 5);
+	good_open(&after, &h, "after", 1002);
+	stream_good_frames(&after, 3);
+	stream_close_wait(&good, &h);
+	stream_close_wait(&after, &h);
+	capture_verify_stream(&h, &good);
+	capture_verify_stream(&h, &after);
+	coll_check_rss(&h, "after the attack");
+	stream_free(&good);
+	stream_free(&after);
+	finish(&h);
+}
+
+/* ---- cases ---- */
+
+static void case_good(void)
+{
+	struct coll h;
+	struct stream s;
+	char path[512];
+	const char *base;
+	struct tm tm;
+	char stamp[32];
+	time_t now = time(NULL);
+
+	start(&h, NULL);
+	good_open(&s, &h, "game", 1234);
+	stream_good_frames(&s, 19);
+	stream_add_loss(&s, 1, 3);
+	stream_add_end(&s);
+	stream_flush(&s);
+	stream_close_wait(&s, &h);
+	CHECK_EQ_U64(capture_find(&h, "game", 1234, path, sizeof path), 1);
+	base = strrchr(path, '/') + 1;
+	/* game-1234-YYYYMMDDTHHMMSSZ.orbit.zst, the time within a minute */
+	CHECK(strlen(base) == strlen("game-1234-20260101T000000Z.orbit.zst"));
+	CHECK(strcmp(base + strlen(base) - 10, ".orbit.zst") == 0);
+	CHECK(base[18] == 'T' && base[25] == 'Z');
+	gmtime_r(&now, &tm);
+	strftime(stamp, sizeof stamp, "%Y%m%dT%H", &tm);
+	CHECK(strncmp(base + 10, stamp, 6) == 0);
+	capture_verify(path, &s, s.frames);
+	coll_expect_log(&h, "pid 1234 -> ");
+	coll_expect_log(&h, "21 frames");
+	coll_expect_log(&h, "3 events lost, end of stream");
+	stream_free(&s);
+	finish(&h);
+}
+
+static void case_concurrent(void)
+{
+	struct coll h;
+	struct stream s[8];
+	char name[32];
+
+	start(&h, NULL);
+	for (int i = 0; i < 8; i++) {
+		snprintf(name, sizeof name, "worker%d", i);
+		good_open(&s[i], &h, name, 500 + (uint32_t)i);
+	}
+	for (int f = 0; f < 10; f++)
+		for (int i = 0; i < 8; i++)
+			stream_good_frames(&s[i], 1);
+	for (int i = 0; i < 8; i++)
+		stream_close_wait(&s[i], &h);
+	for (int i = 0; i < 8; i++) {
+		capture_verify_stream(&h, &s[i]);
+		stream_free(&s[i]);
+	}
+	CHECK_EQ_U64(capture_count(&h), 8);
+	finish(&h);
+}
+
+static void case_names(void)
+{
+	static const char *const names[][2] = {
+		{ "../../etc/passwd", "_._.__etc_passwd" },
+		{ "", "unknown" },
+		{ ".hidden", "_hidden" },
+		{ "..", "_." },
+		{ "a b/c\\d", "a_b_c_d" },
+		{ "\xe5\x90\x8d", "___" },
+		{ "x\ny", "x_y" },
+		{ "ok.name-1_2", "ok.name-1_2" },
+		{ "xxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxx"
+		  "xxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxx",
+		  "xxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxx" },
+	};
+	const size_t n = sizeof names / sizeof names[0];
+	struct coll h;
+	char path[512];
+
+	start(&h, NULL);
+	for (size_t i = 0; i < n; i++) {
+		struct stream s;
+		good_open(&s, &h, names[i][0], 70 + (uint32_t)i);
+		stream_good_frames(&s, 1);
+		stream_close_wait(&s, &h);
+		if (capture_find(&h, names[i][1], s.pid, path, sizeof path) != 1) {
+			fprintf(stderr, "no capture named '%s-%u-*'\n", names[i][1], s.pid);
+			coll_dump_log(&h);
+			exit(1);
+		}
+		capture_verify(path, &s, s.frames);
+		stream_free(&s);
+	}
+	CHECK_EQ_U64(capture_count(&h), n);
+	/* nothing outside the directory: the root holds captures/ and the log */
+	struct coll root = h;
+	snprintf(root.dir, sizeof root.dir, "%s", h.root);
+	CHECK_EQ_U64(capture_count(&root), 2);
+	finish(&h);
+}
+
+static void case_exists(void)
+{
+	struct coll h;
+	struct stream s[2];
+	char path[512], target[512];
+	time_t now = time(NULL);
+
+	harness_root(&h);
+	CHECK(mkdir(h.dir, 0755) == 0);
+	snprintf(target, sizeof target, "%s/outside", h.root);
+	for (int d = -2; d <= 10; d++) {
+		time_t t = now + d;
+		struct tm tm;
+		char stamp[32];
+		gmtime_r(&t, &tm);
+		strftime(stamp, sizeof stamp, "%Y%m%dT%H%M%SZ", &tm);
+		snprintf(path, sizeof path, "%s/clash-42-%s.orbit.zst", h.dir, stamp);
+		FILE *f = fopen(path, "w");
+		CHECK(f != NULL && fputs("precious", f) >= 0 && fclose(f) == 0);
+		snprintf(path, sizeof path, "%s/clash-42-%s-1.orbit.zst", h.dir, stamp);
+		CHECK(symlink(target, path) == 0); /* dangling, pointing outside */
+	}
+	coll_start(&h, exe, NULL, NULL);
+	for (int i = 0; i < 2; i++) {
+		good_open(&s[i], &h, "clash", 42);
+		stream_good_frames(&s[i], 2 + i);
+	}
+	for (int i = 0; i < 2; i++)
+		stream_close_wait(&s[i], &h);
+	CHECK(access(target, F_OK) != 0);
+	/* the precious files are untouched; the two captures got -2 / -3 */
+	int precious = 0, captures = 0;
+	for (int d = -2; d <= 10; d++) {
+		time_t t = now + d;
+		struct tm tm;
+		char stamp[32];
+		gmtime_r(&t, &tm);
+		strftime(stamp, sizeof stamp, "%Y%m%dT%H%M%SZ", &tm);
+		for (int suffix = 0; suffix <= 3; suffix++) {
+			char buf[64] = "";
+			if (suffix == 0)
+				snprintf(path, sizeof path, "%s/clash-42-%s.orbit.zst", h.dir, stamp);
+			else
+				snprintf(path, sizeof path, "%s/clash-42-%s-%d.orbit.zst", h.dir,
+					 stamp, suffix);
+			struct stat st;
+			if (lstat(path, &st) != 0)
+				continue;
+			if (suffix == 0) {
+				FILE *f = fopen(path, "r");
+				CHECK(f != NULL && fgets(buf, sizeof buf, f) != NULL);
+				fclose(f);
+				CHECK(strcmp(buf, "precious") == 0);
+				precious++;
+			} else if (suffix == 1) {
+				CHECK(S_ISLNK(st.st_mode));
+			} else {
+				CHECK(S_ISREG(st.st_mode));
+				/* which stream: by size */
+				int which = (size_t)st.st_size == s[0].len ? 0 : 1;
+				CHECK((size_t)st.st_size == s[which].len);
+				capture_verify(path, &s[which], s[which].frames);
+				captures++;
+			}
+		}
+	}
+	CHECK_EQ_U64(precious, 13);
+	CHECK_EQ_U64(captures, 2);
+	for (int i = 0; i < 2; i++)
+		stream_free(&s[i]);
+	finish(&h);
+}
+
+static int ensure_files(int want)
+{
+	struct rlimit r;
+
+	CHECK(getrlimit(RLIMIT_NOFILE, &r) == 0);
+	if (r.rlim_cur < (rlim_t)want + 64) {
+		r.rlim_cur = r.rlim_max < (rlim_t)want + 64 ? r.rlim_max : (rlim_t)want + 64;
+		setrlimit(RLIMIT_NOFILE, &r);
+	}
+	return (int)r.rlim_cur - 64 < want ? (int)r.rlim_cur - 64 : want;
+}
+
+static void case_idle(void)
+{
+	const char *const args[] = { "--max-connections", "512", "--handshake-timeout-ms",
+				     HARNESS_ASAN ? "8000" : "4000", NULL };
+	struct coll h;
+	struct stream good;
+	int want = 300, n = ensure_files(300);
+	int fds[300];
+	const uint8_t partial[] = { 0x28, 0xB5, 0x2F, 0xFD, 0xE4 }; /* a header begun */
+
+	if (n < 100)
+		SKIP("ulimit -n too low for hundreds of connections");
+	if (n < want)
+		fprintf(stderr, "ulimit -n: %d idle connections instead of %d\n", n, want);
+	start(&h, args);
+	good_open(&good, &h, "good", 1001);
+	stream_good_frames(&good, 3);
+	for (int i = 0; i < n; i++) {
+		fds[i] = client_connect(&h);
+		if (i % 2)
+			CHECK(send_all(fds[i], partial, sizeof partial) == 0);
+	}
+	coll_check_rss(&h, "with the idle connections open");
+	stream_good_frames(&good, 5);
+	stream_close_wait(&good, &h);
+	capture_verify_stream(&h, &good);
+	for (int i = 0; i < n; i++) {
+		CHECK(wait_closed(fds[i], HARNESS_WAIT_MS));
+		close(fds[i]);
+	}
+	CHECK(coll_wait_log(&h, "refused: no handshake within", HARNESS_WAIT_MS));
+	for (uint64_t end = harness_now_ms() + HARNESS_WAIT_MS;
+	     coll_log_count(&h, "refused: no handshake within") < n && harness_now_ms() < end;)
+		usleep(2000);
+	CHECK_EQ_U64(coll_log_count(&h, "refused: no handshake within"), n);
+	coll_check_rss(&h, "after the idle connections");
+	/* still accepting */
+	stream_free(&good);
+	good_open(&good, &h, "later", 1003);
+	stream_good_frames(&good, 2);
+	stream_close_wait(&good, &h);
+	capture_verify_stream(&h, &good);
+	stream_free(&good);
+	finish(&h);
+}
+
+/* Sends one byte every 50 ms to each trickler until the collector closes it. */
+static void trickle(int *fd, const uint8_t *const *data, const size_t *len, int n)
+{
+	size_t sent[4] = { 0 };
+	int open = n;
+	uint64_t deadline = harness_now_ms() + HARNESS_WAIT_MS;
+
+	while (open > 0) {
+		struct pollfd p[4];
+		for (int i = 0; i < n; i++)
+			p[i] = (struct pollfd){ fd[i], fd[i] >= 0 ? POLLIN : 0, 0 };
+		CHECK(harness_now_ms() < deadline);
+		if (poll(p, (nfds_t)n, 50) > 0) {
+			for (int i = 0; i < n; i++) {
+				if (fd[i] < 0 || !(p[i].revents & (POLLIN | POLLHUP | POLLERR)))
+					continue;
+				CHECK(wait_closed(fd[i], 1000));
+				close(fd[i]);
+				fd[i] = -1;
+				open--;
+			}
+			continue;
+		}
+		for (int i = 0; i < n; i++) {
+			if (fd[i] < 0)
+				continue;
+			CHECK(sent[i] < len[i]); /* closed before the bytes ran out */
+			(void)send_all(fd[i], data[i] + sent[i]++, 1);
+		}
+	}
+}
+
+static void case_trickle(void)
+{
+	const char *const args[] = { "--handshake-timeout-ms", "700", "--frame-timeout-ms", "700",
+				     NULL };
+	struct coll h;
+	struct stream good, hs, slow, frame;
+	char path[512];
+
+	start(&h, args);
+	good_open(&good, &h, "good", 1001);
+	stream_good_frames(&good, 2);
+	stream_open(&hs, &h, "slowhandshake", 7);
+	stream_init(&frame, "slowhandshake", 7);
+	stream_handshake(&frame, ORBIT_PROTOCOL_VERSION, NULL);
+	stream_flush(&frame);
+	stream_open(&slow, &h, "slowframe", 8);
+	stream_handshake(&slow, ORBIT_PROTOCOL_VERSION, NULL);
+	stream_flush(&slow);
+	struct stream next;
+	stream_init(&next, "x", 1);
+	stream_good_frames(&next, 1);
+	int fds[2] = { hs.fd, slow.fd };
+	const uint8_t *data[2] = { frame.bytes, next.bytes };
+	const size_t len[2] = { frame.len, next.len };
+	trickle(fds, data, len, 2);
+	hs.fd = slow.fd = -1;
+	coll_expect_log(&h, needle(":%d: refused: %s", hs.local_port, "no handshake within 700 ms"));
+	coll_expect_log(&h, needle(":%d: closed (%s", slow.local_port, "frame at stream byte"));
+	coll_expect_log(&h, "incomplete after 700 ms");
+	CHECK_EQ_U64(capture_find(&h, "slowhandshake", 7, path, sizeof path), 0);
+	CHECK_EQ_U64(capture_find(&h, "slowframe", 8, path, sizeof path), 1);
+	capture_verify(path, &slow, 1);
+	stream_good_frames(&good, 2);
+	stream_close_wait(&good, &h);
+	capture_verify_stream(&h, &good);
+	stream_free(&good);
+	stream_free(&hs);
+	stream_free(&slow);
+	stream_free(&frame);
+	stream_free(&next);
+	finish(&h);
+}
+
+static void case_idle_timeout(void)
+{
+	const char *const args[] = { "--idle-timeout-ms", "600", NULL };
+	struct coll h;
+	struct stream s;
+
+	start(&h, args);
+	good_open(&s, &h, "quiet", 9);
+	stream_good_frames(&s, 2);
+	CHECK(wait_closed(s.fd, HARNESS_WAIT_MS));
+	coll_expect_log(&h, needle(":%d: closed (%s", s.local_port, "idle for 600 ms"));
+	capture_verify_stream(&h, &s);
+	stream_free(&s);
+	finish(&h);
+}
+
+static void case_max_connections(void)
+{
+	const char *const args[] = { "--max-connections", "3", NULL };
+	struct coll h;
+	struct stream first, later;
+	int idle[2], extra;
+
+	start(&h, args);
+	good_open(&first, &h, "first", 1);
+	stream_good_frames(&first, 2);
+	idle[0] = client_connect(&h);
+	idle[1] = client_connect(&h);
+	extra = client_connect(&h);
+	int extra_port = client_local_port(extra);
+	CHECK(wait_closed(extra, HARNESS_WAIT_MS));
+	close(extra);
+	coll_expect_log(&h, needle(":%d: refused: %s", extra_port, "3 connections already open"));
+	stream_close_wait(&first, &h);
+	good_open(&later, &h, "later", 2);
+	stream_good_frames(&later, 2);
+	stream_close_wait(&later, &h);
+	capture_verify_stream(&h, &first);
+	capture_verify_stream(&h, &later);
+	close(idle[0]);
+	close(idle[1]);
+	stream_free(&first);
+	stream_free(&later);
+	finish(&h);
+}
+
+/* Waits until the capture of s holds size bytes (at least, with at_least). */
+static void wait_file_size(struct coll *h, const struct stream *s, size_t size, int at_least)
+{
+	char path[512];
+	struct stat st;
+	uint64_t deadline = harness_now_ms() + HARNESS_WAIT_MS;
+
+	for (;;) {
+		if (capture_find(h, s->name, s->pid, path, sizeof path) == 1 &&
+		    stat(path, &st) == 0 &&
+		    ((size_t)st.st_size == size || (at_least && (size_t)st.st_size > size)))
+			return;
+		if (harness_now_ms() > deadline) {
+			fprintf(stderr, "%s never reached %zu bytes\n", s->name, size);
+			coll_dump_log(h);
+			exit(1);
+		}
+		usleep(2000); /* the file's size is the readiness signal */
+	}
+}
+
+static void case_signal(int sig)
+{
+	struct coll h;
+	struct stream s, more;
+	char path[512];
+
+	start(&h, NULL);
+	good_open(&s, &h, "streaming", 77);
+	stream_good_frames(&s, 5);
+	stream_init(&more, "x", 1);
+	stream_good_frames(&more, 1);
+	CHECK(send_all(s.fd, more.bytes, more.len / 2) == 0); /* a frame in mid-air */
+	wait_file_size(&h, &s, s.len, 0);
+	CHECK_EQ_U64(coll_stop(&h, sig), 0);
+	coll_expect_log(&h, "collector stopping");
+	CHECK_EQ_U64(capture_find(&h, "streaming", 77, path, sizeof path), 1);
+	capture_verify(path, &s, s.frames);
+	stream_free(&s);
+	stream_free(&more);
+	coll_cleanup(&h);
+}
+
+/* Frames still arriving when SIGINT comes: the file ends at a frame edge. */
+static void case_signal_burst(void)
+{
+	struct coll h;
+	struct stream s;
+	char path[512];
+	struct stat st;
+
+	start(&h, NULL);
+	stream_init(&s, "burst", 78);
+	stream_handshake(&s, ORBIT_PROTOCOL_VERSION, NULL);
+	stream_flush(&s);
+	for (int i = 0; i < 40; i++) {
+		stream_add_page(&s, 200000, 1);
+		stream_flush(&s);
+	}
+	int fd = client_connect(&h);
+	CHECK(send_all(fd, s.bytes, s.frame_end[0]) == 0);
+	wait_file_size(&h, &s, s.frame_end[0], 0);
+	/* the rest from a child, so that the signal lands mid-stream */
+	pid_t child = fork();
+	CHECK(child >= 0);
+	if (child == 0) {
+		(void)send_all(fd, s.bytes + s.frame_end[0], s.len - s.frame_end[0]);
+		_exit(0);
+	}
+	wait_file_size(&h, &s, s.frame_end[3], 1);
+	CHECK_EQ_U64(coll_stop(&h, SIGINT), 0);
+	waitpid(child, NULL, 0);
+	close(fd);
+	CHECK_EQ_U64(capture_find(&h, "burst", 78, path, sizeof path), 1);
+	CHECK(stat(path, &st) == 0);
+	size_t frames = 0;
+	while (frames < s.frames && s.frame_end[frames] < (size_t)st.st_size)
+		frames++;
+	CHECK(frames < s.frames && s.frame_end[frames] == (size_t)st.st_size);
+	fprintf(stderr, "stopped with %zu of %zu frames in the file\n", frames + 1, s.frames);
+	capture_verify(path, &s, frames + 1);
+	stream_free(&s);
+	coll_cleanup(&h);
+}
+
+static void case_disk_full(void)
+{
+	struct coll h;
+	struct stream s, after;
+	char path[512], log_needle[600];
+	struct stat st;
+
+	harness_root(&h);
+	h.fsize_limit = 300 * 1024;
+	coll_start(&h, exe, NULL, NULL);
+	stream_init(&s, "diskfull", 99);
+	stream_handshake(&s, ORBIT_PROTOCOL_VERSION, NULL);
+	stream_flush(&s);
+	for (int i = 0; i < 12; i++) {
+		stream_add_page(&s, 40000, 1);
+		stream_flush(&s);
+	}
+	int fd = client_connect(&h);
+	(void)send_all(fd, s.bytes, s.len);
+	CHECK(wait_closed(fd, HARNESS_WAIT_MS));
+	close(fd);
+	CHECK_EQ_U64(capture_find(&h, "diskfull", 99, path, sizeof path), 1);
+	snprintf(log_needle, sizeof log_needle, "%s: write failed at byte ", path);
+	coll_expect_log(&h, log_needle);
+	coll_expect_log(&h, "file too large; closed 127.0.0.1:");
+	CHECK(stat(path, &st) == 0);
+	size_t frames = 0;
+	while (frames < s.frames && s.frame_end[frames] < (size_t)st.st_size)
+		frames++;
+	CHECK(frames < s.frames && s.frame_end[frames] == (size_t)st.st_size);
+	CHECK((size_t)st.st_size <= 300 * 1024);
+	CHECK(s.frame_end[frames + 1] > 300 * 1024); /* every frame that fitted */
+	capture_verify(path, &s, frames + 1);
+	/* the collector carries on */
+	good_open(&after, &h, "after", 100);
+	stream_good_frames(&after, 1);
+	stream_close_wait(&after, &h);
+	capture_verify_stream(&h, &after);
+	stream_free(&s);
+	stream_free(&after);
+	finish(&h);
+}
+
+static void case_fast(void)
+{
+	struct coll h;
+	struct stream s;
+
+	start(&h, NULL);
+	good_open(&s, &h, "fast", 5);
+	for (int i = 0; i < 48; i++) {
+		stream_add_page(&s, (1u << 20) - 64, 1);
+		stream_flush(&s);
+	}
+	stream_close_wait(&s, &h);
+	coll_check_rss(&h, "after 48 MiB streamed");
+	capture_verify_stream(&h, &s);
+	stream_free(&s);
+	finish(&h);
+}
+
+static void case_token(const char *which)
+{
+	struct coll h;
+	char tokfile[256];
+	const char *const args[] = { "--token-file", tokfile, NULL };
+	struct attacker a;
+	struct stream s;
+
+	harness_root(&h);
+	snprintf(tokfile, sizeof tokfile, "%s/token", h.root);
+	FILE *f = fopen(tokfile, "w");
+	CHECK(f != NULL && fputs("s3cret-token\n", f) >= 0 && fclose(f) == 0);
+	coll_start(&h, exe, NULL, args);
+	token_for_good = "s3cret-token";
+	struct stream good;
+	good_open(&good, &h, "good", 1001);
+	stream_good_frames(&good, 2);
+	if (strcmp(which, "right") != 0) {
+		const char *tok = strcmp(which, "wrong") == 0 ? "s3cret-tokeN" :
+				  strcmp(which, "prefix") == 0 ? "s3cret" : NULL;
+		attacker_open(&a, &h, "intruder", 0, 0);
+		stream_init(&s, "intruder", 6666);
+		stream_handshake(&s, ORBIT_PROTOCOL_VERSION, tok);
+		stream_flush(&s);
+		attacker_send(&a, s.bytes, s.len);
+		attacker_expect(&a, &h, tok ? "wrong token" : "no token (--token-file is set)");
+		stream_free(&s);
+	}
+	stream_good_frames(&good, 2);
+	stream_close_wait(&good, &h);
+	capture_verify_stream(&h, &good);
+	CHECK_EQ_U64(capture_count(&h), 1);
+	stream_free(&good);
+	finish(&h);
+}
+
+static void case_ipv6(void)
+{
+	struct coll h;
+	struct stream s;
+	int probe = socket(AF_INET6, SOCK_STREAM, 0);
+	struct sockaddr_in6 a = { .sin6_family = AF_INET6, .sin6_addr = IN6ADDR_LOOPBACK_INIT };
+
+	if (probe < 0 || bind(probe, (struct sockaddr *)&a, sizeof a) != 0)
+		SKIP("no IPv6 loopback");
+	close(probe);
+	harness_root(&h);
+	coll_start(&h, exe, "[::1]:0", NULL);
+	CHECK(strncmp(h.listen, "[::1]:", 6) == 0);
+	good_open(&s, &h, "six", 6);
+	stream_good_frames(&s, 3);
+	stream_close_wait(&s, &h);
+	coll_expect_log(&h, needle("[::1]:%d: disconnected%s", s.local_port, ""));
+	capture_verify_stream(&h, &s);
+	stream_free(&s);
+	finish(&h);
+}
+
+static void case_hostname(void)
+{
+	struct coll h;
+	struct stream s;
+
+	harness_root(&h);
+	coll_start(&h, exe, "localhost:0", NULL);
+	good_open(&s, &h, "named", 6);
+	stream_good_frames(&s, 3);
+	stream_close_wait(&s, &h);
+	capture_verify_stream(&h, &s);
+	stream_free(&s);
+	finish(&h);
+}
+
+/* Runs the collector with args; returns its exit status, output in out/err. */
+static int run(const char *const *args, char *out, size_t outlen, char *err, size_t errlen)
+{
+	int po[2], pe[2], status;
+	const char *argv[16];
+	int n = 0;
+
+	argv[n++] = exe;
+	for (int i = 0; args[i] != NULL && n < 15; i++)
+		argv[n++] = args[i];
+	argv[n] = NULL;
+	CHECK(pipe(po) == 0 && pipe(pe) == 0);
+	pid_t pid = fork();
+	CHECK(pid >= 0);
+	if (pid == 0) {
+		dup2(po[1], 1);
+		dup2(pe[1], 2);
+		execv(exe, (char *const *)argv);
+		_exit(127);
+	}
+	close(po[1]);
+	close(pe[1]);
+	size_t no = 0, ne = 0;
+	for (;;) {
+		ssize_t r = read(po[0], out + no, outlen - 1 - no);
+		if (r <= 0)
+			break;
+		no += (size_t)r;
+	}
+	for (;;) {
+		ssize_t r = read(pe[0], err + ne, errlen - 1 - ne);
+		if (r <= 0)
+			break;
+		ne += (size_t)r;
+	}
+	out[no] = err[ne] = '\0';
+	close(po[0]);
+	close(pe[0]);
+	CHECK(waitpid(pid, &status, 0) == pid);
+	return WIFEXITED(status) ? WEXITSTATUS(status) : -1;
+}
+
+static int lines(const char *s)
+{
+	int n = 0;
+
+	for (; *s; s++)
+		n += *s == '\n';
+	return n;
+}
+
+static void expect_bad(const char *const *args, const char *named)
+{
+	char out[4096], err[4096];
+	int status = run(args, out, sizeof out, err, sizeof err);
+
+	fprintf(stderr, "  %s", err);
+	CHECK_EQ_U64(status, 1);
+	CHECK(out[0] == '\0');
+	CHECK_EQ_U64(lines(err), 1);
+	CHECK(strstr(err, named) != NULL);
+}
+
+static void case_args(void)
+{
+	char out[8192], err[4096];
+	struct coll h;
+
+	const char *const help[] = { "--help", NULL };
+	CHECK_EQ_U64(run(help, out, sizeof out, err, sizeof err), 0);
+	CHECK(strncmp(out, "usage: orbit-collector", 22) == 0 && err[0] == '\0');
+
+	harness_root(&h);
+	const char *const bogus[] = { "--bogus", NULL };
+	const char *const maxc[] = { "--max-connections", "many", NULL };
+	const char *const zero[] = { "--max-connections=0", NULL };
+	const char *const noport[] = { "--listen", "127.0.0.1", NULL };
+	const char *const v6[] = { "--listen", "::1:7411", NULL };
+	const char *const missing[] = { "--dir", h.dir, "--listen", NULL };
+	const char *const timeout[] = { "--idle-timeout-ms", "-5", NULL };
+	const char *const extra[] = { "stray", NULL };
+	const char *const tok[] = { "--listen", "127.0.0.1:0", "--dir", h.dir, "--token-file",
+				    "/nonexistent/token", NULL };
+	expect_bad(bogus, "--bogus");
+	expect_bad(maxc, "--max-connections 'many'");
+	expect_bad(zero, "--max-connections '0'");
+	expect_bad(noport, "--listen '127.0.0.1'");
+	expect_bad(v6, "--listen '::1:7411'");
+	expect_bad(missing, "--listen");
+	expect_bad(timeout, "--idle-timeout-ms '-5'");
+	expect_bad(extra, "stray");
+	expect_bad(tok, "/nonexistent/token");
+
+	/* the address is taken */
+	coll_start(&h, exe, NULL, NULL);
+	char taken[128];
+	snprintf(taken, sizeof taken, "127.0.0.1:%d", h.port);
+	const char *const busy[] = { "--listen", taken, "--dir", h.dir, NULL };
+	expect_bad(busy, taken);
+	finish(&h);
+}
+
+/* The status line on a terminal: connections and the loss agents report. */
+static void case_status_tty(void)
+{
+	struct coll h;
+	struct stream s;
+	char out[65536];
+	size_t n = 0;
+	int master = posix_openpt(O_RDWR | O_NOCTTY);
+
+	if (master < 0 || grantpt(master) != 0 || unlockpt(master) != 0)
+		SKIP("no pseudo-terminal");
+	harness_root(&h);
+	h.stderr_fd = open(ptsname(master), O_RDWR | O_NOCTTY);
+	CHECK(h.stderr_fd >= 0);
+	coll_start(&h, exe, NULL, NULL);
+	close(h.stderr_fd);
+	good_open(&s, &h, "status", 3);
+	stream_add_loss(&s, 0, 7);
+	stream_add_loss(&s, 1, 5);
+	stream_flush(&s);
+	stream_add_loss(&s, 0, 9); /* cumulative: ring 0 now 9, in all 14 */
+	stream_flush(&s);
+	uint64_t deadline = harness_now_ms() + HARNESS_WAIT_MS;
+	out[0] = '\0';
+	while (strstr(out, "\r1 connection, ") == NULL || strstr(out, "14 events lost") == NULL) {
+		struct pollfd p = { master, POLLIN, 0 };
+		if (harness_now_ms() > deadline || n == sizeof out - 1) {
+			fprintf(stderr, "no status line on the terminal:\n%s\n", out);
+			exit(1);
+		}
+		if (poll(&p, 1, 100) <= 0)
+			continue;
+		ssize_t r = read(master, out + n, sizeof out - 1 - n);
+		CHECK(r > 0);
+		n += (size_t)r;
+		out[n] = '\0';
+	}
+	close(s.fd);
+	s.fd = -1;
+	stream_free(&s);
+	CHECK_EQ_U64(coll_stop(&h, SIGTERM), 0);
+	close(master);
+	coll_cleanup(&h);
+}
+
+static const struct {
+	const char *name;
+	void (*attack)(struct coll *h);
+} attacks[] = {
+	{ "random", attack_random },
+	{ "big_content", attack_big_content },
+	{ "big_compressed", attack_big_compressed },
+	{ "truncated", attack_truncated },
+	{ "past_size", attack_past_size },
+	{ "checksum", attack_checksum },
+	{ "no_checksum", attack_no_checksum },
+	{ "no_size", attack_no_size },
+	{ "bad_packet", attack_bad_packet },
+	{ "version", attack_version },
+	{ "batch", attack_batch },
+	{ "not_handshake", attack_not_handshake },
+	{ "two_in_handshake", attack_two_in_handshake },
+	{ "second_handshake", attack_second_handshake },
+	{ "bomb", attack_bomb },
+	{ "empty", attack_empty },
+};
+
+int main(int argc, char **argv)
+{
+	if (argc != 3) {
+		fprintf(stderr, "usage: %s PATH-TO-orbit-collector CASE\n", argv[0]);
+		return 2;
+	}
+	exe = argv[1];
+	const char *c = argv[2];
+	if (access(exe, X_OK) != 0)
+		SKIP("%s: not built", exe);
+	for (size_t i = 0; i < sizeof attacks / sizeof attacks[0]; i++) {
+		if (strcmp(c, attacks[i].name) == 0) {
+			hostile(NULL, attacks[i].attack);
+			return 0;
+		}
+	}
+	if (strcmp(c, "good") == 0)
+		case_good();
+	else if (strcmp(c, "concurrent") == 0)
+		case_concurrent();
+	else if (strcmp(c, "names") == 0)
+		case_names();
+	else if (strcmp(c, "exists") == 0)
+		case_exists();
+	else if (strcmp(c, "idle") == 0)
+		case_idle();
+	else if (strcmp(c, "trickle") == 0)
+		case_trickle();
+	else if (strcmp(c, "idle_timeout") == 0)
+		case_idle_timeout();
+	else if (strcmp(c, "max_connections") == 0)
+		case_max_connections();
+	else if (strcmp(c, "sigterm") == 0)
+		case_signal(SIGTERM);
+	else if (strcmp(c, "sigint") == 0)
+		case_signal(SIGINT);
+	else if (strcmp(c, "signal_burst") == 0)
+		case_signal_burst();
+	else if (strcmp(c, "disk_full") == 0)
+		case_disk_full();
+	else if (strcmp(c, "fast") == 0)
+		case_fast();
+	else if (strncmp(c, "token_", 6) == 0)
+		case_token(c + 6);
+	else if (strcmp(c, "ipv6") == 0)
+		case_ipv6();
+	else if (strcmp(c, "hostname") == 0)
+		case_hostname();
+	else if (strcmp(c, "args") == 0)
+		case_args();
+	else if (strcmp(c, "status_tty") == 0)
+		case_status_tty();
+	else {
+		fprintf(stderr, "unknown case '%s'\n", c);
+		return 2;
+	}
+	return 0;
+}

@@ -1,0 +1,81 @@
+#!/bin/sh
+# install_check.sh SOURCE_DIR BUILD_DIR — installs the build into a temporary
+# prefix with `cmake --install`, then builds and runs a consumer against it
+# twice, as users would (issue 2 §1):
+#   1. tests/integration/install_consumer with find_package(orbit), linking
+#      orbit::orbit (and orbit::orbit_static, and from C++);
+#   2. main.c compiled with `pkg-config --cflags --libs orbit`.
+# The shared consumers must load liborbit from the prefix, not the build tree.
+# Exits 77 when pkg-config or a C compiler is missing, and for a sanitizer
+# build (ORBIT_SANITIZED=1): its libraries need the sanitizer runtime, which a
+# plain consumer does not link.
+set -eu
+src=${1:?usage: install_check.sh SOURCE_DIR BUILD_DIR}
+build=${2:?usage: install_check.sh SOURCE_DIR BUILD_DIR}
+cc=${CC:-cc}
+[ "${ORBIT_SANITIZED:-0}" = 1 ] && { echo "skip: sanitizer build" >&2; exit 77; }
+command -v pkg-config >/dev/null 2>&1 || { echo "skip: pkg-config not found" >&2; exit 77; }
+command -v "$cc" >/dev/null 2>&1 || { echo "skip: no C compiler ($cc)" >&2; exit 77; }
+
+tmp=$(mktemp -d "${TMPDIR:-/tmp}/orbit-install.XXXXXX")
+trap 'rm -rf "$tmp"' EXIT INT TERM
+tmp=$(cd "$tmp" && pwd -P)
+prefix=$tmp/prefix
+
+fail() {
+	echo "install_check: $*" >&2
+	exit 1
+}
+
+cmake --install "$build" --prefix "$prefix" >"$tmp/install.log" 2>&1 ||
+	{ cat "$tmp/install.log" >&2; fail "cmake --install $build failed"; }
+
+[ -f "$prefix/include/orbit.h" ] || fail "orbit.h not installed in $prefix/include"
+pc=$(find "$prefix" -name orbit.pc | head -n 1)
+[ -n "$pc" ] || fail "orbit.pc not installed under $prefix"
+libdir=$(dirname "$(dirname "$pc")")
+for f in liborbit.so liborbit.a cmake/orbit/orbitConfig.cmake; do
+	[ -e "$libdir/$f" ] || fail "$libdir/$f not installed"
+done
+
+check_run() { # name binary [env...]: runs it, checks where liborbit came from
+	name=$1
+	shift
+	out=$("$@") || fail "$name: exited with $?"
+	lib=$(printf '%s\n' "$out" | sed -n 's/^liborbit: //p')
+	case "$lib" in
+	static) ;;
+	"$prefix"/*) ;;
+	*) fail "$name loaded liborbit from '$lib', not from $prefix" ;;
+	esac
+	echo "$name: ok ($lib)"
+}
+
+# 1. find_package(orbit) -> orbit::orbit
+cmake -S "$src/tests/integration/install_consumer" -B "$tmp/consumer" \
+	-DCMAKE_PREFIX_PATH="$prefix" -DCMAKE_BUILD_TYPE=Release >"$tmp/configure.log" 2>&1 ||
+	{ cat "$tmp/configure.log" >&2; fail "configuring the find_package consumer failed"; }
+cmake --build "$tmp/consumer" >"$tmp/build.log" 2>&1 ||
+	{ cat "$tmp/build.log" >&2; fail "building the find_package consumer failed"; }
+check_run "find_package orbit::orbit" "$tmp/consumer/consumer"
+check_run "find_package orbit::orbit_static" "$tmp/consumer/consumer_static"
+check_run "find_package C++" "$tmp/consumer/consumer_cxx"
+
+# 2. pkg-config --cflags --libs orbit
+PKG_CONFIG_PATH=$(dirname "$pc")
+export PKG_CONFIG_PATH
+flags=$(pkg-config --cflags --libs orbit) || fail "pkg-config --cflags --libs orbit failed"
+# The -I directory must be the installed one (orbit.pc relocatable, not
+# the configure-time prefix).
+incdir=
+for w in $flags; do
+	case "$w" in -I*) incdir=${w#-I} ;; esac
+done
+if [ -z "$incdir" ] || [ ! -d "$incdir" ] ||
+	[ "$(cd "$incdir" && pwd -P)" != "$(cd "$prefix/include" && pwd -P)" ]; then
+	fail "pkg-config --cflags orbit gives '$flags': its -I is not $prefix/include"
+fi
+# shellcheck disable=SC2086 # flags are words
+"$cc" -o "$tmp/consumer_pc" "$src/tests/integration/install_consumer/main.c" $flags \
+	>"$tmp/pc.log" 2>&1 || { cat "$tmp/pc.log" >&2; fail "compiling with pkg-config flags '$flags' failed"; }
+check_run "pkg-config" env LD_LIBRARY_PATH="$libdir" "$tmp/consumer_pc"

@@ -1,0 +1,198 @@
+/*
+ * api_capture_off.c — with no capture running the macros do nothing (issue 2
+ * §2: "a relaxed load and a not-taken branch"): before orbit_init() they
+ * evaluate no argument, attach no thread and create no segment; after
+ * orbit_shutdown() they write no record into the segment that stays mapped,
+ * and orbit_init() starts a new capture afterwards; in the child of a fork
+ * they write nothing.
+ *
+ * Usage: api_capture_off CASE (one ctest entry per case).
+ */
+#include <errno.h>
+#include <string.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+#include "agent.h"
+#include "check.h"
+#include "orbit.h"
+#include "segment.h"
+
+static int evaluated;
+
+static const char *name_of(const char *s)
+{
+	evaluated++;
+	return s;
+}
+
+static int val(int v)
+{
+	evaluated++;
+	return v;
+}
+
+/* Every macro, each writing at least one record when a capture runs:
+ * 29 records in all (3 scopes x 2, 3 slices x 2, 2 spans x 2, 12 values,
+ * 1 thread name). */
+#define RECORDS_PER_USE 29u
+static void use_every_macro(void)
+{
+	{
+		ORBIT_SCOPE(name_of("scope"));
+		ORBIT_SCOPE_WITH_COLOR(name_of("scope color"), (uint32_t)val(1));
+		ORBIT_SCOPE_WITH_GROUP_AND_COLOR(name_of("scope group"), (uint64_t)val(2),
+						 (uint32_t)val(3));
+	}
+	ORBIT_START(name_of("start"));
+	ORBIT_START_WITH_COLOR(name_of("start color"), (uint32_t)val(4));
+	ORBIT_START_WITH_GROUP_AND_COLOR(name_of("start group"), (uint64_t)val(5), (uint32_t)val(6));
+	ORBIT_STOP();
+	ORBIT_STOP();
+	ORBIT_STOP();
+	ORBIT_START_ASYNC(name_of("async"), val(7));
+	ORBIT_START_ASYNC_WITH_COLOR(name_of("async color"), val(8), (uint32_t)val(9));
+	ORBIT_STOP_ASYNC(val(7));
+	ORBIT_STOP_ASYNC(val(8));
+	ORBIT_INT(name_of("int"), val(10));
+	ORBIT_INT64(name_of("int64"), val(11));
+	ORBIT_UINT(name_of("uint"), val(12));
+	ORBIT_UINT64(name_of("uint64"), val(13));
+	ORBIT_FLOAT(name_of("float"), val(14));
+	ORBIT_DOUBLE(name_of("double"), val(15));
+	ORBIT_INT_WITH_COLOR(name_of("int c"), val(16), (uint32_t)val(17));
+	ORBIT_INT64_WITH_COLOR(name_of("int64 c"), val(18), (uint32_t)val(19));
+	ORBIT_UINT_WITH_COLOR(name_of("uint c"), val(20), (uint32_t)val(21));
+	ORBIT_UINT64_WITH_COLOR(name_of("uint64 c"), val(22), (uint32_t)val(23));
+	ORBIT_FLOAT_WITH_COLOR(name_of("float c"), val(24), (uint32_t)val(25));
+	ORBIT_DOUBLE_WITH_COLOR(name_of("double c"), val(26), (uint32_t)val(27));
+	ORBIT_THREAD_NAME(name_of("thread"));
+}
+
+static uint64_t records;
+
+static void count_records(void *ctx, uint32_t ring, uint64_t first, const uint8_t *recs, uint32_t n)
+{
+	(void)ctx, (void)ring, (void)first, (void)recs;
+	records += n; /* agent thread; read after orbit_flush() returned */
+}
+
+static uint64_t claimed(const struct orbit__segment *seg)
+{
+	uint64_t sum = 0;
+	for (uint32_t i = 0; i < seg->layout.ring_count; i++)
+		sum += orbit__ring_claimed(seg, i);
+	return sum;
+}
+
+static const struct orbit__segment *start(void)
+{
+	CHECK_EQ_U64(orbit_init(), 0);
+	const struct orbit__segment *seg = orbit__own_segment();
+	CHECK(seg != NULL);
+	struct orbit__sink sink = {.records = count_records, .ctx = NULL};
+	orbit__agent_set_sink(&sink);
+	return seg;
+}
+
+/* Before orbit_init(): nothing evaluated, attached or created; what the
+ * macros did then does not show up once a capture starts. */
+static void case_before_init(void)
+{
+	use_every_macro();
+	CHECK_EQ_U64(evaluated, 0);
+	CHECK(orbit__own_segment() == NULL);
+	CHECK(orbit_thread_self.ring == NULL);
+	CHECK_EQ_U64(orbit_thread_self.depth, 0);
+	char name[128];
+	CHECK_EQ_U64(orbit__segment_find(getpid(), name, sizeof name), (uint64_t)(int64_t)-ENOENT);
+	CHECK_EQ_U64(orbit_flush(), (uint64_t)(int64_t)ORBIT_EDISABLED);
+
+	const struct orbit__segment *seg = start();
+	CHECK_EQ_U64(orbit__segment_find(getpid(), name, sizeof name), 0);
+	CHECK_EQ_U64(orbit_flush(), 0);
+	CHECK_EQ_U64(records, 0);
+	CHECK_EQ_U64(claimed(seg), 0);
+	/* The same calls with the capture on: every record arrives. */
+	use_every_macro();
+	CHECK(evaluated > 0);
+	CHECK_EQ_U64(orbit_flush(), 0);
+	CHECK_EQ_U64(claimed(seg), RECORDS_PER_USE);
+	CHECK_EQ_U64(records, RECORDS_PER_USE);
+	orbit_shutdown();
+}
+
+/* After orbit_shutdown(): the segment stays mapped, nothing is written to
+ * it; a second orbit_init() captures again, into the same segment. */
+static void case_after_shutdown(void)
+{
+	const struct orbit__segment *seg = start();
+	use_every_macro();
+	CHECK_EQ_U64(orbit_flush(), 0);
+	CHECK_EQ_U64(records, RECORDS_PER_USE);
+	orbit_shutdown();
+	CHECK_EQ_U64(atomic_load_explicit(&orbit_capture_flag, memory_order_relaxed), 0);
+	CHECK_EQ_U64(atomic_load_explicit(&seg->control->capture, memory_order_relaxed), 0);
+
+	evaluated = 0;
+	use_every_macro();
+	CHECK_EQ_U64(evaluated, 0);
+	CHECK_EQ_U64(claimed(seg), RECORDS_PER_USE);
+	CHECK(orbit_flush() < 0); /* no agent to flush */
+
+	CHECK(start() == seg);
+	use_every_macro();
+	CHECK_EQ_U64(orbit_flush(), 0);
+	CHECK_EQ_U64(claimed(seg), 2 * RECORDS_PER_USE);
+	CHECK_EQ_U64(records, 2 * RECORDS_PER_USE);
+	orbit_shutdown();
+}
+
+/* The child of a fork while a capture runs starts with tracing off and no
+ * segment (orbit.c, after_fork_child): its macros must not write into the
+ * parent's rings, which the child still has mapped. */
+static void case_fork_child(void)
+{
+	const struct orbit__segment *seg = start();
+	use_every_macro(); /* this thread is attached, its ring known */
+	CHECK(orbit_thread_self.ring != NULL);
+	evaluated = 0;
+	/* The child forgets the process's segment (it zeroes its descriptor),
+	 * but still has the mapping: look at the rings through a copy. */
+	const struct orbit__segment parent_seg = *seg;
+	pid_t r = fork();
+	CHECK(r >= 0);
+	if (r == 0) {
+		use_every_macro();
+		/* Exit status: which expectation failed. */
+		_exit(evaluated != 0 ? 1 : orbit__own_segment() != NULL ? 2
+			: orbit_thread_self.ring != NULL ? 3 : claimed(&parent_seg) != RECORDS_PER_USE ? 4 : 0);
+	}
+	int st;
+	CHECK(waitpid(r, &st, 0) == r);
+	CHECK(WIFEXITED(st));
+	CHECK_EQ_U64(WEXITSTATUS(st), 0);
+	CHECK_EQ_U64(orbit_flush(), 0);
+	CHECK_EQ_U64(claimed(seg), RECORDS_PER_USE);
+	CHECK_EQ_U64(records, RECORDS_PER_USE);
+	orbit_shutdown();
+}
+
+int main(int argc, char **argv)
+{
+	if (argc != 2) {
+		fprintf(stderr, "usage: %s CASE\n", argv[0]);
+		return 2;
+	}
+	if (strcmp(argv[1], "before_init") == 0)
+		case_before_init();
+	else if (strcmp(argv[1], "after_shutdown") == 0)
+		case_after_shutdown();
+	else if (strcmp(argv[1], "fork_child") == 0)
+		case_fork_child();
+	else {
+		fprintf(stderr, "%s: no case %s\n", argv[0], argv[1]);
+		return 2;
+	}
+	return 0;
+}

@@ -1,0 +1,31 @@
+#!/bin/sh
+# exports.sh LIB — liborbit.so exports only the public orbit_* names (issue 2
+# §1; ARCHITECTURE.md: "exported symbols only orbit_*"). Internal names
+# (orbit__*, the format codecs, protobuf-c's generated code) stay hidden, and
+# the public entry points are there. Exits 77 when nm is missing.
+set -u
+lib=${1:?usage: exports.sh path/to/liborbit.so}
+command -v nm >/dev/null 2>&1 || { echo "skip: nm not found" >&2; exit 77; }
+[ -f "$lib" ] || { echo "$lib: no such library" >&2; exit 1; }
+
+syms=$(nm -D --defined-only "$lib") || { echo "nm -D $lib failed" >&2; exit 1; }
+# Names a sanitizer build adds for instrumented globals are the toolchain's.
+names=$(printf '%s\n' "$syms" | awk 'NF >= 2 { print $NF }' |
+	grep -v -E '^(__odr_asan[._]|__odr_asan_gen_|__asan_|__ubsan_|__tsan_|__sancov_)' | sort -u)
+
+status=0
+bad=$(printf '%s\n' "$names" | grep -v -E '^orbit_[a-z0-9]' || true)
+if [ -n "$bad" ]; then
+	echo "$lib exports names outside orbit_* (or internal orbit__*):" >&2
+	printf '%s\n' "$bad" | sed 's/^/  /' >&2
+	status=1
+fi
+for want in orbit_init orbit_flush orbit_shutdown orbit_strerror orbit_capture_flag \
+	orbit_emit_named orbit_thread_attach orbit_thread_self; do
+	if ! printf '%s\n' "$names" | grep -qx "$want"; then
+		echo "$lib does not export $want" >&2
+		status=1
+	fi
+done
+[ $status -eq 0 ] && echo "$(printf '%s\n' "$names" | wc -l) symbols, all orbit_*"
+exit $status
