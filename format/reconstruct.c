@@ -101,6 +101,8 @@ static uint32_t hash64(uint64_t v, uint32_t buckets)
 
 static int name_append(struct name_buf *n, const uint8_t *bytes, size_t len)
 {
+	if (len == 0) /* the buffer may not exist yet */
+		return 0;
 	if (n->len + len > n->cap) {
 		size_t cap = n->cap ? n->cap : 64;
 		while (cap < n->len + len)

@@ -10,6 +10,7 @@
 #include <uv.h>
 
 #include "clock.h"
+#include "logs.h"
 #include "transport.h"
 
 #define MIN_CALIBRATION_NS 2000000ull /* first two pairs at least 2 ms apart */
@@ -105,6 +106,22 @@ static void calibrate(void)
 	}
 }
 
+static uint64_t page_to_ns(void *ctx, uint64_t ticks)
+{
+	return orbit__clock_to_ns(ctx, ticks);
+}
+
+static void on_page(void *arg, uint32_t ring, const uint8_t *page, size_t len)
+{
+	const struct orbit__sink *sink = arg;
+	if (sink->page != NULL)
+		sink->page(sink->ctx, ring, page, len);
+	if (A.transport)
+		orbit__transport_page(ring, page, len);
+}
+
+#define LOG_FLUSH_AGE_NS 100000000ull /* a page holding records 100 ms goes out */
+
 static void mirror_capture_flag(void)
 {
 	/* Relaxed both ways: the flag only gates whether producers write;
@@ -148,6 +165,9 @@ static void drain_pass(int final)
 		if (A.transport)
 			orbit__transport_records(r->ring, r->first, A.buf + r->off, r->n);
 	}
+	/* Log pages: those full, and those holding records for 100 ms; at the
+	 * end of a stream everything. */
+	orbit__logs_read(page_to_ns, &A.clock, on_page, &sink, final ? 0 : LOG_FLUSH_AGE_NS);
 	if (A.transport)
 		orbit__transport_pass_done();
 	/* Rings filling fast are drained again in 1 ms, not a period later:

@@ -6,6 +6,7 @@
 #ifndef ORBIT_AGENT_AGENT_H
 #define ORBIT_AGENT_AGENT_H
 
+#include <stddef.h>
 #include <stdint.h>
 
 #include "scope_ring.h"
@@ -15,6 +16,8 @@
 struct orbit__sink {
 	void (*records)(void *ctx, uint32_t ring, uint64_t first_claim, const uint8_t *records,
 			uint32_t n);
+	/* A log page (ftrace layout, times in ns), or NULL. */
+	void (*page)(void *ctx, uint32_t ring, const uint8_t *page, size_t len);
 	void *ctx;
 };
 

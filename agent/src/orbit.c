@@ -11,6 +11,7 @@
 
 #include "agent.h"
 #include "clock.h"
+#include "logs.h"
 #include "orbit.h"
 #include "segment.h"
 
@@ -59,7 +60,11 @@ ORBIT_EXPORT const char *orbit_strerror(int err)
 	case 0:
 		return "success";
 	default:
-		return err < 0 ? strerror(-err) : "unknown error";
+		if (err >= 0)
+			return "unknown error";
+		/* strerror's buffer is shared between threads: a copy each. */
+		static __thread char buf[128];
+		return strerror_r(-err, buf, sizeof buf);
 	}
 }
 
@@ -155,6 +160,7 @@ ORBIT_EXPORT int orbit_init(void)
 			g_atexit = 1;
 		}
 	}
+	orbit__logs_start(); /* logs off on failure (said); scopes go on */
 	err = orbit__agent_start(&g_seg, orbit_clock_kind);
 	if (err) /* the agent said why, in one line */
 		goto out;
@@ -179,6 +185,7 @@ ORBIT_EXPORT void orbit_shutdown(void)
 		atomic_store_explicit(&orbit_capture_flag, 0, memory_order_relaxed);
 		atomic_store_explicit(&g_seg.control->capture, 0, memory_order_relaxed);
 		orbit__agent_stop(g_flush_timeout_ms);
+		orbit__logs_stop();
 	}
 	pthread_mutex_unlock(&g_lock);
 }

@@ -120,10 +120,10 @@ static void skip_lapped(struct orbit__ring_state *s, struct orbit__ring *r, uint
 	s->next = oldest;
 }
 
-/* Decides a stall on claim next: 1 to stop this ring for now, 0 if the
- * claim was written off and the walk goes on. */
-static int stall(struct orbit__drain *d, struct orbit__ring_state *s,
-		 struct orbit__drain_result *res)
+/* Decides a stall on claim next: 1 to stop this ring for now, 0 if claims
+ * were written off and the walk goes on. */
+static int stall(struct orbit__drain *d, struct orbit__ring_state *s, uint64_t end,
+		 uint64_t slots, int *gone, struct orbit__drain_result *res)
 {
 	uint64_t now = now_ns();
 	if (!s->stalled || s->stall_claim != s->next) {
@@ -132,15 +132,23 @@ static int stall(struct orbit__drain *d, struct orbit__ring_state *s,
 		s->stall_since = now;
 	}
 	const struct orbit__seg_layout *l = &d->seg->layout;
-	if (!d->in_process && !orbit__process_alive((pid_t)l->pid, l->start_time)) {
-		s->lost_dead++;
+	/* Liveness once per ring per pass (*gone: -1 not asked yet). */
+	if (!d->in_process && *gone < 0)
+		*gone = !orbit__process_alive((pid_t)l->pid, l->start_time);
+	if (*gone > 0) {
+		/* Nothing of a dead process will be published. Claims more
+		 * than a lap behind its cursor cannot be resident either: they
+		 * go in one step, so a hostile cursor cannot keep us here. */
+		uint64_t upto = end > slots && end - slots > s->next ? end - slots : s->next + 1;
+		s->lost_dead += upto - s->next;
+		s->next = upto;
 	} else if (now - s->stall_since >= d->backstop_ns) {
 		s->lost_backstop++;
 		res->backstops++;
+		s->next++;
 	} else {
 		return 1;
 	}
-	s->next++;
 	s->stalled = 0;
 	return 0;
 }
@@ -155,6 +163,7 @@ uint64_t orbit__drain_ring(struct orbit__drain *d, uint32_t ring, orbit__drain_f
 	uint64_t delivered = 0;
 	struct batch b;
 	b.n = 0;
+	int gone = -1;
 	uint64_t end = atomic_load_explicit(&r->cursor, memory_order_relaxed);
 	s->end = end;
 	while (s->next < end) {
@@ -188,7 +197,7 @@ uint64_t orbit__drain_ring(struct orbit__drain *d, uint32_t ring, orbit__drain_f
 			skip_lapped(s, r, slots);
 		} else {
 			batch_flush(&b, ring, fn, ctx);
-			if (stall(d, s, res)) {
+			if (stall(d, s, end, slots, &gone, res)) {
 				res->stalled_rings++;
 				break;
 			}

@@ -14,6 +14,7 @@
 
 #include "capture.h"
 #include "frame.h"
+#include "logs.h"
 #include "orbit.h"
 
 #ifndef ORBIT_VERSION
@@ -79,6 +80,11 @@ static struct {
 	struct ring_loss sent[ORBIT_MAX_RINGS];
 	uint64_t unsent[ORBIT_MAX_RINGS];     /* dropped with an earlier stream */
 	uint64_t unsent_sent[ORBIT_MAX_RINGS]; /* of those, reported in this one */
+	/* page rings: totals at the stream's start, and as last reported */
+	uint32_t page_rings;
+	struct page_count {
+		uint64_t reserved, records, pages;
+	} *page_base, *page_sent;
 } T;
 
 /* Configuration problems are said once per process, not at every start. */
@@ -347,6 +353,8 @@ static void send_handshake(void)
 	}
 	h.n_ring_start = T.rings;
 	h.ring_start = T.start;
+	h.page_ring_count = T.page_rings;
+	h.page_size = (uint32_t)sysconf(_SC_PAGESIZE);
 	Orbit__Packet p = ORBIT__PACKET__INIT;
 	p.body_case = ORBIT__PACKET__BODY_HANDSHAKE;
 	p.handshake = &h;
@@ -363,8 +371,42 @@ static void begin_stream(void)
 		T.sent[r] = (struct ring_loss){0, 0, 0};
 		T.unsent_sent[r] = 0;
 	}
+	for (uint32_t r = 0; r < T.page_rings; r++) {
+		struct page_count *b = &T.page_base[r];
+		orbit__logs_totals(r, &b->reserved, &b->records, &b->pages);
+		T.page_sent[r] = (struct page_count){0, 0, 0};
+	}
 	T.state = STREAMING;
 	send_handshake();
+}
+
+/* This stream's counts of page ring r so far. */
+static struct page_count page_now(uint32_t r)
+{
+	struct page_count c;
+	orbit__logs_totals(r, &c.reserved, &c.records, &c.pages);
+	c.reserved -= T.page_base[r].reserved;
+	c.records -= T.page_base[r].records;
+	c.pages -= T.page_base[r].pages;
+	return c;
+}
+
+static void send_page_losses(void)
+{
+	for (uint32_t r = 0; r < T.page_rings; r++) {
+		struct page_count now = page_now(r);
+		if (now.records == T.page_sent[r].records && now.pages == T.page_sent[r].pages)
+			continue;
+		Orbit__PageLoss l = ORBIT__PAGE_LOSS__INIT;
+		l.ring = r;
+		l.records = now.records;
+		l.pages = now.pages;
+		Orbit__Packet p = ORBIT__PACKET__INIT;
+		p.body_case = ORBIT__PACKET__BODY_PAGE_LOSS;
+		p.page_loss = &l;
+		add_packet(&p);
+		T.page_sent[r] = now;
+	}
 }
 
 /* Loss packets for the rings whose counts changed (at_end: the last ones). */
@@ -632,6 +674,14 @@ int orbit__transport_start(uv_loop_t *loop, struct orbit__drain *drain,
 	T.clock = clock;
 	T.rings = drain->seg->layout.ring_count;
 	T.fd = -1;
+	T.page_rings = orbit__logs_ring_count();
+	T.page_base = calloc(T.page_rings + 1, sizeof *T.page_base);
+	T.page_sent = calloc(T.page_rings + 1, sizeof *T.page_sent);
+	if (T.page_base == NULL || T.page_sent == NULL) {
+		free(T.page_base);
+		free(T.page_sent);
+		return -ENOMEM;
+	}
 	int err = configure();
 	if (err)
 		return err;
@@ -692,11 +742,26 @@ void orbit__transport_records(uint32_t ring, uint64_t first, const uint8_t *reco
 	}
 }
 
+void orbit__transport_page(uint32_t ring, const uint8_t *page, size_t len)
+{
+	if (T.state != STREAMING)
+		return;
+	Orbit__FtracePage f = ORBIT__FTRACE_PAGE__INIT;
+	f.ring = ring;
+	f.page.data = (uint8_t *)page;
+	f.page.len = len;
+	Orbit__Packet p = ORBIT__PACKET__INIT;
+	p.body_case = ORBIT__PACKET__BODY_FTRACE_PAGE;
+	p.ftrace_page = &f;
+	add_packet(&p);
+}
+
 void orbit__transport_pass_done(void)
 {
 	if (T.state != STREAMING)
 		return;
 	send_losses(0);
+	send_page_losses();
 	finish_frame();
 }
 
@@ -706,16 +771,23 @@ void orbit__transport_end(void)
 		return;
 	send_thread_names();
 	send_losses(1);
+	send_page_losses();
 	uint64_t claimed[ORBIT_MAX_RINGS];
 	for (uint32_t r = 0; r < T.rings; r++)
 		claimed[r] = T.drain->ring[r].end - T.start[r];
+	uint64_t *reserved = calloc(T.page_rings ? T.page_rings : 1, sizeof *reserved);
+	for (uint32_t r = 0; reserved != NULL && r < T.page_rings; r++)
+		reserved[r] = page_now(r).reserved;
 	Orbit__EndOfStream e = ORBIT__END_OF_STREAM__INIT;
 	e.n_claimed_per_ring = T.rings;
 	e.claimed_per_ring = claimed;
+	e.n_reserved_per_page_ring = reserved != NULL ? T.page_rings : 0;
+	e.reserved_per_page_ring = reserved;
 	Orbit__Packet p = ORBIT__PACKET__INIT;
 	p.body_case = ORBIT__PACKET__BODY_END;
 	p.end = &e;
 	add_packet(&p);
+	free(reserved);
 	finish_frame();
 }
 
@@ -748,6 +820,9 @@ void orbit__transport_close(void)
 	}
 	close_tcp();
 	orbit__frame_writer_free(&T.fw);
+	free(T.page_base);
+	free(T.page_sent);
+	T.page_base = T.page_sent = NULL;
 	free(T.enc);
 	T.enc = NULL;
 	T.enc_cap = 0;

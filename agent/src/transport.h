@@ -31,6 +31,8 @@ int orbit__transport_ready(int final);
 /* Records of one drain pass (times already ns). */
 void orbit__transport_records(uint32_t ring, uint64_t first_claim, const uint8_t *records,
 			      uint32_t n);
+/* One log page (times already ns). */
+void orbit__transport_page(uint32_t ring, const uint8_t *page, size_t len);
 /* End of a drain pass: loss packets, then the frame is made and queued. */
 void orbit__transport_pass_done(void);
 /* The stream's last packets (thread names, EndOfStream), after the final
