@@ -4,7 +4,8 @@
  *   ORBIT_SCOPE("t<t> outer")  containing
  *     ORBIT_SCOPE("t<t> inner <i>")  and  ORBIT_UINT64("t<t> value", i)
  * so 5 records per iteration (outer start/stop, inner start/stop, value),
- * plus one thread-name record per thread.
+ * plus one thread-name record per thread; and log lines "t<t> at <i>" every
+ * 1000 iterations (i = 0, 1000, ...) and "t<t> done" at the end.
  *
  *   emit [--threads N] [--iterations N] [--rate EVENTS_PER_SECOND]
  *
@@ -45,6 +46,8 @@ static void *worker(void *arg)
 			ORBIT_SCOPE(name);
 			ORBIT_UINT64(value, (uint64_t)i);
 		}
+		if (i % 1000 == 0)
+			ORBIT_LOG("t%d at %ld", t, i);
 		if (rate > 0) { /* sleep off whatever is ahead of the rate */
 			uint64_t due = start + (uint64_t)((double)(i + 1) * 1e9 / rate);
 			uint64_t now = now_ns();
@@ -57,6 +60,7 @@ static void *worker(void *arg)
 			}
 		}
 	}
+	ORBIT_LOG("t%d done", t);
 	return NULL;
 }
 

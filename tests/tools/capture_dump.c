@@ -17,6 +17,7 @@
 
 #include "capture.h"
 #include "frame.h"
+#include "ftrace_page.h"
 #include "record.h"
 
 #define MAX_TIDS 1024
@@ -38,6 +39,8 @@ static struct {
 	uint64_t claimed[ORBIT_MAX_RINGS];
 	uint32_t rings;
 	int ended, handshakes, bad;
+	uint64_t log_records, log_lost, log_reserved, log_bad;
+	uint64_t log_lost_ring[4096];
 	struct thread_check th[MAX_TIDS];
 	int nth;
 	uint64_t decoded;
@@ -156,6 +159,43 @@ static void on_batch(const Orbit__RingBatch *b)
 	}
 }
 
+/* Log pages: every record decodes, lines follow examples/emit.c's text. */
+static void on_page(const Orbit__FtracePage *f)
+{
+	struct orbit__ftrace_iter it;
+	struct orbit__ftrace_header h;
+	struct orbit__ftrace_record rec;
+	if (orbit__ftrace_open(&it, f->page.data, f->page.len, &h) != 0) {
+		fprintf(stderr, "bad log page\n");
+		S.bad++;
+		return;
+	}
+	int err;
+	while ((err = orbit__ftrace_next(&it, &rec)) == 1) {
+		S.log_records++;
+		if (rec.len < 8) {
+			S.log_bad++;
+			continue;
+		}
+		uint16_t type = (uint16_t)(rec.data[0] | rec.data[1] << 8);
+		const char *text = (const char *)rec.data + 8;
+		size_t n = strnlen(text, rec.len - 8);
+		if (S.records)
+			printf("log ring %u time %" PRIu64 " type %u text %.*s\n", f->ring, rec.time,
+			       type, (int)n, text);
+		int t;
+		long i;
+		char tail;
+		if (S.emit && (type != 1 || (sscanf(text, "t%d at %ld%c", &t, &i, &tail) != 2 &&
+					     !(sscanf(text, "t%d don%c", &t, &tail) == 2 && tail == 'e'))))
+			S.log_bad++;
+	}
+	if (err < 0) {
+		fprintf(stderr, "bad log record: %s\n", orbit__ftrace_strerror(err));
+		S.bad++;
+	}
+}
+
 int main(int argc, char **argv)
 {
 	int a = 1;
@@ -207,6 +247,11 @@ int main(int argc, char **argv)
 			       p->handshake->clock ? p->handshake->clock->ticks_per_second : 0);
 		} else if (p->body_case == ORBIT__PACKET__BODY_RING_BATCH) {
 			on_batch(p->ring_batch);
+		} else if (p->body_case == ORBIT__PACKET__BODY_FTRACE_PAGE) {
+			on_page(p->ftrace_page);
+		} else if (p->body_case == ORBIT__PACKET__BODY_PAGE_LOSS) {
+			if (p->page_loss->ring < 4096)
+				S.log_lost_ring[p->page_loss->ring] = p->page_loss->records;
 		} else if (p->body_case == ORBIT__PACKET__BODY_LOSS) {
 			const Orbit__Loss *l = p->loss;
 			S.lost[l->ring] = l->lapped + l->writer_gone + l->backstop + l->at_end;
@@ -214,6 +259,8 @@ int main(int argc, char **argv)
 			S.ended = 1;
 			for (size_t r = 0; r < p->end->n_claimed_per_ring; r++)
 				S.claimed[r] = p->end->claimed_per_ring[r];
+			for (size_t r = 0; r < p->end->n_reserved_per_page_ring; r++)
+				S.log_reserved += p->end->reserved_per_page_ring[r];
 		}
 		orbit__packet__free_unpacked(p, NULL);
 	}
@@ -231,6 +278,15 @@ int main(int argc, char **argv)
 			S.bad++;
 		}
 	}
+	for (uint32_t r = 0; r < 4096; r++)
+		S.log_lost += S.log_lost_ring[r];
+	printf("log records %" PRIu64 ", lost %" PRIu64 ", reserved %" PRIu64 "\n", S.log_records,
+	       S.log_lost, S.log_reserved);
+	if (S.ended && S.log_reserved != S.log_records + S.log_lost) {
+		fprintf(stderr, "log records: reserved %" PRIu64 " != read %" PRIu64 " + lost %" PRIu64
+				"\n", S.log_reserved, S.log_records, S.log_lost);
+		S.bad++;
+	}
 	printf("records %" PRIu64 ", delivered %" PRIu64 ", lost %" PRIu64 ", claimed %" PRIu64
 	       "%s\n", S.decoded, delivered, lost, claimed, S.ended ? "" : " (no end of stream)");
 	if (S.emit) {
@@ -239,6 +295,13 @@ int main(int argc, char **argv)
 			fprintf(stderr, "emit check: %" PRIu64 " records from %d threads, want %"
 					PRIu64 " from %ld, lost %" PRIu64 "\n",
 				delivered, S.nth, want, S.threads, lost);
+			S.bad++;
+		}
+		uint64_t lines = (uint64_t)S.threads * ((uint64_t)(S.iterations + 999) / 1000 + 1);
+		if (S.log_records != lines || S.log_bad || S.log_lost) {
+			fprintf(stderr, "emit check: %" PRIu64 " log lines (%" PRIu64 " bad, %" PRIu64
+					" lost), want %" PRIu64 "\n",
+				S.log_records, S.log_bad, S.log_lost, lines);
 			S.bad++;
 		}
 		for (int i = 0; i < S.nth; i++)
