@@ -546,7 +546,7 @@ static int child_main(void)
 	uint64_t slots = seg->layout.slots_per_ring;
 	const long n = g_iters;
 	printf("rings %u\nslots %llu\nclock %u\nagent_pinned %d\n", rings,
-	       (unsigned long long)slots, orbit_clock_kind, agent_pinned);
+	       (unsigned long long)slots, orbit__clock_kind, agent_pinned);
 
 	/* Whole scopes, beside their floor, run by run. */
 	const struct job scope_jobs[] = {
@@ -848,7 +848,7 @@ int main(int argc, char **argv)
 		return child_main();
 
 	/* The parent never traces: capture off is measured here. */
-	if (atomic_load_explicit(&orbit_capture_flag, memory_order_relaxed)) {
+	if (atomic_load_explicit(&orbit__capture_flag, memory_order_relaxed)) {
 		fprintf(stderr, "orbit-bench-scope: ORBIT_COLLECTOR/ORBIT_CAPTURE started a "
 				"capture; stopping it for the benchmark\n");
 		orbit_shutdown();

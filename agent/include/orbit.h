@@ -181,16 +181,16 @@ struct orbit__thread {
 /* Clock the producers read (set before the capture flag turns on). */
 enum orbit__clock { ORBIT__CLOCK_MONOTONIC = 0, ORBIT__CLOCK_TSC = 1, ORBIT__CLOCK_CNTVCT = 2 };
 
-ORBIT_EXPORT extern ORBIT__ATOMIC(uint32_t) orbit_capture_flag;
-ORBIT_EXPORT extern uint32_t orbit_clock_kind;
-ORBIT_EXPORT extern ORBIT__THREAD_LOCAL struct orbit__thread orbit_thread_self;
+ORBIT_EXPORT extern ORBIT__ATOMIC(uint32_t) orbit__capture_flag;
+ORBIT_EXPORT extern uint32_t orbit__clock_kind;
+ORBIT_EXPORT extern ORBIT__THREAD_LOCAL struct orbit__thread orbit__thread_self;
 
 /* Slow paths, out of line. */
-ORBIT_EXPORT struct orbit__thread *orbit_thread_attach(void);
-ORBIT_EXPORT void orbit_emit_named(uint8_t kind, uint64_t id, const char *name,
+ORBIT_EXPORT struct orbit__thread *orbit__thread_attach(void);
+ORBIT_EXPORT void orbit__emit_named(uint8_t kind, uint64_t id, const char *name,
 				   size_t len, uint32_t color, uint64_t group,
 				   int attrs);
-ORBIT_EXPORT uint64_t orbit_monotonic_ns(void);
+ORBIT_EXPORT uint64_t orbit__monotonic_ns(void);
 
 #if ORBIT_API_ENABLED
 
@@ -198,29 +198,29 @@ ORBIT_EXPORT uint64_t orbit_monotonic_ns(void);
 
 ORBIT__HOT int orbit__on(void)
 {
-	return __builtin_expect(ORBIT__LOAD_RELAXED(&orbit_capture_flag) != 0, 0);
+	return __builtin_expect(ORBIT__LOAD_RELAXED(&orbit__capture_flag) != 0, 0);
 }
 
 ORBIT__HOT uint64_t orbit__ticks(void)
 {
 #if defined(__x86_64__) && (defined(__GNUC__) || defined(__clang__))
-	if (__builtin_expect(orbit_clock_kind == ORBIT__CLOCK_TSC, 1))
+	if (__builtin_expect(orbit__clock_kind == ORBIT__CLOCK_TSC, 1))
 		return __builtin_ia32_rdtsc();
 #elif defined(__aarch64__) && (defined(__GNUC__) || defined(__clang__))
-	if (__builtin_expect(orbit_clock_kind == ORBIT__CLOCK_CNTVCT, 1)) {
+	if (__builtin_expect(orbit__clock_kind == ORBIT__CLOCK_CNTVCT, 1)) {
 		uint64_t v;
 		__asm__ __volatile__("mrs %0, cntvct_el0" : "=r"(v));
 		return v;
 	}
 #endif
-	return orbit_monotonic_ns();
+	return orbit__monotonic_ns();
 }
 
 ORBIT__HOT struct orbit__thread *orbit__self(void)
 {
-	struct orbit__thread *t = &orbit_thread_self;
+	struct orbit__thread *t = &orbit__thread_self;
 	if (__builtin_expect(t->ring == NULL, 0))
-		t = orbit_thread_attach(); /* NULL when no segment exists */
+		t = orbit__thread_attach(); /* NULL when no segment exists */
 	return t;
 }
 
@@ -301,7 +301,7 @@ ORBIT__HOT void orbit__emit_on(struct orbit__thread *t, uint8_t kind, uint64_t i
 				  const char *name, size_t len)
 {
 	if (len > ORBIT__INLINE_NAME) {
-		orbit_emit_named(kind, id, name, len, 0, 0, 0);
+		orbit__emit_named(kind, id, name, len, 0, 0, 0);
 		return;
 	}
 	uint64_t time = orbit__ticks();
@@ -340,7 +340,7 @@ static inline uint64_t orbit__scope_begin_attrs(const char *name, uint32_t color
 	if (t == NULL)
 		return 0;
 	uint64_t id = ++t->next_id;
-	orbit_emit_named(ORBIT__SCOPE_START, id, name, orbit__strlen(name), color,
+	orbit__emit_named(ORBIT__SCOPE_START, id, name, orbit__strlen(name), color,
 			 group, 1);
 	return id;
 }
@@ -357,14 +357,14 @@ ORBIT__HOT void orbit__scope_end(uint64_t id)
 ORBIT__HOT void orbit__start(uint64_t id)
 {
 	if (id != 0) {
-		struct orbit__thread *t = &orbit_thread_self;
+		struct orbit__thread *t = &orbit__thread_self;
 		t->open[t->depth++ & 63] = id;
 	}
 }
 
 ORBIT__HOT void orbit__stop(void)
 {
-	struct orbit__thread *t = &orbit_thread_self;
+	struct orbit__thread *t = &orbit__thread_self;
 	if (t->depth == 0)
 		return; /* started while the capture was off */
 	orbit__scope_end(t->open[--t->depth & 63]);
@@ -445,7 +445,7 @@ extern "C" {
 	do {                                                                   \
 		if (orbit__on()) {                                             \
 			const char *orbit__n = (name);                         \
-			orbit_emit_named(ORBIT__ASYNC_START, (uint64_t)(id),   \
+			orbit__emit_named(ORBIT__ASYNC_START, (uint64_t)(id),   \
 					 orbit__n, orbit__strlen(orbit__n),    \
 					 (color), 0, 1);                       \
 		}                                                              \
@@ -478,7 +478,7 @@ extern "C" {
 	do {                                                                   \
 		if (orbit__on()) {                                             \
 			const char *orbit__n = (name);                         \
-			orbit_emit_named((kind), (bits), orbit__n,             \
+			orbit__emit_named((kind), (bits), orbit__n,             \
 					 orbit__strlen(orbit__n), (color), 0, 1); \
 		}                                                              \
 	} while (0)

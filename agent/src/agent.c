@@ -127,8 +127,8 @@ static void mirror_capture_flag(void)
 	/* Relaxed both ways: the flag only gates whether producers write;
 	 * the segment they write to was published by orbit_init. */
 	uint32_t want = atomic_load_explicit(&A.seg->control->capture, memory_order_relaxed);
-	if (atomic_load_explicit(&orbit_capture_flag, memory_order_relaxed) != want)
-		atomic_store_explicit(&orbit_capture_flag, want, memory_order_relaxed);
+	if (atomic_load_explicit(&orbit__capture_flag, memory_order_relaxed) != want)
+		atomic_store_explicit(&orbit__capture_flag, want, memory_order_relaxed);
 }
 
 static void on_timer(uv_timer_t *t);

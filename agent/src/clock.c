@@ -10,7 +10,7 @@
 #include <cpuid.h>
 #endif
 
-uint64_t orbit_monotonic_ns(void)
+uint64_t orbit__monotonic_ns(void)
 {
 	struct timespec ts;
 	clock_gettime(CLOCK_MONOTONIC, &ts);
@@ -68,7 +68,7 @@ uint64_t orbit__clock_ticks(uint32_t source)
 	}
 #endif
 	(void)source;
-	return orbit_monotonic_ns();
+	return orbit__monotonic_ns();
 }
 
 void orbit__clock_init(struct orbit__clock_conv *c, uint32_t source)
@@ -106,7 +106,7 @@ void orbit__clock_calibrate(struct orbit__clock_conv *c)
 	uint64_t best_width = UINT64_MAX;
 	for (int i = 0; i < 7; i++) {
 		uint64_t t0 = orbit__clock_ticks(c->source);
-		uint64_t ns = orbit_monotonic_ns();
+		uint64_t ns = orbit__monotonic_ns();
 		uint64_t t1 = orbit__clock_ticks(c->source);
 		if (t1 - t0 < best_width) {
 			best_width = t1 - t0;

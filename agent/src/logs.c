@@ -122,7 +122,7 @@ static __thread int32_t t_tid;
 static uint64_t clock_mono(void *arg)
 {
 	(void)arg;
-	return orbit_monotonic_ns();
+	return orbit__monotonic_ns();
 }
 
 #if defined(__x86_64__)
@@ -143,7 +143,7 @@ static uint64_t ring_now(const struct logs *l)
 		return __builtin_ia32_rdtsc();
 #endif
 	(void)l;
-	return orbit_monotonic_ns();
+	return orbit__monotonic_ns();
 }
 
 /* flush age in the rings' clock: ns, or ticks at the rate seen since the
@@ -156,7 +156,7 @@ static uint64_t age_in_ring_clock(const struct logs *l, uint64_t age_ns)
 	if (l->clock_kind != ORBIT__CLOCK_TSC || age_ns == 0)
 		return age_ns;
 	ticks = ring_now(l) - l->ticks0;
-	ns = orbit_monotonic_ns() - l->ns0;
+	ns = orbit__monotonic_ns() - l->ns0;
 	if (ns < RATE_MIN_NS || ticks <= ns)
 		return age_ns;
 	return (uint64_t)((unsigned __int128)age_ns * ticks / ns);
@@ -241,7 +241,7 @@ static int create(struct logs **out)
 	l->clock_kind = ORBIT__CLOCK_MONOTONIC;
 	cfg.clock = clock_mono;
 #if defined(__x86_64__)
-	if (orbit_clock_kind == ORBIT__CLOCK_TSC) {
+	if (orbit__clock_kind == ORBIT__CLOCK_TSC) {
 		l->clock_kind = ORBIT__CLOCK_TSC;
 		cfg.clock = clock_tsc;
 	}
@@ -266,7 +266,7 @@ static int create(struct logs **out)
 	l->max_line = l->max_data < ORBIT__LOGS_LINE_STACK - 1 ? l->max_data
 							       : ORBIT__LOGS_LINE_STACK - 1;
 	l->ticks0 = ring_now(l);
-	l->ns0 = orbit_monotonic_ns();
+	l->ns0 = orbit__monotonic_ns();
 	*out = l;
 	return 0;
 fail:
@@ -497,7 +497,7 @@ static int write_record(struct logs *l, uint16_t type, const void *data, size_t 
 
 static struct logs *writable(void)
 {
-	if (atomic_load_explicit(&orbit_capture_flag, memory_order_relaxed) == 0)
+	if (atomic_load_explicit(&orbit__capture_flag, memory_order_relaxed) == 0)
 		return NULL;
 	/* acquire: pairs with the release store in orbit__logs_start. */
 	return atomic_load_explicit(&g_logs, memory_order_acquire);

@@ -16,7 +16,7 @@
  * that round it up, so a line's text ends at the first NUL of the payload or
  * at its end; a marker's length is known only to that rounding.
  *
- * Clock. With orbit_clock_kind == ORBIT__CLOCK_TSC (chosen before the first
+ * Clock. With orbit__clock_kind == ORBIT__CLOCK_TSC (chosen before the first
  * orbit__logs_start) the rings stamp raw TSC ticks, else CLOCK_MONOTONIC ns.
  * orbit__logs_read hands out pages in CLOCK_MONOTONIC ns only.
  *

@@ -17,16 +17,16 @@
 
 /* Read by every macro (relaxed); written by orbit_init/orbit_shutdown and
  * by the agent mirroring the segment's control page. */
-ORBIT_EXPORT _Atomic uint32_t orbit_capture_flag;
+ORBIT_EXPORT _Atomic uint32_t orbit__capture_flag;
 /* Written once, before the release store of g_segment; producers read it
  * after attaching (acquire load of g_segment). */
-ORBIT_EXPORT uint32_t orbit_clock_kind;
-ORBIT_EXPORT __thread struct orbit__thread orbit_thread_self;
+ORBIT_EXPORT uint32_t orbit__clock_kind;
+ORBIT_EXPORT __thread struct orbit__thread orbit__thread_self;
 
 static pthread_mutex_t g_lock = PTHREAD_MUTEX_INITIALIZER;
 static struct orbit__segment g_seg;
 /* Release store in orbit_init pairs with the acquire load in
- * orbit_thread_attach: a thread that sees the pointer sees the mapping. */
+ * orbit__thread_attach: a thread that sees the pointer sees the mapping. */
 static _Atomic(struct orbit__segment *) g_segment;
 static int g_atexit;
 
@@ -68,12 +68,12 @@ ORBIT_EXPORT const char *orbit_strerror(int err)
 	}
 }
 
-struct orbit__thread *orbit_thread_attach(void)
+struct orbit__thread *orbit__thread_attach(void)
 {
 	struct orbit__segment *seg = atomic_load_explicit(&g_segment, memory_order_acquire);
 	if (seg == NULL)
 		return NULL;
-	struct orbit__thread *t = &orbit_thread_self;
+	struct orbit__thread *t = &orbit__thread_self;
 	t->tid = (uint32_t)syscall(SYS_gettid);
 	t->mask = seg->layout.slots_per_ring - 1;
 	t->ring = orbit__segment_ring(seg, orbit__ring_of_tid(t->tid, seg->layout.ring_count));
@@ -81,7 +81,7 @@ struct orbit__thread *orbit_thread_attach(void)
 }
 
 /* A head record and as many continuations as the name needs. */
-void orbit_emit_named(uint8_t kind, uint64_t id, const char *name, size_t len, uint32_t color,
+void orbit__emit_named(uint8_t kind, uint64_t id, const char *name, size_t len, uint32_t color,
 		      uint64_t group, int attrs)
 {
 	struct orbit__thread *t = orbit__self();
@@ -120,9 +120,9 @@ void orbit_emit_named(uint8_t kind, uint64_t id, const char *name, size_t len, u
  * with tracing off and no segment; orbit_init() may start its own. */
 static void after_fork_child(void)
 {
-	atomic_store_explicit(&orbit_capture_flag, 0, memory_order_relaxed);
+	atomic_store_explicit(&orbit__capture_flag, 0, memory_order_relaxed);
 	atomic_store_explicit(&g_segment, NULL, memory_order_relaxed);
-	memset(&orbit_thread_self, 0, sizeof orbit_thread_self);
+	memset(&orbit__thread_self, 0, sizeof orbit__thread_self);
 	memset(&g_seg, 0, sizeof g_seg);
 	pthread_mutex_init(&g_lock, NULL);
 	orbit__agent_forget();
@@ -145,7 +145,7 @@ ORBIT_EXPORT int orbit_init(void)
 		struct orbit__seg_params p;
 		orbit__segment_params_from_env(&p);
 		p.clock_source = orbit__clock_choose();
-		orbit_clock_kind = p.clock_source;
+		orbit__clock_kind = p.clock_source;
 		g_flush_timeout_ms = read_flush_timeout();
 		err = orbit__segment_create(&p, &g_seg);
 		if (err) {
@@ -161,13 +161,13 @@ ORBIT_EXPORT int orbit_init(void)
 		}
 	}
 	orbit__logs_start(); /* logs off on failure (said); scopes go on */
-	err = orbit__agent_start(&g_seg, orbit_clock_kind);
+	err = orbit__agent_start(&g_seg, orbit__clock_kind);
 	if (err) /* the agent said why, in one line */
 		goto out;
 	/* Relaxed: the flag gates writing; what writers need was published by
 	 * the release store of g_segment above, which they acquire. */
 	atomic_store_explicit(&g_seg.control->capture, 1, memory_order_relaxed);
-	atomic_store_explicit(&orbit_capture_flag, 1, memory_order_relaxed);
+	atomic_store_explicit(&orbit__capture_flag, 1, memory_order_relaxed);
 out:
 	pthread_mutex_unlock(&g_lock);
 	return err;
@@ -182,7 +182,7 @@ ORBIT_EXPORT void orbit_shutdown(void)
 {
 	pthread_mutex_lock(&g_lock);
 	if (g_seg.base != NULL) {
-		atomic_store_explicit(&orbit_capture_flag, 0, memory_order_relaxed);
+		atomic_store_explicit(&orbit__capture_flag, 0, memory_order_relaxed);
 		atomic_store_explicit(&g_seg.control->capture, 0, memory_order_relaxed);
 		orbit__agent_stop(g_flush_timeout_ms);
 		orbit__logs_stop();

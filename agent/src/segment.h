@@ -55,7 +55,7 @@ struct orbit__seg_header {
 
 struct orbit__seg_control {
 	/* Written by the agent or by a reader, read by the producers' macros
-	 * through orbit_capture_flag (the agent mirrors it). */
+	 * through orbit__capture_flag (the agent mirrors it). */
 	_Atomic uint32_t capture;
 };
 

@@ -93,7 +93,7 @@ static int config_said;
 static void tracing_off(void)
 {
 	atomic_store_explicit(&T.drain->seg->control->capture, 0, memory_order_relaxed);
-	atomic_store_explicit(&orbit_capture_flag, 0, memory_order_relaxed);
+	atomic_store_explicit(&orbit__capture_flag, 0, memory_order_relaxed);
 }
 
 /* ---- configuration ---- */

@@ -1175,6 +1175,30 @@ static void case_status_tty(void)
 	coll_cleanup(&h);
 }
 
+/* --quiet: errors only. */
+static void case_quiet(void)
+{
+	const char *const args[] = { "--quiet", NULL };
+	struct coll h;
+	struct stream s;
+	struct attacker a;
+
+	start(&h, args);
+	good_open(&s, &h, "hush", 4);
+	stream_good_frames(&s, 3);
+	close(s.fd);
+	s.fd = -1;
+	wait_file_size(&h, &s, s.len, 0);
+	attacker_open(&a, &h, "noise", 0, 0);
+	attacker_send(&a, "GET / HTTP/1.0\r\n\r\n", 18);
+	attacker_expect(&a, &h, "not a zstd frame");
+	CHECK_EQ_U64(coll_stop(&h, SIGTERM), 0);
+	capture_verify_stream(&h, &s);
+	CHECK_EQ_U64(coll_log_count(&h, "orbit-collector: "), 1);
+	stream_free(&s);
+	coll_cleanup(&h);
+}
+
 static const struct {
 	const char *name;
 	void (*attack)(struct coll *h);
@@ -1249,6 +1273,8 @@ int main(int argc, char **argv)
 		case_args();
 	else if (strcmp(c, "status_tty") == 0)
 		case_status_tty();
+	else if (strcmp(c, "quiet") == 0)
+		case_quiet();
 	else {
 		fprintf(stderr, "unknown case '%s'\n", c);
 		return 2;

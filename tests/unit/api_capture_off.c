@@ -102,8 +102,8 @@ static void case_before_init(void)
 	use_every_macro();
 	CHECK_EQ_U64(evaluated, 0);
 	CHECK(orbit__own_segment() == NULL);
-	CHECK(orbit_thread_self.ring == NULL);
-	CHECK_EQ_U64(orbit_thread_self.depth, 0);
+	CHECK(orbit__thread_self.ring == NULL);
+	CHECK_EQ_U64(orbit__thread_self.depth, 0);
 	char name[128];
 	CHECK_EQ_U64(orbit__segment_find(getpid(), name, sizeof name), (uint64_t)(int64_t)-ENOENT);
 	CHECK_EQ_U64(orbit_flush(), (uint64_t)(int64_t)ORBIT_EDISABLED);
@@ -131,7 +131,7 @@ static void case_after_shutdown(void)
 	CHECK_EQ_U64(orbit_flush(), 0);
 	CHECK_EQ_U64(records, RECORDS_PER_USE);
 	orbit_shutdown();
-	CHECK_EQ_U64(atomic_load_explicit(&orbit_capture_flag, memory_order_relaxed), 0);
+	CHECK_EQ_U64(atomic_load_explicit(&orbit__capture_flag, memory_order_relaxed), 0);
 	CHECK_EQ_U64(atomic_load_explicit(&seg->control->capture, memory_order_relaxed), 0);
 
 	evaluated = 0;
@@ -155,7 +155,7 @@ static void case_fork_child(void)
 {
 	const struct orbit__segment *seg = start();
 	use_every_macro(); /* this thread is attached, its ring known */
-	CHECK(orbit_thread_self.ring != NULL);
+	CHECK(orbit__thread_self.ring != NULL);
 	evaluated = 0;
 	/* The child forgets the process's segment (it zeroes its descriptor),
 	 * but still has the mapping: look at the rings through a copy. */
@@ -166,7 +166,7 @@ static void case_fork_child(void)
 		use_every_macro();
 		/* Exit status: which expectation failed. */
 		_exit(evaluated != 0 ? 1 : orbit__own_segment() != NULL ? 2
-			: orbit_thread_self.ring != NULL ? 3 : claimed(&parent_seg) != RECORDS_PER_USE ? 4 : 0);
+			: orbit__thread_self.ring != NULL ? 3 : claimed(&parent_seg) != RECORDS_PER_USE ? 4 : 0);
 	}
 	int st;
 	CHECK(waitpid(r, &st, 0) == r);

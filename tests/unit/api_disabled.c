@@ -91,7 +91,7 @@ static void case_no_segment(void)
 	CHECK(val(1) == 1 && strcmp(name_of("n"), "n") == 0);
 	CHECK_EQ_U64(evaluated, 2);
 	CHECK(orbit__own_segment() == NULL);
-	CHECK(orbit_thread_self.ring == NULL);
+	CHECK(orbit__thread_self.ring == NULL);
 	char name[128];
 	CHECK_EQ_U64(orbit__segment_find(getpid(), name, sizeof name), (uint64_t)(int64_t)-ENOENT);
 }
@@ -105,16 +105,16 @@ static void case_with_capture(void)
 	CHECK(seg != NULL);
 	struct orbit__sink sink = {.records = count_records, .ctx = NULL};
 	orbit__agent_set_sink(&sink);
-	CHECK_EQ_U64(atomic_load_explicit(&orbit_capture_flag, memory_order_relaxed), 1);
+	CHECK_EQ_U64(atomic_load_explicit(&orbit__capture_flag, memory_order_relaxed), 1);
 
 	use_every_macro();
 	CHECK_EQ_U64(evaluated, 0);
 	CHECK_EQ_U64(orbit_flush(), 0);
 	CHECK_EQ_U64(records, 0);
 	CHECK_EQ_U64(claimed(seg), 0);
-	CHECK(orbit_thread_self.ring == NULL);
+	CHECK(orbit__thread_self.ring == NULL);
 
-	orbit_emit_named(ORBIT__THREAD_NAME, 0, "control", 7, 0, 0, 0);
+	orbit__emit_named(ORBIT__THREAD_NAME, 0, "control", 7, 0, 0, 0);
 	CHECK_EQ_U64(orbit_flush(), 0);
 	CHECK_EQ_U64(records, 1);
 	CHECK_EQ_U64(claimed(seg), 1);

@@ -115,7 +115,7 @@ static int error(void)
 			worst = err;
 	}
 	printf("clock %u: worst distance outside the clock_gettime bracket: %lld ns\n",
-	       orbit_clock_kind, (long long)worst);
+	       orbit__clock_kind, (long long)worst);
 	CHECK(worst <= 1000);
 	orbit_shutdown();
 	return 0;

@@ -37,9 +37,9 @@ static struct orbit__clock_pair take_pair(void)
 	uint64_t width = UINT64_MAX;
 
 	for (int i = 0; i < 15; i++) {
-		uint64_t t0 = orbit__clock_ticks(orbit_clock_kind);
-		uint64_t ns = orbit_monotonic_ns();
-		uint64_t t1 = orbit__clock_ticks(orbit_clock_kind);
+		uint64_t t0 = orbit__clock_ticks(orbit__clock_kind);
+		uint64_t ns = orbit__monotonic_ns();
+		uint64_t t1 = orbit__clock_ticks(orbit__clock_kind);
 
 		if (t1 - t0 < width) {
 			width = t1 - t0;
@@ -68,9 +68,9 @@ static uint64_t live_to_ns(void *ctx, uint64_t t)
 
 static void start(void)
 {
-	orbit_clock_kind = orbit__clock_choose();
+	orbit__clock_kind = orbit__clock_choose();
 	CHECK(orbit__logs_start() == 0);
-	atomic_store_explicit(&orbit_capture_flag, 1, memory_order_relaxed);
+	atomic_store_explicit(&orbit__capture_flag, 1, memory_order_relaxed);
 }
 
 /* The CPUs this process may run on, in order; threads are pinned to these
@@ -293,10 +293,10 @@ static void *writer_main(void *arg)
 		int r;
 
 		if (w->timed)
-			w->before[s] = orbit_monotonic_ns();
+			w->before[s] = orbit__monotonic_ns();
 		r = write_one(w->index, s);
 		if (w->timed)
-			w->after[s] = orbit_monotonic_ns();
+			w->after[s] = orbit__monotonic_ns();
 		if (w->paced && s % 128 == 127) {
 			struct timespec ts = {0, 100000};
 
@@ -388,7 +388,7 @@ static void case_threads(void)
 	}
 	fprintf(stderr, "%u threads on %u CPUs, clock %s: %" PRIu64 " records, %" PRIu64
 			" pages; worst %" PRIu64 " ns early, %" PRIu64 " ns late\n",
-		n, nc, orbit_clock_kind == ORBIT__CLOCK_TSC ? "tsc" : "monotonic", g.total,
+		n, nc, orbit__clock_kind == ORBIT__CLOCK_TSC ? "tsc" : "monotonic", g.total,
 		g.pages, g.worst_early, g.worst_late);
 	CHECK(g.worst_early <= 1000);
 	CHECK(g.worst_late <= 1000);
@@ -637,7 +637,7 @@ static void case_errors(void)
 
 	pin(0); /* one ring, so the order of reading is the order of writing */
 	/* Before any start. */
-	atomic_store_explicit(&orbit_capture_flag, 1, memory_order_relaxed);
+	atomic_store_explicit(&orbit__capture_flag, 1, memory_order_relaxed);
 	CHECK(orbit_log("x") == ORBIT_EDISABLED);
 	CHECK(orbit_marker("x", 1) == ORBIT_EDISABLED);
 	CHECK(orbit__logs_ring_count() == 0);
@@ -655,12 +655,12 @@ static void case_errors(void)
 
 	/* Capture flag off: ORBIT_LOG evaluates nothing, the functions say
 	 * disabled. */
-	atomic_store_explicit(&orbit_capture_flag, 0, memory_order_relaxed);
+	atomic_store_explicit(&orbit__capture_flag, 0, memory_order_relaxed);
 	ORBIT_LOG("%d", side(1));
 	CHECK(evaluated == 0);
 	CHECK(orbit_log("x") == ORBIT_EDISABLED);
 	CHECK(orbit_marker("x", 1) == ORBIT_EDISABLED);
-	atomic_store_explicit(&orbit_capture_flag, 1, memory_order_relaxed);
+	atomic_store_explicit(&orbit__capture_flag, 1, memory_order_relaxed);
 	ORBIT_LOG("v=%d", side(42));
 	ORBIT_LOG("plain");
 	CHECK(evaluated == 1);
@@ -836,7 +836,7 @@ static void case_start_fails(void)
 		if (setrlimit(RLIMIT_AS, &rl) != 0)
 			SKIP("cannot lower RLIMIT_AS");
 	}
-	orbit_clock_kind = orbit__clock_choose();
+	orbit__clock_kind = orbit__clock_choose();
 	fflush(stderr);
 	CHECK(dup2(fd, 2) == 2);
 	int r = orbit__logs_start();
@@ -851,7 +851,7 @@ static void case_start_fails(void)
 	CHECK(r == -ENOMEM);
 	CHECK(strncmp(out, "orbit: cannot allocate ", 23) == 0);
 	CHECK(strchr(out, '\n') == out + n - 1); /* one line */
-	atomic_store_explicit(&orbit_capture_flag, 1, memory_order_relaxed);
+	atomic_store_explicit(&orbit__capture_flag, 1, memory_order_relaxed);
 	CHECK(orbit_log("x") == ORBIT_EDISABLED);
 	CHECK(orbit_marker("x", 1) == ORBIT_EDISABLED);
 }

@@ -45,9 +45,9 @@ int main(void)
 
 	(void)side; /* used only by macros that compile away */
 	(void)fmt_of;
-	orbit_clock_kind = orbit__clock_choose();
+	orbit__clock_kind = orbit__clock_choose();
 	CHECK(orbit__logs_start() == 0);
-	atomic_store_explicit(&orbit_capture_flag, 1, memory_order_relaxed);
+	atomic_store_explicit(&orbit__capture_flag, 1, memory_order_relaxed);
 
 	ORBIT_LOG("%d %d", side(1), side(2));
 	ORBIT_LOG(fmt_of("plain"));
