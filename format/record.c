@@ -4,40 +4,6 @@
 #include <errno.h>
 #include <string.h>
 
-uint64_t orbit__le64(const uint8_t *p)
-{
-	return (uint64_t)orbit__le32(p) | (uint64_t)orbit__le32(p + 4) << 32;
-}
-
-uint32_t orbit__le32(const uint8_t *p)
-{
-	return (uint32_t)p[0] | (uint32_t)p[1] << 8 | (uint32_t)p[2] << 16 |
-	       (uint32_t)p[3] << 24;
-}
-
-uint16_t orbit__le16(const uint8_t *p)
-{
-	return (uint16_t)(p[0] | p[1] << 8);
-}
-
-void orbit__put_le64(uint8_t *p, uint64_t v)
-{
-	orbit__put_le32(p, (uint32_t)v);
-	orbit__put_le32(p + 4, (uint32_t)(v >> 32));
-}
-
-void orbit__put_le32(uint8_t *p, uint32_t v)
-{
-	for (int i = 0; i < 4; i++)
-		p[i] = (uint8_t)(v >> (8 * i));
-}
-
-void orbit__put_le16(uint8_t *p, uint16_t v)
-{
-	p[0] = (uint8_t)v;
-	p[1] = (uint8_t)(v >> 8);
-}
-
 int orbit__record_decode(const uint8_t *b, struct orbit_record *r)
 {
 	r->time = orbit__le64(b);

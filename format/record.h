@@ -66,11 +66,41 @@ size_t orbit__record_head_name(const struct orbit_record *rec, const uint8_t **n
 /* Whether a record of this kind starts a name (may have continuations). */
 int orbit__record_has_name(uint8_t kind);
 
-uint64_t orbit__le64(const uint8_t *p);
-uint32_t orbit__le32(const uint8_t *p);
-uint16_t orbit__le16(const uint8_t *p);
-void orbit__put_le64(uint8_t *p, uint64_t v);
-void orbit__put_le32(uint8_t *p, uint32_t v);
-void orbit__put_le16(uint8_t *p, uint16_t v);
+/* Little-endian loads and stores, byte by byte (the compiler makes them
+ * single moves); inline, since codecs call them per field. */
+static inline uint32_t orbit__le32(const uint8_t *p)
+{
+	return (uint32_t)p[0] | (uint32_t)p[1] << 8 | (uint32_t)p[2] << 16 | (uint32_t)p[3] << 24;
+}
+
+static inline uint64_t orbit__le64(const uint8_t *p)
+{
+	return (uint64_t)orbit__le32(p) | (uint64_t)orbit__le32(p + 4) << 32;
+}
+
+static inline uint16_t orbit__le16(const uint8_t *p)
+{
+	return (uint16_t)(p[0] | p[1] << 8);
+}
+
+static inline void orbit__put_le32(uint8_t *p, uint32_t v)
+{
+	p[0] = (uint8_t)v;
+	p[1] = (uint8_t)(v >> 8);
+	p[2] = (uint8_t)(v >> 16);
+	p[3] = (uint8_t)(v >> 24);
+}
+
+static inline void orbit__put_le64(uint8_t *p, uint64_t v)
+{
+	orbit__put_le32(p, (uint32_t)v);
+	orbit__put_le32(p + 4, (uint32_t)(v >> 32));
+}
+
+static inline void orbit__put_le16(uint8_t *p, uint16_t v)
+{
+	p[0] = (uint8_t)v;
+	p[1] = (uint8_t)(v >> 8);
+}
 
 #endif

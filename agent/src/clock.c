@@ -161,3 +161,41 @@ uint64_t orbit__clock_rate(const struct orbit__clock_conv *c)
 		return 0;
 	return (uint64_t)((__int128)(b->ticks - a->ticks) * 1000000000 / (b->ns - a->ns));
 }
+
+void orbit__clock_cursor_init(struct orbit__clock_cursor *c, const struct orbit__clock_conv *conv)
+{
+	memset(c, 0, sizeof *c);
+	c->conv = conv;
+}
+
+/* Loads the segment that holds ticks (pairs i and i + 1). */
+static void cursor_load(struct orbit__clock_cursor *c, uint64_t ticks)
+{
+	const struct orbit__clock_conv *v = c->conv;
+	uint32_t lo = 0, hi = v->count - 1;
+	while (hi - lo > 1) {
+		uint32_t mid = lo + (hi - lo) / 2;
+		if (pair_at(v, mid)->ticks <= ticks)
+			lo = mid;
+		else
+			hi = mid;
+	}
+	const struct orbit__clock_pair *a = pair_at(v, lo), *b = pair_at(v, hi);
+	c->lo = a->ticks;
+	c->hi = b->ticks;
+	c->base_ns = a->ns;
+	c->mult = (uint64_t)(((unsigned __int128)(b->ns - a->ns) << 32) / (b->ticks - a->ticks));
+	c->valid = 1;
+}
+
+uint64_t orbit__clock_cursor_to_ns(struct orbit__clock_cursor *c, uint64_t ticks)
+{
+	const struct orbit__clock_conv *v = c->conv;
+	/* Outside the pairs, or with too few, the exact path extrapolates. */
+	if (v->source == ORBIT__CLOCK_MONOTONIC || v->count < 2 ||
+	    ticks < pair_at(v, 0)->ticks || ticks >= pair_at(v, v->count - 1)->ticks)
+		return orbit__clock_to_ns(v, ticks);
+	if (!c->valid || ticks < c->lo || ticks >= c->hi)
+		cursor_load(c, ticks);
+	return c->base_ns + (uint64_t)(((unsigned __int128)(ticks - c->lo) * c->mult) >> 32);
+}

@@ -50,6 +50,20 @@ void orbit__clock_calibrate(struct orbit__clock_conv *c);
 void orbit__clock_add_pair(struct orbit__clock_conv *c, struct orbit__clock_pair p);
 /* Ticks to CLOCK_MONOTONIC ns. */
 uint64_t orbit__clock_to_ns(const struct orbit__clock_conv *c, uint64_t ticks);
+/* A cursor over the conversion for many times in a row: the segment between
+ * two pairs as a 32.32 fixed-point slope, so a time in the same segment as
+ * the last costs a multiply, not a search and a division. Within a segment
+ * it rounds down, so it never exceeds the next pair: still increasing. */
+struct orbit__clock_cursor {
+	const struct orbit__clock_conv *conv;
+	uint64_t lo, hi;   /* ticks the segment covers, [lo, hi) */
+	uint64_t base_ns;  /* ns at lo */
+	uint64_t mult;     /* ns per tick << 32 */
+	int valid;
+};
+void orbit__clock_cursor_init(struct orbit__clock_cursor *c, const struct orbit__clock_conv *conv);
+uint64_t orbit__clock_cursor_to_ns(struct orbit__clock_cursor *c, uint64_t ticks);
+
 /* Ticks per second over the pairs held (0 for CLOCK_MONOTONIC or too few). */
 uint64_t orbit__clock_rate(const struct orbit__clock_conv *c);
 

@@ -11,8 +11,9 @@
  *
  * The drain keeps, per ring, the next claim it has to read and walks forward
  * in claim order:
- *   stamp == next + 1   the record of claim next: copy it, then check that no
- *                       producer had started overwriting it (below), deliver;
+ *   stamp == next + 1   the record of claim next: copy it (a batch of up to
+ *                       256 at a time), then check that no producer had
+ *                       started overwriting them (below), deliver;
  *   stamp >  next + 1   a producer lapped the drain: skip to the oldest claim
  *                       still resident (cursor - slots), count the skipped
  *                       claims as lost (lapped);
@@ -153,6 +154,56 @@ static int stall(struct orbit__drain *d, struct orbit__ring_state *s, uint64_t e
 	return 0;
 }
 
+/*
+ * Copies the published records from claim next on, at most BATCH and no
+ * further than end, into b; returns how many. *stopped says whether a stamp
+ * that was not the claim's stopped it (its value in *stop_seq), rather than
+ * the count or end.
+ */
+static uint32_t copy_published(struct orbit__ring *r, uint64_t next, uint64_t end, uint64_t mask,
+			       struct batch *b, int *stopped, uint64_t *stop_seq)
+{
+	uint32_t n = 0;
+	*stopped = 0;
+	while (n < BATCH && next + n < end) {
+		struct orbit__slot *slot = &r->slots[(next + n) & mask];
+		/* The lines were written on another core: ask for them early. */
+		__builtin_prefetch(&r->slots[(next + n + 8) & mask]);
+		/* Acquire: pairs with the release store in orbit__publish; the
+		 * record of that claim is complete once its stamp shows. */
+		uint64_t seq = atomic_load_explicit(&slot->seq, memory_order_acquire);
+		if (seq != next + n + 1) {
+			*stopped = 1;
+			*stop_seq = seq;
+			break;
+		}
+		copy_record(slot, b->bytes + (size_t)n * ORBIT__RECORD_SIZE);
+		n++;
+	}
+	return n;
+}
+
+/*
+ * How many of the n records copied from claim next are certainly the ones
+ * published for their claims: a record whose stamp changed since, or whose
+ * slot a producer may have claimed again (cursor more than a lap past it),
+ * and everything after it, are not.
+ */
+static uint32_t still_valid(struct orbit__ring *r, uint64_t next, uint32_t n, uint64_t mask,
+			    uint64_t slots)
+{
+	/* Acquire fence: the copies happen before the re-checks below. One
+	 * cursor load for the whole batch: its line is the producers'. */
+	atomic_thread_fence(memory_order_acquire);
+	uint64_t cursor = atomic_load_explicit(&r->cursor, memory_order_relaxed);
+	uint32_t k = 0;
+	while (k < n && cursor <= next + k + slots &&
+	       atomic_load_explicit(&r->slots[(next + k) & mask].seq, memory_order_relaxed) ==
+		       next + k + 1)
+		k++;
+	return k;
+}
+
 uint64_t orbit__drain_ring(struct orbit__drain *d, uint32_t ring, orbit__drain_fn fn, void *ctx,
 			   struct orbit__drain_result *res)
 {
@@ -162,48 +213,34 @@ uint64_t orbit__drain_ring(struct orbit__drain *d, uint32_t ring, orbit__drain_f
 	const uint64_t lost_before = orbit__ring_lost(s);
 	uint64_t delivered = 0;
 	struct batch b;
-	b.n = 0;
 	int gone = -1;
 	uint64_t end = atomic_load_explicit(&r->cursor, memory_order_relaxed);
 	s->end = end;
 	while (s->next < end) {
-		struct orbit__slot *slot = &r->slots[s->next & mask];
-		/* Acquire: pairs with the release store in orbit__publish; the
-		 * record of that claim is complete once its stamp shows. */
-		uint64_t seq = atomic_load_explicit(&slot->seq, memory_order_acquire);
-		if (seq == s->next + 1) {
-			copy_record(slot, b.bytes + (size_t)b.n * ORBIT__RECORD_SIZE);
-			/* Acquire fence: the copy above happens before the two
-			 * re-checks below, which detect a lapping producer. */
-			atomic_thread_fence(memory_order_acquire);
-			uint64_t again = atomic_load_explicit(&slot->seq, memory_order_relaxed);
-			uint64_t cursor = atomic_load_explicit(&r->cursor, memory_order_relaxed);
-			if (again != seq || cursor > s->next + slots) {
-				batch_flush(&b, ring, fn, ctx);
-				skip_lapped(s, r, slots);
-				continue;
-			}
-			if (b.n == 0)
-				b.first = s->next;
-			b.n++;
-			s->next++;
-			s->drained++;
+		int stopped;
+		uint64_t stop_seq = 0;
+		uint32_t n = copy_published(r, s->next, end, mask, &b, &stopped, &stop_seq);
+		uint32_t k = n ? still_valid(r, s->next, n, mask, slots) : 0;
+		if (k > 0) {
+			b.first = s->next;
+			b.n = k;
+			batch_flush(&b, ring, fn, ctx);
+			s->next += k;
+			s->drained += k;
 			s->stalled = 0;
-			delivered++;
-			if (b.n == BATCH)
-				batch_flush(&b, ring, fn, ctx);
-		} else if (seq > s->next + 1) {
-			batch_flush(&b, ring, fn, ctx);
+			delivered += k;
+		}
+		if (k < n) { /* overwritten while we copied */
 			skip_lapped(s, r, slots);
-		} else {
-			batch_flush(&b, ring, fn, ctx);
-			if (stall(d, s, end, slots, &gone, res)) {
-				res->stalled_rings++;
-				break;
-			}
+		} else if (!stopped) {
+			continue; /* a full batch: go on to end */
+		} else if (stop_seq > s->next + 1) { /* a producer lapped us */
+			skip_lapped(s, r, slots);
+		} else if (stall(d, s, end, slots, &gone, res)) { /* not published yet */
+			res->stalled_rings++;
+			break;
 		}
 	}
-	batch_flush(&b, ring, fn, ctx);
 	if (s->end < s->next) /* a lap skip went past the snapshot */
 		s->end = s->next;
 	res->records += delivered;
