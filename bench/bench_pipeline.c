@@ -311,6 +311,13 @@ int main(int argc, char **argv)
 			continue;
 		}
 		uint64_t emitted = msg[0];
+		const char *keep = getenv("ORBIT_BENCH_KEEP"); /* a directory */
+		if (keep != NULL) {
+			char cmd[1600];
+			snprintf(cmd, sizeof cmd, "cp '%s' '%s/' 2>/dev/null", path, keep);
+			if (system(cmd) != 0)
+				fprintf(stderr, "could not keep %s in %s\n", path, keep);
+		}
 		printf("%12s %12" PRIu64 " %12" PRIu64 " %12" PRIu64 " %9.3f%% %8.2f %10.2f %9s\n",
 		       tok, emitted, t.delivered, t.lost,
 		       emitted ? 100.0 * (double)t.lost / (double)emitted : 0.0,

@@ -6,7 +6,8 @@
  *
  *  1. Bytes read go into the connection's input buffer (grown in
  *     ORBIT_COLLECTOR_READ_CHUNK steps up to ORBIT_FRAME_MAX_COMPRESSED plus
- *     one read; freed again when empty, so idle peers hold no big buffer).
+ *     one read; freed once empty and idle for a second, so idle peers hold
+ *     no buffer).
  *  2. After each read, every whole frame at the front of the buffer is
  *     found with orbit__frame_size and checked: decompressed with its
  *     checksum verified, every packet decoded and passed through

@@ -24,6 +24,8 @@
 
 #include "capture.h"
 
+#define IDLE_BUF_MS 1000 /* an empty input buffer unused this long is freed */
+
 static void conn_read_start(struct orbit_conn *k);
 
 /* ---- the input buffer ---- */
@@ -47,17 +49,14 @@ static int buf_reserve(struct orbit_conn *k, size_t need)
 	return 0;
 }
 
-/* Drops the first n bytes (written); an emptied large buffer is freed. */
+/* Drops the first n bytes (written). The buffer is kept while the peer is
+ * sending (no realloc per frame) and freed by orbit__conn_tick once the
+ * connection is idle. */
 static void buf_consume(struct orbit_conn *k, size_t n)
 {
 	memmove(k->buf, k->buf + n, k->len - n);
 	k->len -= n;
 	k->stream_off += n;
-	if (k->len == 0 && k->cap > 2 * ORBIT_COLLECTOR_READ_CHUNK) {
-		free(k->buf);
-		k->buf = NULL;
-		k->cap = 0;
-	}
 }
 
 /* ---- checking ---- */
@@ -521,7 +520,7 @@ void orbit__conn_tick(struct orbit_conn *k, uint64_t now)
 				  o->frame_timeout_ms, k->len);
 	else if (o->idle_timeout_ms && now - k->last_byte_ms >= o->idle_timeout_ms)
 		orbit__conn_close(k, 1, "idle for %" PRIu64 " ms", o->idle_timeout_ms);
-	else if (k->len == 0 && k->buf != NULL && now - k->last_byte_ms >= 1000) {
+	else if (k->len == 0 && k->buf != NULL && now - k->last_byte_ms >= IDLE_BUF_MS) {
 		free(k->buf); /* idle connections hold no buffer */
 		k->buf = NULL;
 		k->cap = 0;

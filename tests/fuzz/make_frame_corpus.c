@@ -172,6 +172,10 @@ static void packets(struct all *a)
 	for (int i = 0; i < 7; i++)
 		packet_put(names[i], &a->p[i]);
 	packet_put("empty", &empty);
+	a->b.count = 0; /* valid and empty: protobuf-c leaves records.data NULL */
+	a->b.records.len = 0;
+	packet_put("ring_batch_empty", &a->p[1]);
+	a->b.records.len = 8 * ORBIT_RECORD_SIZE;
 	a->b.count = 9; /* sizes disagree */
 	packet_put("ring_batch_bad_count", &a->p[1]);
 	a->b.count = 8;

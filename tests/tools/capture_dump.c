@@ -255,6 +255,11 @@ int main(int argc, char **argv)
 		} else if (p->body_case == ORBIT__PACKET__BODY_LOSS) {
 			const Orbit__Loss *l = p->loss;
 			S.lost[l->ring] = l->lapped + l->writer_gone + l->backstop + l->at_end;
+			if (S.records)
+				printf("loss ring %u lapped %" PRIu64 " writer_gone %" PRIu64
+				       " backstop %" PRIu64 " unsent %" PRIu64 " at_end %" PRIu64 "\n",
+				       l->ring, l->lapped, l->writer_gone, l->backstop, l->unsent,
+				       l->at_end);
 		} else if (p->body_case == ORBIT__PACKET__BODY_END) {
 			S.ended = 1;
 			for (size_t r = 0; r < p->end->n_claimed_per_ring; r++)
