@@ -96,6 +96,8 @@ struct orbit_conn {
 	int failed;        /* a bad frame was seen: close once the write is done */
 	int error;         /* the closing line is an error, not info */
 	int ended;         /* an EndOfStream packet arrived */
+	int refusing;      /* told the agent why; draining its bytes until it hangs up */
+	uint64_t refused_ms;
 	char reason[224];  /* why the connection is closed */
 	char file_error[224];
 

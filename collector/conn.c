@@ -284,6 +284,40 @@ static void on_written(uv_fs_t *req)
 		conn_read_start(k);
 }
 
+/* ---- refusing an agent ---- */
+
+#define REFUSE_LINGER_MS 2000u /* for the agent to read why and hang up */
+
+static void on_shutdown(uv_shutdown_t *req, int status)
+{
+	(void)status;
+	free(req);
+}
+
+/*
+ * The handshake was refused: the agent is told in one line
+ * ("orbit-collector: rejected: WHY"), the only bytes a collector ever sends,
+ * so that it stops tracing instead of reconnecting. The connection then
+ * reads and drops whatever comes until the agent hangs up (closing with
+ * unread bytes would reset the connection, and the line with it), at most
+ * REFUSE_LINGER_MS.
+ */
+static void refuse(struct orbit_conn *k, const char *why)
+{
+	char line[256];
+	int n = snprintf(line, sizeof line, "orbit-collector: rejected: %s\n", why);
+	if (n < 0 || (size_t)n >= sizeof line)
+		n = (int)sizeof line - 1, line[n - 1] = '\n';
+	uv_buf_t b = uv_buf_init(line, (unsigned)n);
+	uv_try_write((uv_stream_t *)&k->tcp, &b, 1);
+	uv_shutdown_t *req = malloc(sizeof *req);
+	if (req == NULL || uv_shutdown(req, (uv_stream_t *)&k->tcp, on_shutdown) != 0)
+		free(req);
+	k->refusing = 1;
+	k->refused_ms = uv_now(&k->c->loop);
+	k->len = 0;
+}
+
 /* ---- processing what was read ---- */
 
 static void conn_process(struct orbit_conn *k)
@@ -321,6 +355,10 @@ static void conn_process(struct orbit_conn *k)
 	}
 	if (off > 0) {
 		write_start(k, off, frames);
+		return;
+	}
+	if (err && !k->handshaken && (err == -EPROTO || err == -EACCES || err == -EINVAL)) {
+		refuse(k, k->reason);
 		return;
 	}
 	if (err)
@@ -365,6 +403,13 @@ static void on_read(uv_stream_t *s, ssize_t n, const uv_buf_t *b)
 	(void)b;
 	if (n == 0)
 		return;
+	if (k->refusing) { /* its bytes go nowhere; its hang-up ends it */
+		if (n < 0)
+			orbit__conn_close(k, 1, "%s", k->reason);
+		else
+			k->len = 0;
+		return;
+	}
 	if (n < 0) {
 		on_eof(k, n);
 		return;
@@ -509,6 +554,11 @@ void orbit__conn_tick(struct orbit_conn *k, uint64_t now)
 
 	if (k->closing || k->writing)
 		return;
+	if (k->refusing) {
+		if (now - k->refused_ms >= REFUSE_LINGER_MS)
+			orbit__conn_close(k, 1, "%s", k->reason);
+		return;
+	}
 	if (!k->handshaken && o->handshake_timeout_ms &&
 	    now - k->accepted_ms >= o->handshake_timeout_ms)
 		orbit__conn_close(k, 1, "no handshake within %" PRIu64 " ms (%zu bytes received)",

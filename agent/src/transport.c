@@ -14,6 +14,7 @@
 
 #include "capture.h"
 #include "frame.h"
+#include "ftrace_page.h"
 #include "logs.h"
 #include "orbit.h"
 
@@ -52,8 +53,10 @@ static struct {
 	enum state state;
 	uint32_t rings;
 
-	int fd; /* MODE_FILE */
-	char target[PATH_MAX];
+	int fd; /* MODE_FILE, or the local copy with tee */
+	int tee, tee_opened;
+	char target[PATH_MAX]; /* the file */
+	char coll[300];        /* the collector, as given */
 	char host[256], port[16];
 	uv_getaddrinfo_t gai;
 	uv_connect_t conn;
@@ -85,6 +88,7 @@ static struct {
 	struct page_count {
 		uint64_t reserved, records, pages;
 	} *page_base, *page_sent;
+	uint64_t *page_read; /* records read from each page ring, ever */
 } T;
 
 /* Configuration problems are said once per process, not at every start. */
@@ -126,32 +130,29 @@ static int split_host_port(const char *s)
 	return 0;
 }
 
+/* Reads the environment; problems are said once per process. */
 static int configure(void)
 {
 	const char *file = getenv("ORBIT_CAPTURE"), *coll = getenv("ORBIT_COLLECTOR");
 	int say = !config_said;
 	config_said = 1;
-	if (file != NULL && coll != NULL && say)
-		fprintf(stderr, "orbit: both ORBIT_CAPTURE and ORBIT_COLLECTOR are set; "
-				"writing to the file %s\n", file);
 	T.limit = DEFAULT_SEND_BUFFER;
 	const char *sb = getenv("ORBIT_SEND_BUFFER");
 	uint64_t v;
-	if (sb != NULL) {
-		if (orbit__parse_size(sb, &v) != 0 || v < FRAME_TARGET || v > (1ull << 32)) {
-			if (say)
-				fprintf(stderr, "orbit: ORBIT_SEND_BUFFER=%s is not a size from 1M to 4G; "
+	if (sb != NULL && (orbit__parse_size(sb, &v) != 0 || v < FRAME_TARGET || v > (1ull << 32))) {
+		if (say)
+			fprintf(stderr, "orbit: ORBIT_SEND_BUFFER=%s is not a size from 1M to 4G; "
 					"using 64M\n", sb);
-		} else {
-			T.limit = (size_t)v;
-		}
+	} else if (sb != NULL) {
+		T.limit = (size_t)v;
 	}
-	if (file != NULL) {
+	if (file != NULL)
 		snprintf(T.target, sizeof T.target, "%s", file);
+	if (coll == NULL) {
 		T.mode = MODE_FILE;
 		return 0;
 	}
-	snprintf(T.target, sizeof T.target, "%s", coll);
+	snprintf(T.coll, sizeof T.coll, "%s", coll);
 	if (split_host_port(coll) != 0) {
 		if (say)
 			fprintf(stderr, "orbit: ORBIT_COLLECTOR=%s is not HOST:PORT; tracing is off\n",
@@ -159,6 +160,9 @@ static int configure(void)
 		return -EINVAL;
 	}
 	T.mode = MODE_TCP;
+	/* Both set: the stream goes to the collector and a copy of its first
+	 * stream, the same bytes, into the file. */
+	T.tee = file != NULL;
 	return 0;
 }
 
@@ -201,6 +205,16 @@ static void check_idle(void)
 }
 
 static void disconnect(const char *why);
+
+/* The local copy (tee) holds one stream: it ends with the first. */
+static void close_local_copy(void)
+{
+	if (T.fd < 0)
+		return;
+	fsync(T.fd);
+	close(T.fd);
+	T.fd = -1;
+}
 
 static void on_write(uv_write_t *req, int status)
 {
@@ -250,6 +264,11 @@ static void send_frame(void)
 		}
 		memset(T.frame_records, 0, sizeof T.frame_records);
 		return;
+	}
+	if (T.tee && T.fd >= 0 && write_file(T.fw.out, T.fw.out_len) != 0) {
+		fprintf(stderr, "orbit: cannot write the local copy %s: %s; it stops here\n",
+			T.target, strerror(errno));
+		close_local_copy();
 	}
 	struct qframe *f = calloc(1, sizeof *f);
 	uint8_t *bytes = f ? malloc(T.fw.out_len) : NULL;
@@ -371,13 +390,30 @@ static void begin_stream(void)
 		T.sent[r] = (struct ring_loss){0, 0, 0};
 		T.unsent_sent[r] = 0;
 	}
+	/* A page ring's stream begins where its reader is: what was read or
+	 * lost before belongs to earlier streams; what is still in the ring,
+	 * reserved before or after, to this one. */
 	for (uint32_t r = 0; r < T.page_rings; r++) {
 		struct page_count *b = &T.page_base[r];
-		orbit__logs_totals(r, &b->reserved, &b->records, &b->pages);
+		uint64_t reserved;
+		orbit__logs_totals(r, &reserved, &b->records, &b->pages);
+		b->reserved = T.page_read[r] + b->records;
 		T.page_sent[r] = (struct page_count){0, 0, 0};
 	}
 	T.state = STREAMING;
 	send_handshake();
+}
+
+static uint64_t count_records(const uint8_t *page, size_t len)
+{
+	struct orbit__ftrace_iter it;
+	struct orbit__ftrace_header h;
+	struct orbit__ftrace_record rec;
+	uint64_t n = 0;
+	if (orbit__ftrace_open(&it, page, len, &h) == 0)
+		while (orbit__ftrace_next(&it, &rec) == 1)
+			n++;
+	return n;
 }
 
 /* This stream's counts of page ring r so far. */
@@ -488,9 +524,10 @@ static void disconnect(const char *why)
 	if (T.state != STREAMING)
 		return;
 	T.state = CLOSING;
+	close_local_copy();
 	if (!T.told) {
 		fprintf(stderr, "orbit: connection to collector %s lost (%s); reconnecting\n",
-			T.target, why);
+			T.coll, why);
 		T.told = 1;
 	}
 	close_tcp();
@@ -501,7 +538,7 @@ static void reject(void)
 	T.reply[T.reply_len < REPLY_MAX ? T.reply_len : REPLY_MAX - 1] = '\0';
 	T.reply[strcspn(T.reply, "\n")] = '\0';
 	fprintf(stderr, "orbit: collector %s refused this process (%s); tracing is off\n",
-		T.target, T.reply + strlen(REJECTED) + (T.reply[strlen(REJECTED)] == ':' ? 2 : 0));
+		T.coll, T.reply + strlen(REJECTED) + (T.reply[strlen(REJECTED)] == ':' ? 2 : 0));
 	T.state = DEAD;
 	tracing_off();
 	close_tcp();
@@ -540,7 +577,7 @@ static void connect_failed(const char *why)
 {
 	if (!T.told) {
 		fprintf(stderr, "orbit: cannot reach collector %s (%s); retrying in the "
-				"background\n", T.target, why);
+				"background\n", T.coll, why);
 		T.told = 1;
 	}
 	T.state = CLOSING;
@@ -549,6 +586,8 @@ static void connect_failed(const char *why)
 	else
 		on_tcp_closed(NULL);
 }
+
+static int open_capture(void);
 
 static void on_connect(uv_connect_t *req, int status)
 {
@@ -564,6 +603,10 @@ static void on_connect(uv_connect_t *req, int status)
 	T.reply_len = 0;
 	uv_tcp_nodelay(&T.tcp, 1);
 	uv_read_start((uv_stream_t *)&T.tcp, on_alloc, on_read);
+	if (T.tee && !T.tee_opened) { /* the first stream only */
+		T.tee_opened = 1;
+		open_capture();
+	}
 	begin_stream();
 }
 
@@ -677,9 +720,11 @@ int orbit__transport_start(uv_loop_t *loop, struct orbit__drain *drain,
 	T.page_rings = orbit__logs_ring_count();
 	T.page_base = calloc(T.page_rings + 1, sizeof *T.page_base);
 	T.page_sent = calloc(T.page_rings + 1, sizeof *T.page_sent);
-	if (T.page_base == NULL || T.page_sent == NULL) {
+	T.page_read = calloc(T.page_rings + 1, sizeof *T.page_read);
+	if (T.page_base == NULL || T.page_sent == NULL || T.page_read == NULL) {
 		free(T.page_base);
 		free(T.page_sent);
+		free(T.page_read);
 		return -ENOMEM;
 	}
 	int err = configure();
@@ -744,6 +789,8 @@ void orbit__transport_records(uint32_t ring, uint64_t first, const uint8_t *reco
 
 void orbit__transport_page(uint32_t ring, const uint8_t *page, size_t len)
 {
+	if (ring < T.page_rings)
+		T.page_read[ring] += count_records(page, len);
 	if (T.state != STREAMING)
 		return;
 	Orbit__FtracePage f = ORBIT__FTRACE_PAGE__INIT;
@@ -806,11 +853,7 @@ void orbit__transport_on_idle(void (*done)(void))
 
 void orbit__transport_close(void)
 {
-	if (T.mode == MODE_FILE && T.fd >= 0) {
-		fsync(T.fd);
-		close(T.fd);
-		T.fd = -1;
-	}
+	close_local_copy();
 	if (T.state == RESOLVING)
 		uv_cancel((uv_req_t *)&T.gai);
 	T.state = DEAD;
@@ -822,7 +865,9 @@ void orbit__transport_close(void)
 	orbit__frame_writer_free(&T.fw);
 	free(T.page_base);
 	free(T.page_sent);
+	free(T.page_read);
 	T.page_base = T.page_sent = NULL;
+	T.page_read = NULL;
 	free(T.enc);
 	T.enc = NULL;
 	T.enc_cap = 0;
