@@ -350,7 +350,9 @@ int send_all(int fd, const void *p, size_t n)
 int wait_closed(int fd, int timeout_ms)
 {
 	uint64_t deadline = harness_now_ms() + (uint64_t)timeout_ms;
-	char buf[4096];
+	static const char prefix[] = "orbit-collector: rejected: ";
+	char got[512];
+	size_t len = 0;
 
 	for (;;) {
 		struct pollfd p = { fd, POLLIN, 0 };
@@ -359,10 +361,20 @@ int wait_closed(int fd, int timeout_ms)
 			return 0;
 		if (poll(&p, 1, (int)left) <= 0)
 			continue;
-		ssize_t r = recv(fd, buf, sizeof buf, 0);
-		if (r == 0 || (r < 0 && errno != EINTR && errno != EAGAIN))
-			return 1;
-		CHECK(r < 0); /* the collector never sends */
+		ssize_t r = recv(fd, got + len, sizeof got - 1 - len, 0);
+		if (r == 0 || (r < 0 && errno != EINTR && errno != EAGAIN)) {
+			if (len == 0)
+				return 1;
+			/* The only bytes a collector sends: one refusal line. */
+			got[len] = '\0';
+			CHECK(strncmp(got, prefix, sizeof prefix - 1) == 0);
+			CHECK(strchr(got, '\n') == got + len - 1);
+			return 2;
+		}
+		if (r > 0) {
+			len += (size_t)r;
+			CHECK(len < sizeof got - 1);
+		}
 	}
 }
 

@@ -77,7 +77,8 @@ void coll_cleanup(struct coll *h);
 int client_connect(const struct coll *h);
 int client_local_port(int fd);
 int send_all(int fd, const void *p, size_t n);
-/* Waits for the collector to close fd: 1 closed, 0 timed out. */
+/* Waits for the collector to close fd: 2 closed after its one refusal line,
+ * 1 closed with nothing said, 0 timed out. */
 int wait_closed(int fd, int timeout_ms);
 
 void stream_open(struct stream *s, const struct coll *h, const char *name, uint32_t pid);

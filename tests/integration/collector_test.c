@@ -142,18 +142,28 @@ static void attacker_send(struct attacker *a, const void *p, size_t n)
 	(void)send_all(a->fd, p, n); /* the collector may close first */
 }
 
+/* Handshakes the collector refuses, telling the agent why in one line. */
+static int is_refusal(const char *reason)
+{
+	return strstr(reason, "protocol version") || strstr(reason, "token") ||
+	       strstr(reason, "handshake") || strstr(reason, "first frame holds no packet");
+}
+
 /* The collector closes it and logs why; its file keeps the good frames. */
 static void attacker_expect(struct attacker *a, struct coll *h, const char *reason)
 {
 	char path[512];
+	int closed = wait_closed(a->fd, HARNESS_WAIT_MS);
 
-	if (!wait_closed(a->fd, HARNESS_WAIT_MS)) {
+	if (!closed) {
 		fprintf(stderr, "the collector did not close the attacker (%s)\n", reason);
 		coll_dump_log(h);
 		exit(1);
 	}
 	if (a->s.frames == 0) {
 		coll_expect_log(h, needle(":%d: refused: %s", a->port, reason));
+		/* A refused handshake is told why; other garbage is not. */
+		CHECK((closed == 2) == (is_refusal(reason) != 0));
 		CHECK_EQ_U64(capture_find(h, a->s.name, a->s.pid, path, sizeof path), 0);
 	} else {
 		coll_expect_log(h, needle(":%d: closed (%s", a->port, "frame at stream byte"));
