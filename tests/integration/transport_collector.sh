@@ -1,0 +1,180 @@
+#!/bin/sh
+# transport_collector.sh BUILD_DIR CASE — the agent streaming to a real
+# orbit-collector on loopback, and the faults it must survive:
+#   e2e           three instrumented processes at once, three threads each: each
+#                 capture holds exactly what was emitted, in each thread's order
+#   copy          ORBIT_COLLECTOR and ORBIT_CAPTURE together: the local copy and
+#                 the collector's file are the same bytes
+#   agent_killed  the agent is SIGKILLed mid-stream: its capture keeps every
+#                 complete frame (zstd -t passes), no end of stream
+#   torn_tail     a capture whose last frame is torn reads up to it, and the
+#                 damage is reported at that frame's offset only
+#   collector_restart  the collector is SIGKILLed and restarted on its port: the
+#                 agent reconnects, the new capture counts the loss exactly
+#   no_collector  nobody listens: the program runs to the end, one stderr line
+#   refused       a wrong token: one stderr line, tracing off, no file
+set -eu
+build=$1
+case_=$2
+emit=$build/examples/emit
+dump=$build/tests/capture_dump
+collector=$build/collector/orbit-collector
+dir=$(mktemp -d)
+cpid=
+cleanup() {
+	[ -n "$cpid" ] && kill -9 "$cpid" 2>/dev/null
+	rm -rf "$dir"
+}
+trap cleanup EXIT
+[ -n "${KEEP:-}" ] && trap "" EXIT
+
+fail() {
+	echo "transport_collector $case_: $*" >&2
+	[ -f "$dir/collector.log" ] && sed 's/^/  collector: /' "$dir/collector.log" >&2
+	exit 1
+}
+
+# start_collector LISTEN [options]: sets cpid and addr
+start_collector() {
+	listen=$1
+	shift
+	rm -f "$dir/fifo"
+	mkfifo "$dir/fifo"
+	"$collector" --listen "$listen" --dir "$dir/captures" "$@" >"$dir/fifo" 2>>"$dir/collector.log" &
+	cpid=$!
+	read -r line <"$dir/fifo" || fail "the collector did not start"
+	addr=${line#listening on }
+	# keep its stdout drained
+	cat "$dir/fifo" >/dev/null &
+}
+
+stop_collector() {
+	kill -TERM "$cpid"
+	wait "$cpid" || fail "the collector did not exit 0"
+	cpid=
+}
+
+captures() {
+	ls "$dir/captures"/*.orbit.zst 2>/dev/null || true
+}
+
+ztest() {
+	if command -v zstd >/dev/null; then
+		zstd -q -t "$1" || fail "zstd -t $1 failed"
+	fi
+}
+
+case $case_ in
+e2e)
+	start_collector 127.0.0.1:0
+	pids=
+	for n in 1 2 3; do
+		ORBIT_COLLECTOR=$addr ORBIT_RING_BUDGET=64M \
+			"$emit" --threads 3 --iterations 20000 --rate 500000 &
+		pids="$pids $!"
+	done
+	for p in $pids; do
+		wait "$p" || fail "emit failed"
+	done
+	stop_collector
+	[ "$(captures | wc -l)" -eq 3 ] || fail "want 3 captures, have: $(captures)"
+	for f in $(captures); do
+		ztest "$f"
+		"$dump" --emit 3 20000 "$f" >/dev/null || fail "$f does not hold what was emitted"
+	done
+	;;
+copy)
+	start_collector 127.0.0.1:0
+	ORBIT_COLLECTOR=$addr ORBIT_CAPTURE=$dir/copy.orbit.zst ORBIT_RING_BUDGET=64M \
+		"$emit" --threads 2 --iterations 20000 --rate 500000 || fail "emit failed"
+	stop_collector
+	f=$(captures)
+	[ -n "$f" ] || fail "no capture"
+	cmp "$f" "$dir/copy.orbit.zst" || fail "the copy differs from what the collector received"
+	"$dump" --emit 2 20000 "$f" >/dev/null || fail "$f does not hold what was emitted"
+	;;
+agent_killed)
+	start_collector 127.0.0.1:0
+	ORBIT_COLLECTOR=$addr "$emit" --threads 2 --iterations 10000000 --rate 400000 &
+	epid=$!
+	sleep 1
+	kill -9 "$epid"
+	wait "$epid" 2>/dev/null || true
+	sleep 0.3
+	stop_collector
+	f=$(captures)
+	[ -n "$f" ] || fail "no capture"
+	ztest "$f"
+	set +e
+	"$dump" "$f" >"$dir/out" 2>"$dir/err"
+	rc=$?
+	set -e
+	[ $rc -eq 1 ] || fail "capture_dump exit $rc, want 1 (complete frames, no end of stream)"
+	grep -q "no end of stream" "$dir/out" || fail "the capture should have no end of stream"
+	grep -q "offset" "$dir/err" && fail "damage reported in a collector's capture"
+	;;
+torn_tail)
+	ORBIT_CAPTURE=$dir/whole.orbit.zst ORBIT_RING_BUDGET=64M \
+		"$emit" --threads 2 --iterations 20000 --rate 1000000 || fail "emit failed"
+	size=$(stat -c %s "$dir/whole.orbit.zst")
+	head -c $((size - 7)) "$dir/whole.orbit.zst" >"$dir/torn.orbit.zst"
+	if command -v zstd >/dev/null; then
+		zstd -q -t "$dir/torn.orbit.zst" 2>/dev/null && fail "zstd -t passed a torn capture"
+	fi
+	set +e
+	"$dump" "$dir/torn.orbit.zst" >"$dir/out" 2>"$dir/err"
+	rc=$?
+	set -e
+	[ $rc -eq 2 ] || fail "capture_dump exit $rc on a torn capture, want 2"
+	[ "$(grep -c offset "$dir/err")" -eq 1 ] || fail "want one problem: $(cat "$dir/err")"
+	# everything but the last frame: the records of the whole capture minus
+	# those of its last frame, which holds the end of stream
+	grep -q "no end of stream" "$dir/out" || fail "the torn frame's end of stream was read"
+	whole=$("$dump" "$dir/whole.orbit.zst" | sed -n 's/^records \([0-9]*\),.*/\1/p')
+	torn=$(sed -n 's/^records \([0-9]*\),.*/\1/p' "$dir/out")
+	[ "$torn" -gt 0 ] && [ "$torn" -le "$whole" ] || fail "read $torn of $whole records"
+	;;
+collector_restart)
+	start_collector 127.0.0.1:0
+	port=${addr##*:}
+	ORBIT_COLLECTOR=$addr "$emit" --threads 2 --iterations 600000 --rate 1000000 \
+		2>"$dir/agent.err" &
+	epid=$!
+	sleep 0.7
+	kill -9 "$cpid"
+	wait "$cpid" 2>/dev/null || true
+	cpid=
+	sleep 0.5
+	start_collector "127.0.0.1:$port"
+	wait "$epid" || fail "emit failed"
+	stop_collector
+	[ "$(captures | wc -l)" -eq 2 ] || fail "want 2 captures, have: $(captures)"
+	second=$(ls -t "$dir/captures"/*.orbit.zst | head -n 1)
+	"$dump" "$second" >"$dir/out" || fail "the second capture is not complete and exact"
+	lost=$(sed -n 's/^records .*, lost \([0-9]*\),.*/\1/p' "$dir/out")
+	[ "$lost" -gt 0 ] || fail "the outage's loss is not counted: $(cat "$dir/out")"
+	[ "$(grep -c "lost" "$dir/agent.err")" -le 1 ] || fail "more than one line: $(cat "$dir/agent.err")"
+	;;
+no_collector)
+	# a port nobody listens on: bind it and close it again
+	ORBIT_COLLECTOR=127.0.0.1:1 "$emit" --threads 2 --iterations 200000 2>"$dir/agent.err" ||
+		fail "emit failed"
+	[ "$(wc -l <"$dir/agent.err")" -eq 1 ] || fail "want one stderr line: $(cat "$dir/agent.err")"
+	grep -q "cannot reach collector 127.0.0.1:1" "$dir/agent.err" || fail "$(cat "$dir/agent.err")"
+	;;
+refused)
+	printf 'right\n' >"$dir/token"
+	start_collector 127.0.0.1:0 --token-file "$dir/token"
+	ORBIT_COLLECTOR=$addr ORBIT_TOKEN=wrong "$emit" --threads 2 --iterations 100000 \
+		2>"$dir/agent.err" || fail "emit failed"
+	stop_collector
+	[ "$(wc -l <"$dir/agent.err")" -eq 1 ] || fail "want one stderr line: $(cat "$dir/agent.err")"
+	grep -q "refused this process (wrong token); tracing is off" "$dir/agent.err" ||
+		fail "$(cat "$dir/agent.err")"
+	[ -z "$(captures)" ] || fail "a file was created: $(captures)"
+	;;
+*)
+	fail "unknown case"
+	;;
+esac
+echo "transport_collector $case_: ok"
