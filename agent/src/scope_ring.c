@@ -230,12 +230,16 @@ uint64_t orbit__drain_ring(struct orbit__drain *d, uint32_t ring, orbit__drain_f
 			s->stalled = 0;
 			delivered += k;
 		}
-		if (k < n) { /* overwritten while we copied */
+		if (k < n || (stopped && stop_seq > s->next + 1)) {
+			/* Overwritten while we copied, or lapped. The oldest
+			 * resident slot is the one its producer writes next: while
+			 * it still writes, leave the ring until the next pass rather
+			 * than read each line just before the producer needs it. */
 			skip_lapped(s, r, slots);
+			if (atomic_load_explicit(&r->cursor, memory_order_relaxed) > end)
+				break;
 		} else if (!stopped) {
 			continue; /* a full batch: go on to end */
-		} else if (stop_seq > s->next + 1) { /* a producer lapped us */
-			skip_lapped(s, r, slots);
 		} else if (stall(d, s, end, slots, &gone, res)) { /* not published yet */
 			res->stalled_rings++;
 			break;
