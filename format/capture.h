@@ -23,6 +23,13 @@
  * the columns far better than the rows.
  */
 void orbit__batch_encode(const uint8_t *records, uint32_t n, uint8_t *out);
+/* The same batch as a whole orbit.Packet (ring_batch) message, written
+ * straight into out without going through protobuf-c: its exact size, then
+ * the bytes. protobuf-c decodes it like any other packet. */
+size_t orbit__batch_packet_size(uint32_t ring, uint64_t first_claim, uint32_t n);
+size_t orbit__batch_packet_write(uint8_t *out, uint32_t ring, uint64_t first_claim,
+				 const uint8_t *records, uint32_t n);
+
 /* Decodes into n * ORBIT_RECORD_SIZE bytes of records; returns 0, or -EINVAL
  * when the bytes do not hold count records of that encoding. */
 int orbit__batch_decode(const Orbit__RingBatch *b, uint8_t *records);

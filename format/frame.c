@@ -117,6 +117,17 @@ int orbit__frame_add(struct orbit_frame_writer *w, const Orbit__Packet *p)
 	return 0;
 }
 
+uint8_t *orbit__frame_append(struct orbit_frame_writer *w, size_t len)
+{
+	if (len > ORBIT_PACKET_MAX || grow(&w->content, &w->cap, w->len + len + 10) != 0)
+		return NULL;
+	w->len += put_varint(w->content + w->len, len);
+	uint8_t *p = w->content + w->len;
+	w->len += len;
+	w->packets++;
+	return p;
+}
+
 int orbit__frame_finish(struct orbit_frame_writer *w)
 {
 	w->out_len = 0;

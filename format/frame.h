@@ -50,6 +50,9 @@ int orbit__frame_writer_init(struct orbit_frame_writer *w, int level);
 void orbit__frame_writer_free(struct orbit_frame_writer *w);
 /* Appends one packet; -E2BIG if it is over ORBIT_PACKET_MAX. */
 int orbit__frame_add(struct orbit_frame_writer *w, const Orbit__Packet *p);
+/* Room for one packet of exactly len bytes that the caller writes itself
+ * (already packed); NULL if it is over ORBIT_PACKET_MAX or memory is out. */
+uint8_t *orbit__frame_append(struct orbit_frame_writer *w, size_t len);
 /* Compresses the packets added so far into w->out / w->out_len and starts a
  * new frame. Returns 0 (w->out_len == 0 when there was nothing to write). */
 int orbit__frame_finish(struct orbit_frame_writer *w);

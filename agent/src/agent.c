@@ -9,6 +9,7 @@
 #include <time.h>
 #include <uv.h>
 
+#include "capture.h"
 #include "clock.h"
 #include "logs.h"
 #include "transport.h"
@@ -88,7 +89,12 @@ static void collect(void *ctx, uint32_t ring, uint64_t first, const uint8_t *rec
 		}
 	}
 	memcpy(A.buf + A.len, recs, bytes);
-	A.runs[A.nruns++] = (struct run){.ring = ring, .n = n, .first = first, .off = A.len};
+	struct run *last = A.nruns ? &A.runs[A.nruns - 1] : NULL;
+	if (last != NULL && last->ring == ring && last->first + last->n == first &&
+	    last->n + n <= ORBIT_BATCH_MAX) /* one batch on the wire: better columns */
+		last->n += n;
+	else
+		A.runs[A.nruns++] = (struct run){.ring = ring, .n = n, .first = first, .off = A.len};
 	A.len += bytes;
 }
 
