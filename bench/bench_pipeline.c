@@ -281,7 +281,7 @@ int main(int argc, char **argv)
 	       threads, seconds, addr);
 	printf("ORBIT_RING_BUDGET=%s ORBIT_ZSTD_LEVEL=%s\n",
 	       getenv("ORBIT_RING_BUDGET") ? getenv("ORBIT_RING_BUDGET") : "(default 8M)",
-	       getenv("ORBIT_ZSTD_LEVEL") ? getenv("ORBIT_ZSTD_LEVEL") : "(default 1)");
+	       getenv("ORBIT_ZSTD_LEVEL") ? getenv("ORBIT_ZSTD_LEVEL") : "(default -1)");
 	printf("%12s %12s %12s %12s %10s %8s %10s %9s\n", "rate ev/s", "emitted", "delivered",
 	       "lost", "loss %", "B/event", "agent ns/ev", "equation");
 	char *list = strdup(rates);
