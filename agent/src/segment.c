@@ -152,55 +152,52 @@ void orbit__segment_params_from_env(struct orbit__seg_params *p)
 	p->slots_per_ring = floor_pow2(budget / rings / ORBIT__SLOT_SIZE);
 }
 
-uint64_t orbit__process_start_time(pid_t pid)
+/* Reads /proc/PID/stat: its state (field 3) and start time (field 22).
+ * The command name may hold spaces and parentheses: fields count from the
+ * last ')'. Returns 0, or -1 when the process is not there. */
+static int read_stat(pid_t pid, char *state, uint64_t *start)
 {
 	char path[64], buf[1024];
 	snprintf(path, sizeof path, "/proc/%d/stat", (int)pid);
 	int fd = open(path, O_RDONLY | O_CLOEXEC);
 	if (fd < 0)
-		return 0;
+		return -1;
 	ssize_t n = read(fd, buf, sizeof buf - 1);
 	close(fd);
 	if (n <= 0)
-		return 0;
+		return -1;
 	buf[n] = '\0';
-	/* The command name may hold spaces and parentheses: fields count from
-	 * the last ')'. Field 3 (state) follows it; start time is field 22. */
 	char *p = strrchr(buf, ')');
-	if (p == NULL)
-		return 0;
+	if (p == NULL || p[1] != ' ')
+		return -1;
+	*state = p[2];
+	*start = 0;
 	int field = 2;
 	char *save = NULL;
 	for (char *tok = strtok_r(p + 1, " ", &save); tok; tok = strtok_r(NULL, " ", &save)) {
-		if (++field == 22)
-			return strtoull(tok, NULL, 10);
+		if (++field == 22) {
+			*start = strtoull(tok, NULL, 10);
+			break;
+		}
 	}
 	return 0;
 }
 
-static char process_state(pid_t pid)
+uint64_t orbit__process_start_time(pid_t pid)
 {
-	char path[64], buf[1024];
-	snprintf(path, sizeof path, "/proc/%d/stat", (int)pid);
-	int fd = open(path, O_RDONLY | O_CLOEXEC);
-	if (fd < 0)
-		return 0;
-	ssize_t n = read(fd, buf, sizeof buf - 1);
-	close(fd);
-	if (n <= 0)
-		return 0;
-	buf[n] = '\0';
-	char *p = strrchr(buf, ')');
-	return (p != NULL && p[1] == ' ') ? p[2] : 0;
+	char state;
+	uint64_t start;
+	return read_stat(pid, &state, &start) == 0 ? start : 0;
 }
 
 int orbit__process_alive(pid_t pid, uint64_t start_time)
 {
-	char state = process_state(pid);
-	if (state == 0 || state == 'Z' || state == 'X')
+	char state;
+	uint64_t start;
+	if (read_stat(pid, &state, &start) != 0 || state == 'Z' || state == 'X')
 		return 0;
 	/* A recycled pid belongs to another process. */
-	return orbit__process_start_time(pid) == start_time;
+	return start == start_time;
 }
 
 /* Segments of processes that died without unlinking theirs (killed, or
