@@ -23,41 +23,21 @@ void orbit__batch_encode(const uint8_t *records, uint32_t n, uint8_t *out)
 	}
 }
 
-static size_t varint_size(uint64_t v)
-{
-	size_t n = 1;
-	while (v >= 0x80) {
-		v >>= 7;
-		n++;
-	}
-	return n;
-}
-
-static size_t put_varint(uint8_t *p, uint64_t v)
-{
-	size_t n = 0;
-	while (v >= 0x80) {
-		p[n++] = (uint8_t)(v | 0x80);
-		v >>= 7;
-	}
-	p[n++] = (uint8_t)v;
-	return n;
-}
-
 /* RingBatch fields 1..4 as varints (tags 0x08, 0x10, 0x18, 0x20), then
  * records (tag 0x2a, length-delimited); the Packet wraps it as field 2
  * (tag 0x12). */
 static size_t batch_body_size(uint32_t ring, uint64_t first, uint32_t n)
 {
 	size_t bytes = (size_t)n * ORBIT_RECORD_SIZE;
-	return 1 + varint_size(ring) + 1 + varint_size(first) + 1 + varint_size(n) + 1 +
-	       varint_size(ORBIT_BATCH_COLUMNS) + 1 + varint_size(bytes) + bytes;
+	return 1 + orbit__varint_size(ring) + 1 + orbit__varint_size(first) + 1 +
+	       orbit__varint_size(n) + 1 + orbit__varint_size(ORBIT_BATCH_COLUMNS) + 1 +
+	       orbit__varint_size(bytes) + bytes;
 }
 
 size_t orbit__batch_packet_size(uint32_t ring, uint64_t first, uint32_t n)
 {
 	size_t body = batch_body_size(ring, first, n);
-	return 1 + varint_size(body) + body;
+	return 1 + orbit__varint_size(body) + body;
 }
 
 size_t orbit__batch_packet_write(uint8_t *out, uint32_t ring, uint64_t first,
@@ -65,17 +45,17 @@ size_t orbit__batch_packet_write(uint8_t *out, uint32_t ring, uint64_t first,
 {
 	size_t bytes = (size_t)n * ORBIT_RECORD_SIZE, o = 0;
 	out[o++] = 0x12;
-	o += put_varint(out + o, batch_body_size(ring, first, n));
+	o += orbit__put_varint(out + o, batch_body_size(ring, first, n));
 	out[o++] = 0x08;
-	o += put_varint(out + o, ring);
+	o += orbit__put_varint(out + o, ring);
 	out[o++] = 0x10;
-	o += put_varint(out + o, first);
+	o += orbit__put_varint(out + o, first);
 	out[o++] = 0x18;
-	o += put_varint(out + o, n);
+	o += orbit__put_varint(out + o, n);
 	out[o++] = 0x20;
-	o += put_varint(out + o, ORBIT_BATCH_COLUMNS);
+	o += orbit__put_varint(out + o, ORBIT_BATCH_COLUMNS);
 	out[o++] = 0x2a;
-	o += put_varint(out + o, bytes);
+	o += orbit__put_varint(out + o, bytes);
 	orbit__batch_encode(records, n, out + o);
 	return o + bytes;
 }
@@ -86,6 +66,8 @@ int orbit__batch_decode(const Orbit__RingBatch *b, uint8_t *records)
 	if (b->encoding != ORBIT_BATCH_COLUMNS || n > ORBIT_BATCH_MAX ||
 	    b->records.len != (size_t)n * ORBIT_RECORD_SIZE)
 		return -EINVAL;
+	if (n == 0) /* protobuf-c leaves an empty bytes field NULL */
+		return 0;
 	const uint8_t *in = b->records.data;
 	const uint8_t *times = in, *ids = in + (size_t)n * 8, *metas = in + (size_t)n * 16,
 		      *names = in + (size_t)n * 24;

@@ -53,17 +53,6 @@ static int grow(uint8_t **buf, size_t *cap, size_t need)
 
 /* ---- varints ---- */
 
-static size_t put_varint(uint8_t *p, uint64_t v)
-{
-	size_t n = 0;
-	while (v >= 0x80) {
-		p[n++] = (uint8_t)(v | 0x80);
-		v >>= 7;
-	}
-	p[n++] = (uint8_t)v;
-	return n;
-}
-
 /* Returns the bytes used, 0 if the varint is truncated or over 64 bits. */
 static size_t get_varint(const uint8_t *p, size_t len, uint64_t *v)
 {
@@ -111,7 +100,7 @@ int orbit__frame_add(struct orbit_frame_writer *w, const Orbit__Packet *p)
 		return -E2BIG;
 	if (grow(&w->content, &w->cap, w->len + n + 10) != 0)
 		return -ENOMEM;
-	w->len += put_varint(w->content + w->len, n);
+	w->len += orbit__put_varint(w->content + w->len, n);
 	w->len += orbit__packet__pack(p, w->content + w->len);
 	w->packets++;
 	return 0;
@@ -121,7 +110,7 @@ uint8_t *orbit__frame_append(struct orbit_frame_writer *w, size_t len)
 {
 	if (len > ORBIT_PACKET_MAX || grow(&w->content, &w->cap, w->len + len + 10) != 0)
 		return NULL;
-	w->len += put_varint(w->content + w->len, len);
+	w->len += orbit__put_varint(w->content + w->len, len);
 	uint8_t *p = w->content + w->len;
 	w->len += len;
 	w->packets++;

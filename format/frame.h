@@ -22,6 +22,28 @@
 #define ORBIT_FRAME_WINDOW_LOG_MAX 23            /* zstd window: 8 MiB */
 #define ORBIT_PROTOCOL_VERSION 1u
 
+/* Protobuf varints, as packets and their length prefixes use them. */
+static inline size_t orbit__varint_size(uint64_t v)
+{
+	size_t n = 1;
+	while (v >= 0x80) {
+		v >>= 7;
+		n++;
+	}
+	return n;
+}
+
+static inline size_t orbit__put_varint(uint8_t *p, uint64_t v)
+{
+	size_t n = 0;
+	while (v >= 0x80) {
+		p[n++] = (uint8_t)(v | 0x80);
+		v >>= 7;
+	}
+	p[n++] = (uint8_t)v;
+	return n;
+}
+
 /* Errors of the frame layer (negative, beside -errno). */
 enum orbit_frame_error {
 	ORBIT_FRAME_EMAGIC = -2001,    /* not a zstd frame */
