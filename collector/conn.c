@@ -357,7 +357,10 @@ static void conn_process(struct orbit_conn *k)
 		write_start(k, off, frames);
 		return;
 	}
-	if (err && !k->handshaken && (err == -EPROTO || err == -EACCES || err == -EINVAL)) {
+	/* Refused for what the agent sent (not for our own file trouble, which
+	 * a later connection may not have): tell it why. */
+	if (err && !k->handshaken && k->file_error[0] == '\0' &&
+	    (err == -EPROTO || err == -EACCES || err == -EINVAL)) {
 		refuse(k, k->reason);
 		return;
 	}

@@ -170,8 +170,9 @@ static void schedule_next_pass(void)
 	uv_timer_start(&A.timer, on_timer, delay_ms, 0);
 }
 
-/* One pass: drain, convert, hand out. final: the last pass of a stream. */
-static void drain_pass(int final)
+/* One pass: drain, convert, hand out. final: the last pass of a stream;
+ * all: log pages of any age go out (a flush). */
+static void drain_pass(int final, int all)
 {
 	pthread_mutex_lock(&A.mu);
 	struct orbit__sink sink = A.sink;
@@ -206,7 +207,7 @@ static void drain_pass(int final)
 	}
 	/* Log pages: those full, and those holding records for 100 ms; at the
 	 * end of a stream everything. */
-	orbit__logs_read(page_to_ns, &A.clock, on_page, &sink, final ? 0 : LOG_FLUSH_AGE_NS);
+	orbit__logs_read(page_to_ns, &A.clock, on_page, &sink, all ? 0 : LOG_FLUSH_AGE_NS);
 	if (A.transport)
 		orbit__transport_pass_done();
 	if (res.backstops)
@@ -233,7 +234,7 @@ static void drain_pass(int final)
 static void on_timer(uv_timer_t *t)
 {
 	(void)t;
-	drain_pass(0);
+	drain_pass(0, 0);
 	schedule_next_pass();
 }
 
@@ -277,7 +278,7 @@ static void on_wake(uv_async_t *w)
 	if (req == flushing && !stop)
 		return; /* already served */
 	flushing = req;
-	drain_pass(stop);
+	drain_pass(stop, 1);
 	if (!A.transport) {
 		flush_complete();
 		if (stop)
@@ -305,12 +306,15 @@ static void *agent_main(void *arg)
 
 static uint64_t env_ms(const char *name, uint64_t def, uint64_t max)
 {
+	static int said; /* once per process, not at every start */
 	const char *s = getenv(name);
 	if (s == NULL)
 		return def;
 	char *end;
 	unsigned long long v = strtoull(s, &end, 10);
 	if (*s == '\0' || *end != '\0' || v == 0 || v > max) {
+		if (said++)
+			return def;
 		fprintf(stderr, "orbit: %s=%s is not a number of ms from 1 to %llu; using %llu\n",
 			name, s, (unsigned long long)max, (unsigned long long)def);
 		return def;
@@ -460,6 +464,9 @@ uint64_t orbit__agent_to_ns(uint64_t ticks)
 
 void orbit__agent_forget(void)
 {
+	if (A.transport)
+		orbit__transport_forget();
+	A.transport = 0;
 	pthread_mutex_init(&A.mu, NULL);
 	init_cv();
 	A.wedged = 0;

@@ -1,7 +1,9 @@
 /*
  * agent.h — the agent thread: its own libuv loop (never the default loop)
- * drains the scope rings every ORBIT_DRAIN_MS (default 10), converts the
- * records' times to CLOCK_MONOTONIC ns and hands them to the sink.
+ * drains the scope rings (next pass when the busiest ring should be a
+ * quarter full, between 1 ms and ORBIT_DRAIN_MS, default 10), converts the
+ * records' times to CLOCK_MONOTONIC ns, reads the log page rings, and hands
+ * both to the transport (transport.h) and to a test sink.
  */
 #ifndef ORBIT_AGENT_AGENT_H
 #define ORBIT_AGENT_AGENT_H

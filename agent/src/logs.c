@@ -224,7 +224,9 @@ static void destroy(struct logs *l)
 static int create(struct logs **out)
 {
 	long ncpu = sysconf(_SC_NPROCESSORS_CONF);
-	uint32_t count = ncpu < 1 ? 1 : ncpu > 65536 ? 65536 : (uint32_t)ncpu;
+	/* At most 4096 rings, the format's limit (capture.c); CPUs beyond
+	 * share them (cpu % count). */
+	uint32_t count = ncpu < 1 ? 1 : ncpu > 4096 ? 4096 : (uint32_t)ncpu;
 	size_t size = sizeof(struct logs) + count * sizeof(struct logs_ring);
 	struct orbit__page_config cfg = {0};
 	struct logs *l;

@@ -16,7 +16,9 @@
  *                       started overwriting them (below), deliver;
  *   stamp >  next + 1   a producer lapped the drain: skip to the oldest claim
  *                       still resident (cursor - slots), count the skipped
- *                       claims as lost (lapped);
+ *                       claims as lost (lapped); if the producer is still
+ *                       writing, leave the ring until the next pass, since
+ *                       that oldest slot is the one it writes next;
  *   stamp <  next + 1   claim next is not published. If the cursor is not
  *                       past it, the ring is drained. Otherwise the claim was
  *                       handed out and the ring stalls there: the other rings

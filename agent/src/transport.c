@@ -31,6 +31,7 @@
  * (docs/performance.md). */
 #define DEFAULT_ZSTD_LEVEL (-1)
 #define REPLY_MAX 256u
+#define KEEPALIVE_MS 30000u /* well inside the collector's idle timeout */
 #define REJECTED "orbit-collector: rejected"
 
 enum mode { MODE_NONE, MODE_FILE, MODE_TCP };
@@ -78,6 +79,7 @@ static struct {
 	struct qframe *head, *tail;
 	size_t queued, limit;
 	void (*idle_cb)(void);
+	uint64_t last_frame_ms; /* when the last frame went out */
 
 	/* the stream */
 	uint64_t start[ORBIT_MAX_RINGS];
@@ -91,6 +93,7 @@ static struct {
 		uint64_t reserved, records, pages;
 	} *page_base, *page_sent;
 	uint64_t *page_read; /* records read from each page ring, ever */
+	struct page_count *page_seen; /* loss totals at the last pass */
 } T;
 
 /* Configuration problems are said once per process, not at every start. */
@@ -137,7 +140,6 @@ static int configure(void)
 {
 	const char *file = getenv("ORBIT_CAPTURE"), *coll = getenv("ORBIT_COLLECTOR");
 	int say = !config_said;
-	config_said = 1;
 	T.limit = DEFAULT_SEND_BUFFER;
 	const char *sb = getenv("ORBIT_SEND_BUFFER");
 	uint64_t v;
@@ -176,8 +178,9 @@ static int zstd_level(void)
 	char *end;
 	long v = strtol(s, &end, 10);
 	if (*s == '\0' || *end != '\0' || v < -7 || v > 19) {
-		fprintf(stderr, "orbit: ORBIT_ZSTD_LEVEL=%s is not a level from -7 to 19; "
-				"using %d\n", s, DEFAULT_ZSTD_LEVEL);
+		if (!config_said)
+			fprintf(stderr, "orbit: ORBIT_ZSTD_LEVEL=%s is not a level from -7 to 19; "
+					"using %d\n", s, DEFAULT_ZSTD_LEVEL);
 		return DEFAULT_ZSTD_LEVEL;
 	}
 	return (int)v;
@@ -254,6 +257,7 @@ static void send_frame(void)
 {
 	if (T.fw.out_len == 0)
 		return;
+	T.last_frame_ms = uv_now(T.loop);
 	if (T.mode == MODE_FILE) {
 		int err = write_file(T.fw.out, T.fw.out_len);
 		if (err) {
@@ -287,16 +291,20 @@ static void send_frame(void)
 	memcpy(f->records, T.frame_records, sizeof f->records);
 	memset(T.frame_records, 0, sizeof T.frame_records);
 	f->req.data = f;
+	uv_buf_t buf = uv_buf_init((char *)f->bytes, (unsigned)f->len);
+	int err = uv_write(&f->req, (uv_stream_t *)&T.tcp, &buf, 1, on_write);
+	if (err) { /* no callback will come: the frame never joined the queue */
+		count_unsent(f);
+		free_frame(f);
+		disconnect(uv_strerror(err));
+		return;
+	}
 	if (T.tail)
 		T.tail->next = f;
 	else
 		T.head = f;
 	T.tail = f;
 	T.queued += f->len;
-	uv_buf_t buf = uv_buf_init((char *)f->bytes, (unsigned)f->len);
-	int err = uv_write(&f->req, (uv_stream_t *)&T.tcp, &buf, 1, on_write);
-	if (err) /* the callback will not run: undo */
-		on_write(&f->req, err);
 }
 
 static void finish_frame(void)
@@ -374,8 +382,11 @@ static void send_handshake(void)
 	}
 	h.n_ring_start = T.rings;
 	h.ring_start = T.start;
+	uint32_t pages, page_size;
+	int overwrite;
+	orbit__logs_config(&pages, &page_size, &overwrite);
 	h.page_ring_count = T.page_rings;
-	h.page_size = (uint32_t)sysconf(_SC_PAGESIZE);
+	h.page_size = page_size;
 	Orbit__Packet p = ORBIT__PACKET__INIT;
 	p.body_case = ORBIT__PACKET__BODY_HANDSHAKE;
 	p.handshake = &h;
@@ -395,10 +406,12 @@ static void begin_stream(void)
 	/* A page ring's stream begins where its reader is: what was read or
 	 * lost before belongs to earlier streams; what is still in the ring,
 	 * reserved before or after, to this one. */
+	/* Losses since the last pass of the previous stream (an outage, say)
+	 * are this stream's: nothing read them. */
 	for (uint32_t r = 0; r < T.page_rings; r++) {
 		struct page_count *b = &T.page_base[r];
-		uint64_t reserved;
-		orbit__logs_totals(r, &reserved, &b->records, &b->pages);
+		b->records = T.page_seen[r].records;
+		b->pages = T.page_seen[r].pages;
 		b->reserved = T.page_read[r] + b->records;
 		T.page_sent[r] = (struct page_count){0, 0, 0};
 	}
@@ -432,6 +445,8 @@ static struct page_count page_now(uint32_t r)
 static void send_page_losses(void)
 {
 	for (uint32_t r = 0; r < T.page_rings; r++) {
+		uint64_t reserved;
+		orbit__logs_totals(r, &reserved, &T.page_seen[r].records, &T.page_seen[r].pages);
 		struct page_count now = page_now(r);
 		if (now.records == T.page_sent[r].records && now.pages == T.page_sent[r].pages)
 			continue;
@@ -476,6 +491,20 @@ static void send_losses(int at_end)
 		T.sent[r] = now;
 		T.unsent_sent[r] = T.unsent[r];
 	}
+}
+
+static void send_keepalive(void)
+{
+	const struct orbit__ring_state *s = &T.drain->ring[0];
+	Orbit__Loss l = ORBIT__LOSS__INIT;
+	l.lapped = s->lost_lapped - T.base[0].lapped;
+	l.writer_gone = s->lost_dead - T.base[0].gone;
+	l.backstop = s->lost_backstop - T.base[0].backstop;
+	l.unsent = T.unsent[0];
+	Orbit__Packet p = ORBIT__PACKET__INIT;
+	p.body_case = ORBIT__PACKET__BODY_LOSS;
+	p.loss = &l;
+	add_packet(&p);
 }
 
 static void send_thread_names(void)
@@ -699,8 +728,8 @@ static int open_capture(void)
 		}
 	}
 	if (fd < 0) {
-		fprintf(stderr, "orbit: cannot create the capture %s: %s; tracing is off\n", path,
-			strerror(-fd));
+		fprintf(stderr, "orbit: cannot create the capture %s: %s; %s\n", path,
+			strerror(-fd), T.mode == MODE_TCP ? "no local copy" : "tracing is off");
 		return fd;
 	}
 	T.fd = fd;
@@ -709,6 +738,21 @@ static int open_capture(void)
 }
 
 /* ---- the interface ---- */
+
+void orbit__transport_forget(void)
+{
+	/* In a forked child: the parent's socket and capture file are not
+	 * ours; close our copies (the file's lock stays the parent's). */
+	if (T.tcp_open) {
+		uv_os_fd_t fd;
+		if (uv_fileno((uv_handle_t *)&T.tcp, &fd) == 0)
+			close(fd);
+	}
+	if (T.fd >= 0)
+		close(T.fd);
+	memset(&T, 0, sizeof T);
+	T.fd = -1;
+}
 
 int orbit__transport_start(uv_loop_t *loop, struct orbit__drain *drain,
 			   struct orbit__clock_conv *clock)
@@ -723,16 +767,21 @@ int orbit__transport_start(uv_loop_t *loop, struct orbit__drain *drain,
 	T.page_base = calloc(T.page_rings + 1, sizeof *T.page_base);
 	T.page_sent = calloc(T.page_rings + 1, sizeof *T.page_sent);
 	T.page_read = calloc(T.page_rings + 1, sizeof *T.page_read);
-	if (T.page_base == NULL || T.page_sent == NULL || T.page_read == NULL) {
+	T.page_seen = calloc(T.page_rings + 1, sizeof *T.page_seen);
+	if (T.page_base == NULL || T.page_sent == NULL || T.page_read == NULL ||
+	    T.page_seen == NULL) {
 		free(T.page_base);
 		free(T.page_sent);
 		free(T.page_read);
+		free(T.page_seen);
 		return -ENOMEM;
 	}
 	int err = configure();
 	if (err)
 		return err;
-	err = orbit__frame_writer_init(&T.fw, zstd_level());
+	int level = zstd_level();
+	config_said = 1;
+	err = orbit__frame_writer_init(&T.fw, level);
 	if (err)
 		return err;
 	if (T.mode == MODE_FILE) {
@@ -799,6 +848,11 @@ void orbit__transport_pass_done(void)
 		return;
 	send_losses(0);
 	send_page_losses();
+	/* A quiet process still says it is there, before the collector's idle
+	 * timeout: its loss so far, which changes nothing for a reader. */
+	uint64_t now = uv_now(T.loop);
+	if (T.fw.len == 0 && now - T.last_frame_ms >= KEEPALIVE_MS)
+		send_keepalive();
 	finish_frame();
 }
 
@@ -856,6 +910,7 @@ void orbit__transport_close(void)
 	free(T.page_base);
 	free(T.page_sent);
 	free(T.page_read);
-	T.page_base = T.page_sent = NULL;
+	free(T.page_seen);
+	T.page_base = T.page_sent = T.page_seen = NULL;
 	T.page_read = NULL;
 }

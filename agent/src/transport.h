@@ -42,6 +42,9 @@ void orbit__transport_end(void);
 int orbit__transport_idle(void);
 /* Calls done once the queue is idle or was dropped (on the loop). */
 void orbit__transport_on_idle(void (*done)(void));
+/* In a forked child: closes its copies of the parent's socket and file and
+ * forgets the rest, without touching the parent's loop. */
+void orbit__transport_forget(void);
 /* Closes the socket or file; handles are closed when the loop runs. */
 void orbit__transport_close(void);
 
