@@ -1,0 +1,34 @@
+#!/bin/sh
+# demo.sh [BUILD_DIR] — the README's demo: an orbit-collector on a free
+# loopback port, the instrumented examples/demo streaming to it, then
+# orbit-replay printing the summary of the capture and writing Chrome JSON.
+set -eu
+build=${1:-build/release}
+out=${ORBIT_DEMO_DIR:-$(mktemp -d /tmp/orbit-demo.XXXXXX)}
+mkdir -p "$out"
+
+"$build/collector/orbit-collector" --listen 127.0.0.1:0 --dir "$out" \
+	>"$out/collector.out" 2>"$out/collector.log" &
+collector=$!
+addr=
+for _ in $(seq 100); do
+	addr=$(sed -n 's/^listening on //p' "$out/collector.out")
+	[ -n "$addr" ] && break
+	sleep 0.05
+done
+if [ -z "$addr" ]; then
+	echo "demo: orbit-collector did not start:" >&2
+	cat "$out/collector.log" >&2
+	exit 1
+fi
+echo "orbit-collector listening on $addr, captures in $out"
+
+echo "running examples/demo with ORBIT_COLLECTOR=$addr"
+ORBIT_COLLECTOR=$addr "$build/examples/demo" --threads 4 --frames 500
+
+kill -TERM "$collector"
+wait "$collector"
+echo
+"$build/replay/orbit-replay" "$out"/*.orbit.zst --chrome "$out/demo.json"
+echo
+echo "Chrome trace: $out/demo.json (open it in ui.perfetto.dev or chrome://tracing)"
