@@ -1,0 +1,507 @@
+/*
+ * bench_replay.c — orbit-bench-replay: how fast orbit-replay reads a large
+ * capture, and how much memory it takes. Prints a table; never passes or
+ * fails.
+ *
+ *   orbit-bench-replay [--records N] [--capture FILE] [--keep] [--runs N]
+ *
+ * Writes a capture of N records (default 50 M) with format/frame.h's
+ * writer, the way the agent does (1 MiB frames, zstd level 1, 16 rings,
+ * 4096-record batches): 16 threads, one per ring, each repeating a frame of
+ * about 90 records: nested scopes (depth up to 6) named from a pool of 300
+ * names, a tenth of them longer than a record holds (continuations),
+ * values, async spans that start on one thread and stop on the next; every
+ * frame's durations vary by a few percent, one frame in fifty is 8 times
+ * slower. Then replays it in a child process per mode (summary only;
+ * summary + CSV; + Chrome JSON; + Perfetto), outputs to /dev/null, and
+ * reports records per second of wall time (one thread: the replay is
+ * single-threaded), scopes per second, and the child's peak RSS from
+ * wait4(). --capture FILE replays FILE instead if it exists (and keeps what
+ * it writes there otherwise).
+ */
+#include <errno.h>
+#include <fcntl.h>
+#include <inttypes.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/resource.h>
+#include <sys/stat.h>
+#include <sys/wait.h>
+#include <time.h>
+#include <unistd.h>
+
+#include "capture.h"
+#include "frame.h"
+#include "record.h"
+#include "replay.h"
+
+#define RINGS 16u
+#define THREADS 16u
+#define NAMES 300u
+#define MAX_DEPTH 6u
+#define SCRIPT 96u
+#define FRAME_CONTENT (1u << 20)
+#define BATCH 4096u
+
+/* One step of a thread's frame: what real loops do, the same scopes in
+ * the same order every frame, with durations that vary a little and
+ * sometimes a lot. */
+struct op {
+	uint8_t kind; /* start, stop, value, async start/stop */
+	uint16_t name;
+	uint32_t gap; /* typical ns since the previous record */
+};
+
+struct gen_thread {
+	uint32_t tid;
+	uint64_t time;
+	uint64_t next_id;
+	uint64_t stack[MAX_DEPTH];
+	uint32_t depth;
+	struct op script[SCRIPT];
+	uint32_t nscript;
+	uint64_t frame;
+};
+
+struct gen {
+	uint64_t rng;
+	struct gen_thread th[THREADS];
+	char names[NAMES][80];
+	uint64_t claims[RINGS];
+	uint8_t *ring_buf[RINGS]; /* pending records per ring */
+	uint32_t ring_n[RINGS];
+	uint8_t enc[BATCH * ORBIT_RECORD_SIZE];
+	struct orbit_frame_writer fw;
+	int fd;
+	uint64_t records, scopes;
+	uint64_t async_id[THREADS]; /* span started by thread i - 1, to stop here */
+	uint64_t async_time[THREADS];
+};
+
+static uint64_t rnd(struct gen *g)
+{
+	g->rng ^= g->rng << 13;
+	g->rng ^= g->rng >> 7;
+	g->rng ^= g->rng << 17;
+	return g->rng;
+}
+
+static uint64_t now_ns(void)
+{
+	struct timespec ts;
+	clock_gettime(CLOCK_MONOTONIC, &ts);
+	return (uint64_t)ts.tv_sec * 1000000000ull + (uint64_t)ts.tv_nsec;
+}
+
+static void write_frame(struct gen *g)
+{
+	if (orbit__frame_finish(&g->fw) != 0) {
+		fprintf(stderr, "orbit-bench-replay: compressing failed\n");
+		exit(1);
+	}
+	const uint8_t *p = g->fw.out;
+	size_t n = g->fw.out_len;
+	while (n > 0) {
+		ssize_t w = write(g->fd, p, n);
+		if (w < 0) {
+			perror("orbit-bench-replay: write");
+			exit(1);
+		}
+		p += w;
+		n -= (size_t)w;
+	}
+}
+
+static void add(struct gen *g, Orbit__Packet *p)
+{
+	if (orbit__frame_add(&g->fw, p) != 0) {
+		fprintf(stderr, "orbit-bench-replay: packet too large\n");
+		exit(1);
+	}
+	if (g->fw.len >= FRAME_CONTENT)
+		write_frame(g);
+}
+
+static void flush_ring(struct gen *g, uint32_t ring)
+{
+	uint32_t n = g->ring_n[ring];
+	if (n == 0)
+		return;
+	orbit__batch_encode(g->ring_buf[ring], n, g->enc);
+	Orbit__RingBatch b = ORBIT__RING_BATCH__INIT;
+	b.ring = ring;
+	b.first_claim = g->claims[ring];
+	b.count = n;
+	b.encoding = ORBIT_BATCH_COLUMNS;
+	b.records.data = g->enc;
+	b.records.len = (size_t)n * ORBIT_RECORD_SIZE;
+	Orbit__Packet p = ORBIT__PACKET__INIT;
+	p.body_case = ORBIT__PACKET__BODY_RING_BATCH;
+	p.ring_batch = &b;
+	add(g, &p);
+	g->claims[ring] += n;
+	g->ring_n[ring] = 0;
+}
+
+static void put(struct gen *g, const struct orbit_record *r)
+{
+	uint32_t ring = r->tid % RINGS;
+	orbit__record_encode(r, g->ring_buf[ring] + (size_t)g->ring_n[ring] * ORBIT_RECORD_SIZE);
+	g->records++;
+	if (++g->ring_n[ring] == BATCH)
+		flush_ring(g, ring);
+}
+
+/* A head record and the continuations its name needs. */
+static void put_named(struct gen *g, struct gen_thread *t, uint8_t kind, uint64_t id,
+                      const char *name)
+{
+	struct orbit_record r = {t->time, id, t->tid, kind, 0, 0, {0}};
+	size_t len = strlen(name), k = len < ORBIT_RECORD_NAME ? len : ORBIT_RECORD_NAME;
+	r.len = (uint16_t)len;
+	memcpy(r.name, name, k);
+	put(g, &r);
+	for (uint16_t part = 1; k < len; part++) {
+		struct orbit_record c = {t->time, id, t->tid, ORBIT_REC_NAME_CONT, 0, part, {0}};
+		size_t m = len - k < ORBIT_RECORD_NAME ? len - k : ORBIT_RECORD_NAME;
+		memcpy(c.name, name + k, m);
+		put(g, &c);
+		k += m;
+	}
+}
+
+enum { OP_START, OP_STOP, OP_VALUE, OP_ASYNC };
+
+/* A thread's frame: a random tree of scopes under one root, values and an
+ * async span handed to the next thread. */
+static void make_script(struct gen *g, struct gen_thread *t)
+{
+	uint32_t n = 0, depth = 0;
+	t->script[n++] = (struct op){OP_START, (uint16_t)(rnd(g) % 8), 200};
+	depth = 1;
+	while (n < SCRIPT - MAX_DEPTH - 2) {
+		uint64_t r = rnd(g) % 100;
+		uint32_t gap = (uint32_t)(20 + rnd(g) % 2000);
+		if (depth < MAX_DEPTH && r < 40) {
+			uint16_t name = (uint16_t)(8 + rnd(g) % (NAMES - 8));
+			t->script[n++] = (struct op){OP_START, name, gap};
+			depth++;
+		} else if (depth > 1 && r < 80) {
+			t->script[n++] = (struct op){OP_STOP, 0, gap};
+			depth--;
+		} else if (r < 97)
+			t->script[n++] = (struct op){OP_VALUE, (uint16_t)(r & 1), gap};
+		else
+			t->script[n++] = (struct op){OP_ASYNC, 0, gap};
+	}
+	while (depth-- > 0)
+		t->script[n++] = (struct op){OP_STOP, 0, 50};
+	t->nscript = n;
+}
+
+/* Most frames within a few percent of the script, one in fifty slow. */
+static uint64_t jitter(struct gen *g, uint32_t gap, int slow)
+{
+	uint64_t j = gap + rnd(g) % (gap / 16 + 1);
+	return slow ? j * 8 : j;
+}
+
+static void thread_op(struct gen *g, struct gen_thread *t, const struct op *op, int slow)
+{
+	uint32_t self = (uint32_t)(t - g->th);
+	t->time += jitter(g, op->gap, slow);
+	switch (op->kind) {
+	case OP_START:
+		t->stack[t->depth++] = ++t->next_id;
+		put_named(g, t, ORBIT_REC_SCOPE_START, t->next_id, g->names[op->name]);
+		g->scopes++;
+		break;
+	case OP_STOP: {
+		struct orbit_record s = {
+		    t->time, t->stack[--t->depth], t->tid, ORBIT_REC_SCOPE_STOP, 0, 0, {0}};
+		put(g, &s);
+		break;
+	}
+	case OP_VALUE:
+		put_named(g, t, op->name ? ORBIT_REC_INT64 : ORBIT_REC_DOUBLE,
+		          op->name ? t->frame % 64 : 0x3fe0000000000000ull,
+		          op->name ? "queue depth" : "frame budget used");
+		break;
+	default:
+		if (g->async_id[self] && t->time > g->async_time[self]) {
+			struct orbit_record s = {
+			    t->time, g->async_id[self], t->tid, ORBIT_REC_ASYNC_STOP, 0, 0, {0}};
+			put(g, &s);
+			g->async_id[self] = 0;
+		} else if (g->async_id[(self + 1) % THREADS] == 0) {
+			uint64_t id = (uint64_t)self << 40 | ++t->next_id;
+			put_named(g, t, ORBIT_REC_ASYNC_START, id, "upload");
+			g->async_id[(self + 1) % THREADS] = id;
+			g->async_time[(self + 1) % THREADS] = t->time;
+		}
+	}
+}
+
+static void thread_frame(struct gen *g, struct gen_thread *t)
+{
+	int slow = rnd(g) % 50 == 0;
+	for (uint32_t i = 0; i < t->nscript; i++)
+		thread_op(g, t, &t->script[i], slow);
+	t->frame++;
+}
+
+static void make_names(struct gen *g)
+{
+	static const char *parts[] = {"physics", "render", "audio", "net",    "ai",
+	                              "anim",    "ui",     "io",    "script", "streaming"};
+	for (uint32_t i = 0; i < NAMES; i++) {
+		if (i % 10 == 9)
+			snprintf(g->names[i], sizeof g->names[i],
+			         "%s::subsystem_update_with_a_long_descriptive_name_%u",
+			         parts[i % 10], i);
+		else
+			snprintf(g->names[i], sizeof g->names[i], "%s::step %u", parts[i % 10], i);
+	}
+}
+
+static void handshake(struct gen *g, uint64_t t0)
+{
+	uint64_t start[RINGS] = {0};
+	char *cmd[] = {(char *)"orbit-bench-replay"};
+	Orbit__ClockDescription clock = ORBIT__CLOCK_DESCRIPTION__INIT;
+	Orbit__Handshake h = ORBIT__HANDSHAKE__INIT;
+	h.protocol_version = ORBIT_PROTOCOL_VERSION;
+	h.pid = 4242;
+	h.process_name = (char *)"generated";
+	h.host_name = (char *)"bench";
+	h.n_command_line = 1;
+	h.command_line = cmd;
+	h.agent_version = (char *)"bench";
+	h.clock = &clock;
+	h.monotonic_ns = t0;
+	h.realtime_ns = 1700000000000000000ull;
+	h.ring_count = RINGS;
+	h.slots_per_ring = 65536;
+	h.record_size = ORBIT_RECORD_SIZE;
+	h.n_ring_start = RINGS;
+	h.ring_start = start;
+	Orbit__Packet p = ORBIT__PACKET__INIT;
+	p.body_case = ORBIT__PACKET__BODY_HANDSHAKE;
+	p.handshake = &h;
+	add(g, &p);
+	write_frame(g);
+}
+
+static void trailer(struct gen *g)
+{
+	for (uint32_t r = 0; r < RINGS; r++)
+		flush_ring(g, r);
+	for (uint32_t i = 0; i < THREADS; i++) {
+		char name[32];
+		snprintf(name, sizeof name, "worker %u", i);
+		Orbit__ThreadName t = ORBIT__THREAD_NAME__INIT;
+		t.tid = g->th[i].tid;
+		t.name = name;
+		Orbit__Packet p = ORBIT__PACKET__INIT;
+		p.body_case = ORBIT__PACKET__BODY_THREAD_NAME;
+		p.thread_name = &t;
+		add(g, &p);
+	}
+	Orbit__EndOfStream e = ORBIT__END_OF_STREAM__INIT;
+	e.n_claimed_per_ring = RINGS;
+	e.claimed_per_ring = g->claims;
+	Orbit__Packet p = ORBIT__PACKET__INIT;
+	p.body_case = ORBIT__PACKET__BODY_END;
+	p.end = &e;
+	add(g, &p);
+	write_frame(g);
+}
+
+static void generate(const char *path, uint64_t records)
+{
+	struct gen *g = calloc(1, sizeof *g);
+	if (g == NULL || orbit__frame_writer_init(&g->fw, 1) != 0) {
+		fprintf(stderr, "orbit-bench-replay: out of memory\n");
+		exit(1);
+	}
+	g->fd = open(path, O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0644);
+	if (g->fd < 0) {
+		fprintf(stderr, "orbit-bench-replay: %s: %s\n", path, strerror(errno));
+		exit(1);
+	}
+	g->rng = 0x2545f4914f6cdd1dull;
+	make_names(g);
+	uint64_t t0 = 1000000000000ull;
+	for (uint32_t r = 0; r < RINGS; r++)
+		g->ring_buf[r] = malloc((size_t)BATCH * ORBIT_RECORD_SIZE);
+	handshake(g, t0);
+	for (uint32_t i = 0; i < THREADS; i++) {
+		g->th[i] = (struct gen_thread){.tid = 10000 + i, .time = t0 + i * 777};
+		make_script(g, &g->th[i]);
+		char name[32];
+		snprintf(name, sizeof name, "worker %u", i);
+		put_named(g, &g->th[i], ORBIT_REC_THREAD_NAME, 0, name);
+	}
+	while (g->records < records)
+		for (uint32_t i = 0; i < THREADS; i++)
+			thread_frame(g, &g->th[i]);
+	trailer(g);
+	close(g->fd);
+	printf("generated %s: %" PRIu64 " records, %" PRIu64 " scopes\n", path, g->records,
+	       g->scopes);
+	for (uint32_t r = 0; r < RINGS; r++)
+		free(g->ring_buf[r]);
+	orbit__frame_writer_free(&g->fw);
+	free(g);
+}
+
+struct mode {
+	const char *name;
+	int csv, chrome, perfetto;
+};
+
+static const struct mode modes[] = {
+    {"summary", 0, 0, 0},
+    {"summary + csv", 1, 0, 0},
+    {"summary + chrome", 0, 1, 0},
+    {"summary + perfetto", 0, 0, 1},
+};
+
+struct result {
+	double wall, cpu;
+	long maxrss_kib;
+	int status;
+};
+
+static void child(const char *path, const struct mode *m)
+{
+	const char *inputs[] = {path};
+	struct orbit_replay_options o;
+	orbit__replay_defaults(&o);
+	FILE *null = fopen("/dev/null", "w");
+	o.inputs = inputs;
+	o.ninputs = 1;
+	o.out = null;
+	o.progress = 0;
+	o.csv_path = m->csv ? "/dev/null" : NULL;
+	o.chrome_path = m->chrome ? "/dev/null" : NULL;
+	o.perfetto_path = m->perfetto ? "/dev/null" : NULL;
+	_exit(orbit__replay_run(&o));
+}
+
+static struct result measure(const char *path, const struct mode *m)
+{
+	struct result r = {0, 0, 0, -1};
+	uint64_t t = now_ns();
+	pid_t pid = fork();
+	if (pid == 0)
+		child(path, m);
+	struct rusage ru;
+	int st;
+	if (pid < 0 || wait4(pid, &st, 0, &ru) != pid)
+		return r;
+	r.wall = (double)(now_ns() - t) / 1e9;
+	r.cpu = (double)ru.ru_utime.tv_sec + (double)ru.ru_utime.tv_usec / 1e6 +
+	        (double)ru.ru_stime.tv_sec + (double)ru.ru_stime.tv_usec / 1e6;
+	r.maxrss_kib = ru.ru_maxrss;
+	r.status = WIFEXITED(st) ? WEXITSTATUS(st) : -1;
+	return r;
+}
+
+/* Records and scopes in the capture, from the replay's own JSON summary. */
+static void count(const char *path, uint64_t *records, uint64_t *scopes)
+{
+	char tmp[] = "/tmp/orbit-bench-replay-XXXXXX";
+	int fd = mkstemp(tmp);
+	const char *inputs[] = {path};
+	struct orbit_replay_options o;
+	orbit__replay_defaults(&o);
+	FILE *null = fopen("/dev/null", "w");
+	o.inputs = inputs;
+	o.ninputs = 1;
+	o.out = null;
+	o.progress = 0;
+	o.json_path = tmp;
+	o.quiet = 1;
+	orbit__replay_run(&o);
+	fclose(null);
+	*records = *scopes = 0;
+	FILE *f = fdopen(fd, "r");
+	char buf[4096];
+	size_t n = f ? fread(buf, 1, sizeof buf - 1, f) : 0;
+	buf[n] = '\0';
+	const char *p = strstr(buf, "\"records\":"), *q = strstr(buf, "\"scopes\":");
+	if (p)
+		*records = strtoull(p + 10, NULL, 10);
+	if (q)
+		*scopes = strtoull(q + 9, NULL, 10);
+	if (f)
+		fclose(f);
+	unlink(tmp);
+}
+
+int main(int argc, char **argv)
+{
+	uint64_t want = 50000000;
+	const char *path = NULL;
+	int keep = 0, runs = 1;
+	for (int i = 1; i < argc; i++) {
+		if (strcmp(argv[i], "--records") == 0 && i + 1 < argc)
+			want = strtoull(argv[++i], NULL, 10);
+		else if (strcmp(argv[i], "--capture") == 0 && i + 1 < argc)
+			path = argv[++i];
+		else if (strcmp(argv[i], "--keep") == 0)
+			keep = 1;
+		else if (strcmp(argv[i], "--runs") == 0 && i + 1 < argc)
+			runs = atoi(argv[++i]);
+		else {
+			fprintf(stderr, "usage: orbit-bench-replay [--records N] [--capture FILE] "
+			                "[--keep] [--runs N]\n");
+			return 1;
+		}
+	}
+	char tmp[] = "/tmp/orbit-bench-replay-XXXXXX.zst";
+	struct stat st;
+	if (path == NULL) {
+		int fd = mkstemps(tmp, 4);
+		if (fd < 0) {
+			perror("orbit-bench-replay: mkstemps");
+			return 1;
+		}
+		close(fd);
+		path = tmp;
+	} else {
+		keep = 1;
+	}
+	if (path == tmp || stat(path, &st) != 0) {
+		uint64_t t = now_ns();
+		generate(path, want);
+		printf("generated in %.1f s\n", (double)(now_ns() - t) / 1e9);
+	}
+	if (stat(path, &st) != 0) {
+		perror(path);
+		return 1;
+	}
+	uint64_t records, scopes;
+	count(path, &records, &scopes);
+	printf("capture %s: %.1f MiB, %" PRIu64 " records, %" PRIu64 " scopes\n\n", path,
+	       (double)st.st_size / 1048576.0, records, scopes);
+	printf("%-20s %10s %10s %16s %16s %12s\n", "mode", "wall s", "cpu s", "records/s",
+	       "scopes/s", "peak RSS");
+	for (size_t i = 0; i < sizeof modes / sizeof modes[0]; i++) {
+		struct result best = {0, 0, 0, -1};
+		for (int k = 0; k < runs; k++) {
+			struct result r = measure(path, &modes[i]);
+			if (best.status < 0 || r.wall < best.wall)
+				best = r;
+		}
+		printf("%-20s %10.2f %10.2f %14.1f M %14.1f M %9.1f MiB%s\n", modes[i].name,
+		       best.wall, best.cpu, (double)records / best.wall / 1e6,
+		       (double)scopes / best.wall / 1e6, (double)best.maxrss_kib / 1024.0,
+		       best.status == 0 ? "" : "  (exit status not 0)");
+	}
+	if (!keep)
+		unlink(path);
+	return 0;
+}

@@ -1,0 +1,71 @@
+/*
+ * replay.h — the replay core behind orbit-replay, also driven in-process by
+ * the tests, the fuzz target and orbit-bench-replay.
+ *
+ * One call reads every capture given, as one timeline, and writes what the
+ * options ask for. Everything streams: memory follows what is open
+ * (unfinished scopes per thread, held ties, statistics), never the size of
+ * the captures (docs/replay.md, "Memory").
+ */
+#ifndef ORBIT_REPLAY_H
+#define ORBIT_REPLAY_H
+
+#include <stddef.h>
+#include <stdint.h>
+#include <stdio.h>
+
+/* Exit statuses of orbit-replay (and return values of orbit__replay_run). */
+enum orbit_replay_status {
+	ORBIT_REPLAY_OK = 0,
+	ORBIT_REPLAY_USAGE = 1,   /* bad options (decided by the caller) */
+	ORBIT_REPLAY_DAMAGED = 2, /* some input could not be read, or is inconsistent */
+	ORBIT_REPLAY_OUTPUT = 3,  /* an output could not be written */
+};
+
+enum orbit_replay_sort {
+	ORBIT_REPLAY_SORT_TOTAL,
+	ORBIT_REPLAY_SORT_SELF,
+	ORBIT_REPLAY_SORT_COUNT,
+	ORBIT_REPLAY_SORT_MAX,
+};
+
+/* A time bound of --from / --to: absolute CLOCK_MONOTONIC ns, or ns after
+ * the start of the earliest capture. */
+struct orbit_replay_bound {
+	int set;
+	int relative;
+	uint64_t ns;
+};
+
+struct orbit_replay_options {
+	const char *const *inputs; /* capture files */
+	size_t ninputs;
+	const char *json_path; /* NULL: not written; "-": stdout */
+	const char *csv_path;
+	const char *chrome_path;
+	const char *perfetto_path;
+	const char *pages_path; /* --pages: a raw ftrace page file */
+	uint32_t page_size;     /* of the --pages file; 0: 4096 */
+	int log;                /* print the log lines instead of the summary */
+	int quiet;              /* no summary on stdout */
+	size_t top;             /* rows per table; 0: all */
+	enum orbit_replay_sort sort;
+	int has_thread;
+	uint32_t thread;
+	const char *name; /* substring filter, NULL: none */
+	struct orbit_replay_bound from, to;
+	int progress; /* 1: always, 0: never, -1: when stderr is a tty and input large */
+	FILE *out;    /* stdout */
+	FILE *err;    /* stderr: one line per problem */
+};
+
+/* Fills defaults: top 20, sort total, progress auto, stdout/stderr. */
+void orbit__replay_defaults(struct orbit_replay_options *o);
+
+/* Runs a replay. Returns an enum orbit_replay_status (never USAGE). */
+int orbit__replay_run(const struct orbit_replay_options *o);
+
+/* Parses "123", "+1.5s", "+200ms", "+10us", "+7ns" into a bound; 0 or -EINVAL. */
+int orbit__replay_parse_bound(const char *s, struct orbit_replay_bound *b);
+
+#endif

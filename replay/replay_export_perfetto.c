@@ -1,0 +1,480 @@
+/*
+ * replay_export_perfetto.c — --perfetto: Perfetto's native protobuf trace,
+ * written with our own copy of the schema's field numbers
+ * (perfetto_subset.proto, compiled by protoc-c at build time).
+ *
+ * The file is a Trace: TracePackets, each as field 1, all on packet
+ * sequence 1 so that interned names are valid everywhere:
+ *  - first a ClockSnapshot that makes CLOCK_MONOTONIC (builtin clock 3) the
+ *    trace's clock and ties it to CLOCK_REALTIME with the handshake's pair;
+ *    every timestamped packet says timestamp_clock_id 3 as well;
+ *  - a process track descriptor per stream (pid, name, command line);
+ *  - a thread track descriptor before a thread's first event, again when
+ *    its name changes;
+ *  - scopes: TYPE_SLICE_BEGIN / TYPE_SLICE_END on the thread track, in the
+ *    tie order of replay_order.c; names interned (InternedData.event_names,
+ *    iid = name id + 1) the first time they are used;
+ *  - async spans: a track per (pid, id) under the process track;
+ *  - values: TYPE_COUNTER on a counter track per (pid, name);
+ *  - log lines: TYPE_INSTANT on the thread track, the text as the name.
+ * Descriptors of counter and async tracks are remembered in a small cache
+ * and written again when it forgets them: repeating a descriptor is
+ * allowed, and the memory stays bounded.
+ */
+#include <stdlib.h>
+#include <string.h>
+
+#include "perfetto_subset.pb-c.h"
+#include "replay_internal.h"
+
+#define SEQ_ID 1u
+#define SEQ_CLEARED 1u
+#define SEQ_NEEDS_STATE 2u
+#define CLOCK_MONOTONIC_ID 3u
+#define CLOCK_REALTIME_ID 1u
+#define CACHE 4096u
+
+struct orbit_rp_perfetto {
+	uint8_t *buf; /* one packed packet */
+	size_t cap;
+	char *text; /* a string made valid UTF-8 without NULs */
+	size_t text_cap;
+	uint8_t *interned; /* by name id: emitted on the sequence */
+	uint32_t ninterned;
+	int started;
+	uint64_t cache[CACHE];
+};
+
+typedef Perfetto__Protos__TracePacket Packet;
+typedef Perfetto__Protos__TrackEvent Event;
+typedef Perfetto__Protos__TrackDescriptor Track;
+
+static uint64_t mix64(uint64_t x)
+{
+	x ^= x >> 30;
+	x *= 0xbf58476d1ce4e5b9ull;
+	x ^= x >> 27;
+	x *= 0x94d049bb133111ebull;
+	return x ^ (x >> 31);
+}
+
+static uint64_t track_uuid(uint64_t kind, uint64_t a, uint64_t b)
+{
+	return mix64(kind * 0x9e3779b97f4a7c15ull ^ mix64(a << 32 ^ b)) | 1;
+}
+
+static uint64_t name_hash(const char *s, size_t n)
+{
+	uint64_t h = 0xcbf29ce484222325ull;
+	for (size_t i = 0; i < n; i++)
+		h = (h ^ (unsigned char)s[i]) * 0x100000001b3ull;
+	return h;
+}
+
+static size_t put_varint(uint8_t *p, uint64_t v)
+{
+	size_t n = 0;
+	while (v >= 0x80) {
+		p[n++] = (uint8_t)(v | 0x80);
+		v >>= 7;
+	}
+	p[n++] = (uint8_t)v;
+	return n;
+}
+
+static void put_packet(struct orbit_rp_run *run, Packet *pk)
+{
+	struct orbit_rp_perfetto *p = run->perfetto;
+	pk->has_trusted_packet_sequence_id = 1;
+	pk->trusted_packet_sequence_id = SEQ_ID;
+	size_t n = perfetto__protos__trace_packet__get_packed_size(pk);
+	if (n + 16 > p->cap) {
+		size_t cap = (n + 16) * 2;
+		uint8_t *b = realloc(p->buf, cap);
+		if (b == NULL) {
+			if (run->perfetto_out.err == 0)
+				run->perfetto_out.err = 12; /* ENOMEM */
+			return;
+		}
+		p->buf = b;
+		p->cap = cap;
+	}
+	size_t h = 0;
+	p->buf[h++] = 0x0A; /* Trace.packet, length-delimited */
+	h += put_varint(p->buf + h, n);
+	perfetto__protos__trace_packet__pack(pk, p->buf + h);
+	orbit__rp_out_write(&run->perfetto_out, p->buf, h + n);
+}
+
+/* A NUL-terminated, valid UTF-8 copy of s: protobuf-c strings are C
+ * strings, and a viewer expects UTF-8. NUL becomes U+FFFD too. */
+static char *text_of(struct orbit_rp_run *run, const char *s, size_t n)
+{
+	struct orbit_rp_perfetto *p = run->perfetto;
+	if (3 * n + 1 > p->text_cap) {
+		size_t cap = 3 * n + 1 > 256 ? 3 * n + 1 : 256;
+		char *t = realloc(p->text, cap);
+		if (t == NULL)
+			return (char *)"";
+		p->text = t;
+		p->text_cap = cap;
+	}
+	size_t w = 0;
+	for (size_t i = 0; i < n;) {
+		size_t k = 0;
+		while (i + k < n && s[i + k] != '\0')
+			k++;
+		w += orbit__rp_utf8_fix(s + i, k, p->text + w);
+		i += k;
+		if (i < n) {
+			memcpy(p->text + w, "\xEF\xBF\xBD", 3);
+			w += 3;
+			i++;
+		}
+	}
+	p->text[w] = '\0';
+	return p->text;
+}
+
+static void timestamp(Packet *pk, uint64_t t)
+{
+	pk->has_timestamp = 1;
+	pk->timestamp = t;
+	pk->has_timestamp_clock_id = 1;
+	pk->timestamp_clock_id = CLOCK_MONOTONIC_ID;
+}
+
+static void put_track(struct orbit_rp_run *run, Track *t)
+{
+	Packet pk = PERFETTO__PROTOS__TRACE_PACKET__INIT;
+	pk.data_case = PERFETTO__PROTOS__TRACE_PACKET__DATA_TRACK_DESCRIPTOR;
+	pk.track_descriptor = t;
+	put_packet(run, &pk);
+}
+
+/* ---- the start: clock snapshot ---- */
+
+static void clock_snapshot(struct orbit_rp_run *run, const struct orbit_rp_stream *s)
+{
+	struct orbit_rp_perfetto *p = run->perfetto;
+	Perfetto__Protos__ClockSnapshot__Clock mono = PERFETTO__PROTOS__CLOCK_SNAPSHOT__CLOCK__INIT;
+	Perfetto__Protos__ClockSnapshot__Clock real = PERFETTO__PROTOS__CLOCK_SNAPSHOT__CLOCK__INIT;
+	Perfetto__Protos__ClockSnapshot__Clock *clocks[2] = {&mono, &real};
+	Perfetto__Protos__ClockSnapshot cs = PERFETTO__PROTOS__CLOCK_SNAPSHOT__INIT;
+	Packet pk = PERFETTO__PROTOS__TRACE_PACKET__INIT;
+	if (s->handshake && s->realtime_ns) {
+		mono.has_clock_id = real.has_clock_id = 1;
+		mono.clock_id = CLOCK_MONOTONIC_ID;
+		real.clock_id = CLOCK_REALTIME_ID;
+		mono.has_timestamp = real.has_timestamp = 1;
+		mono.timestamp = s->monotonic_ns;
+		real.timestamp = s->realtime_ns;
+		cs.n_clocks = 2;
+		cs.clocks = clocks;
+	}
+	if (!p->started) {
+		cs.has_primary_trace_clock = 1;
+		cs.primary_trace_clock = PERFETTO__PROTOS__BUILTIN_CLOCK__BUILTIN_CLOCK_MONOTONIC;
+		pk.has_sequence_flags = 1;
+		pk.sequence_flags = SEQ_CLEARED;
+		pk.has_first_packet_on_sequence = 1;
+		pk.first_packet_on_sequence = 1;
+		p->started = 1;
+	} else if (cs.n_clocks == 0) {
+		return;
+	}
+	pk.data_case = PERFETTO__PROTOS__TRACE_PACKET__DATA_CLOCK_SNAPSHOT;
+	pk.clock_snapshot = &cs;
+	put_packet(run, &pk);
+}
+
+int orbit__rp_perfetto_begin(struct orbit_rp_run *run)
+{
+	run->perfetto = calloc(1, sizeof *run->perfetto);
+	return run->perfetto ? 0 : -1;
+}
+
+static char *text_dup(struct orbit_rp_run *run, const char *s)
+{
+	return strdup(text_of(run, s, strlen(s)));
+}
+
+void orbit__rp_perfetto_process(struct orbit_rp_run *run, const struct orbit_rp_stream *s)
+{
+	clock_snapshot(run, s);
+	Perfetto__Protos__ProcessDescriptor pd = PERFETTO__PROTOS__PROCESS_DESCRIPTOR__INIT;
+	pd.has_pid = 1;
+	pd.pid = (int32_t)s->pid;
+	char *name = s->process ? text_dup(run, s->process) : NULL;
+	char **cmd = s->ncmd ? calloc(s->ncmd, sizeof *cmd) : NULL;
+	size_t ncmd = 0;
+	for (size_t i = 0; cmd && i < s->ncmd; i++)
+		if ((cmd[ncmd] = text_dup(run, s->cmdline[i])) != NULL)
+			ncmd++;
+	pd.process_name = name;
+	pd.n_cmdline = ncmd;
+	pd.cmdline = cmd;
+	Track t = PERFETTO__PROTOS__TRACK_DESCRIPTOR__INIT;
+	t.has_uuid = 1;
+	t.uuid = track_uuid(1, s->pid, 0);
+	t.process = &pd;
+	put_track(run, &t);
+	for (size_t i = 0; i < ncmd; i++)
+		free(cmd[i]);
+	free(name);
+	free(cmd);
+}
+
+/* ---- tracks ---- */
+
+static int cached(struct orbit_rp_perfetto *p, uint64_t uuid)
+{
+	uint64_t *c = &p->cache[mix64(uuid) & (CACHE - 1)];
+	if (*c == uuid)
+		return 1;
+	*c = uuid;
+	return 0;
+}
+
+static uint64_t thread_track(struct orbit_rp_run *run, uint32_t pid, uint32_t tid,
+                             struct orbit_rp_thread *th)
+{
+	uint64_t uuid = track_uuid(2, pid, tid);
+	int own = th != NULL && th->pid == pid && th->tid == tid;
+	if (own ? th->pf_version == th->name_version + 1 : cached(run->perfetto, uuid))
+		return uuid;
+	Perfetto__Protos__ThreadDescriptor td = PERFETTO__PROTOS__THREAD_DESCRIPTOR__INIT;
+	td.has_pid = td.has_tid = 1;
+	td.pid = (int32_t)pid;
+	td.tid = (int32_t)tid;
+	if (own && th->name)
+		td.thread_name = text_of(run, th->name, th->name_len);
+	Track t = PERFETTO__PROTOS__TRACK_DESCRIPTOR__INIT;
+	t.has_uuid = 1;
+	t.uuid = uuid;
+	t.thread = &td;
+	put_track(run, &t);
+	if (own)
+		th->pf_version = th->name_version + 1;
+	return uuid;
+}
+
+/* A track under the process track: async spans, counters. */
+static uint64_t child_track(struct orbit_rp_run *run, uint64_t kind, uint32_t pid, uint64_t key,
+                            const char *name, size_t len)
+{
+	uint64_t uuid = track_uuid(kind, pid, key);
+	if (cached(run->perfetto, uuid))
+		return uuid;
+	Perfetto__Protos__CounterDescriptor cd = PERFETTO__PROTOS__COUNTER_DESCRIPTOR__INIT;
+	Track t = PERFETTO__PROTOS__TRACK_DESCRIPTOR__INIT;
+	t.has_uuid = 1;
+	t.uuid = uuid;
+	t.has_parent_uuid = 1;
+	t.parent_uuid = track_uuid(1, pid, 0);
+	t.name = text_of(run, name, len);
+	if (kind == 3)
+		t.counter = &cd;
+	put_track(run, &t);
+	return uuid;
+}
+
+/* ---- events ---- */
+
+/* Sets the event's name: interned when it has an id (adding it to the
+ * packet's InternedData the first time). */
+static void event_name(struct orbit_rp_run *run, Packet *pk, Event *ev,
+                       Perfetto__Protos__InternedData *in, Perfetto__Protos__EventName *en,
+                       Perfetto__Protos__EventName **ens, const struct orbit_rp_span *s)
+{
+	struct orbit_rp_perfetto *p = run->perfetto;
+	uint32_t id = s->name_id;
+	if (id == ORBIT_RP_NAME_NONE) {
+		ev->name_field_case = PERFETTO__PROTOS__TRACK_EVENT__NAME_FIELD_NAME;
+		ev->name = text_of(run, s->name, s->name_len);
+		return;
+	}
+	if (id >= p->ninterned) {
+		uint32_t n = p->ninterned ? p->ninterned : 1024;
+		while (n <= id)
+			n *= 2;
+		uint8_t *b = realloc(p->interned, n);
+		if (b == NULL) {
+			ev->name_field_case = PERFETTO__PROTOS__TRACK_EVENT__NAME_FIELD_NAME;
+			ev->name = text_of(run, s->name, s->name_len);
+			return;
+		}
+		memset(b + p->ninterned, 0, n - p->ninterned);
+		p->interned = b;
+		p->ninterned = n;
+	}
+	ev->name_field_case = PERFETTO__PROTOS__TRACK_EVENT__NAME_FIELD_NAME_IID;
+	ev->name_iid = (uint64_t)id + 1;
+	if (p->interned[id])
+		return;
+	p->interned[id] = 1;
+	en->has_iid = 1;
+	en->iid = (uint64_t)id + 1;
+	en->name = text_of(run, s->name, s->name_len);
+	ens[0] = en;
+	in->n_event_names = 1;
+	in->event_names = ens;
+	pk->interned_data = in;
+}
+
+static void put_event(struct orbit_rp_run *run, Packet *pk, Event *ev, uint64_t t)
+{
+	timestamp(pk, t);
+	pk->has_sequence_flags = 1;
+	pk->sequence_flags = SEQ_NEEDS_STATE;
+	pk->data_case = PERFETTO__PROTOS__TRACE_PACKET__DATA_TRACK_EVENT;
+	pk->track_event = ev;
+	put_packet(run, pk);
+}
+
+static void slice(struct orbit_rp_run *run, const struct orbit_rp_span *s, uint64_t track, int end)
+{
+	Packet pk = PERFETTO__PROTOS__TRACE_PACKET__INIT;
+	Event ev = PERFETTO__PROTOS__TRACK_EVENT__INIT;
+	Perfetto__Protos__InternedData in = PERFETTO__PROTOS__INTERNED_DATA__INIT;
+	Perfetto__Protos__EventName en = PERFETTO__PROTOS__EVENT_NAME__INIT, *ens[1];
+	Perfetto__Protos__DebugAnnotation a[2] = {PERFETTO__PROTOS__DEBUG_ANNOTATION__INIT,
+	                                          PERFETTO__PROTOS__DEBUG_ANNOTATION__INIT};
+	Perfetto__Protos__DebugAnnotation *ap[2];
+	ev.has_type = 1;
+	ev.type = end ? PERFETTO__PROTOS__TRACK_EVENT__TYPE__TYPE_SLICE_END
+	              : PERFETTO__PROTOS__TRACK_EVENT__TYPE__TYPE_SLICE_BEGIN;
+	ev.has_track_uuid = 1;
+	ev.track_uuid = track;
+	if (!end) {
+		event_name(run, &pk, &ev, &in, &en, ens, s);
+		size_t na = 0;
+		if (s->unfinished)
+			a[na].name = (char *)"unfinished", ap[na] = &a[na], na++;
+		if (s->name_incomplete)
+			a[na].name = (char *)"name_incomplete", ap[na] = &a[na], na++;
+		for (size_t i = 0; i < na; i++) {
+			a[i].value_case = PERFETTO__PROTOS__DEBUG_ANNOTATION__VALUE_BOOL_VALUE;
+			a[i].bool_value = 1;
+		}
+		ev.n_debug_annotations = na;
+		ev.debug_annotations = ap;
+	}
+	put_event(run, &pk, &ev, end ? s->end : s->start);
+}
+
+void orbit__rp_perfetto_item(struct orbit_rp_run *run, const struct orbit_rp_span *s, int end)
+{
+	uint64_t track = thread_track(run, s->pid, s->tid, s->thread);
+	slice(run, s, track, end);
+}
+
+void orbit__rp_perfetto_async(struct orbit_rp_run *run, const struct orbit_rp_span *s)
+{
+	uint64_t track = child_track(run, 4, s->pid, s->id, s->name, s->name_len);
+	slice(run, s, track, 0);
+	slice(run, s, track, 1);
+}
+
+void orbit__rp_perfetto_value(struct orbit_rp_run *run, uint32_t pid, const struct orbit_event *ev,
+                              uint32_t name_id)
+{
+	(void)name_id;
+	uint64_t key = name_hash(ev->name, ev->name_len);
+	uint64_t track = child_track(run, 3, pid, key, ev->name, ev->name_len);
+	Packet pk = PERFETTO__PROTOS__TRACE_PACKET__INIT;
+	Event te = PERFETTO__PROTOS__TRACK_EVENT__INIT;
+	te.has_type = 1;
+	te.type = PERFETTO__PROTOS__TRACK_EVENT__TYPE__TYPE_COUNTER;
+	te.has_track_uuid = 1;
+	te.track_uuid = track;
+	uint64_t b = ev->value_bits;
+	double d;
+	switch (ev->value_kind) {
+	case ORBIT_REC_INT:
+	case ORBIT_REC_INT64:
+		te.counter_value_field_case =
+		    PERFETTO__PROTOS__TRACK_EVENT__COUNTER_VALUE_FIELD_COUNTER_VALUE;
+		te.counter_value = (int64_t)b;
+		break;
+	case ORBIT_REC_UINT:
+	case ORBIT_REC_UINT64:
+		if (b <= INT64_MAX) {
+			te.counter_value_field_case =
+			    PERFETTO__PROTOS__TRACK_EVENT__COUNTER_VALUE_FIELD_COUNTER_VALUE;
+			te.counter_value = (int64_t)b;
+			break;
+		}
+		te.counter_value_field_case =
+		    PERFETTO__PROTOS__TRACK_EVENT__COUNTER_VALUE_FIELD_DOUBLE_COUNTER_VALUE;
+		te.double_counter_value = (double)b;
+		break;
+	default:
+		memcpy(&d, &b, sizeof d);
+		te.counter_value_field_case =
+		    PERFETTO__PROTOS__TRACK_EVENT__COUNTER_VALUE_FIELD_DOUBLE_COUNTER_VALUE;
+		te.double_counter_value = d;
+	}
+	put_event(run, &pk, &te, ev->start);
+}
+
+static char *hex_of(const char *p, size_t n)
+{
+	static const char hex[] = "0123456789abcdef";
+	char *h = malloc(2 * n + 1);
+	if (h == NULL)
+		return NULL;
+	for (size_t i = 0; i < n; i++) {
+		h[2 * i] = hex[(unsigned char)p[i] >> 4];
+		h[2 * i + 1] = hex[(unsigned char)p[i] & 15];
+	}
+	h[2 * n] = '\0';
+	return h;
+}
+
+void orbit__rp_perfetto_log(struct orbit_rp_run *run, uint32_t pid, uint32_t tid, uint64_t time,
+                            int marker, const char *text, size_t len)
+{
+	struct orbit_rp_thread *th = orbit__rp_thread(&run->threads, pid, tid);
+	uint64_t track = thread_track(run, pid, tid, th);
+	Packet pk = PERFETTO__PROTOS__TRACE_PACKET__INIT;
+	Event ev = PERFETTO__PROTOS__TRACK_EVENT__INIT;
+	Perfetto__Protos__DebugAnnotation a = PERFETTO__PROTOS__DEBUG_ANNOTATION__INIT, *ap = &a;
+	char *hex = NULL;
+	ev.has_type = 1;
+	ev.type = PERFETTO__PROTOS__TRACK_EVENT__TYPE__TYPE_INSTANT;
+	ev.has_track_uuid = 1;
+	ev.track_uuid = track;
+	ev.name_field_case = PERFETTO__PROTOS__TRACK_EVENT__NAME_FIELD_NAME;
+	if (marker) {
+		ev.name = (char *)"marker";
+		hex = hex_of(text, len);
+		a.name = (char *)"bytes";
+		a.value_case = PERFETTO__PROTOS__DEBUG_ANNOTATION__VALUE_STRING_VALUE;
+		a.string_value = hex ? hex : (char *)"";
+		ev.n_debug_annotations = 1;
+		ev.debug_annotations = &ap;
+	} else {
+		ev.name = text_of(run, text, len);
+	}
+	put_event(run, &pk, &ev, time);
+	free(hex);
+}
+
+void orbit__rp_perfetto_end(struct orbit_rp_run *run)
+{
+	struct orbit_rp_perfetto *p = run->perfetto;
+	if (p == NULL)
+		return;
+	/* Threads renamed after their last event get their final name. */
+	for (uint32_t i = 0; i < run->threads.n; i++) {
+		struct orbit_rp_thread *t = run->threads.all[i];
+		if (t->pf_version != 0 && t->pf_version != t->name_version + 1)
+			thread_track(run, t->pid, t->tid, t);
+	}
+	free(p->buf);
+	free(p->text);
+	free(p->interned);
+	free(p);
+	run->perfetto = NULL;
+}

@@ -1,0 +1,216 @@
+/*
+ * replay_main.c — orbit-replay's command line. Everything else is the
+ * replay core (replay.h).
+ */
+#include <errno.h>
+#include <getopt.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "replay.h"
+
+#ifndef ORBIT_VERSION
+#define ORBIT_VERSION "unknown"
+#endif
+
+static const char usage_text[] =
+    "usage: orbit-replay [options] CAPTURE...\n"
+    "       orbit-replay --pages FILE [--page-size N]\n"
+    "\n"
+    "Reads Orbit captures (several make one timeline) and prints a summary:\n"
+    "each capture's process, host, start, duration, events, threads, loss and\n"
+    "whether claimed == delivered + lost holds; scopes by total time (count,\n"
+    "total, self, mean, p50, p95, p99, max); threads by busy time.\n"
+    "\n"
+    "Output:\n"
+    "  --top N          rows per table (default 20; 0: all)\n"
+    "  --sort KEY       order scopes by total, self, count or max (default total)\n"
+    "  --json FILE      the summary as JSON ('-': stdout, instead of the text)\n"
+    "  --csv FILE       one row per scope and async span (RFC 4180)\n"
+    "  --chrome FILE    Chrome Trace Event JSON (chrome://tracing, Perfetto UI)\n"
+    "  --perfetto FILE  Perfetto protobuf trace (Perfetto UI, trace processor)\n"
+    "  --log            print the log lines in time order instead of the summary\n"
+    "  --pages FILE     print every page header and record of a raw ftrace page\n"
+    "                   file (ours, or a copy of a kernel trace_pipe_raw)\n"
+    "  --page-size N    page size of the --pages file (default 4096)\n"
+    "  -q, --quiet      no summary on stdout\n"
+    "  --progress, --no-progress\n"
+    "                   progress bar on stderr (default: when stderr is a\n"
+    "                   terminal and the captures hold 64 MiB or more)\n"
+    "\n"
+    "Filters (statistics and every output):\n"
+    "  --thread TID     only this thread\n"
+    "  --name TEXT      only scopes, spans, values and log lines whose name or\n"
+    "                   text contains TEXT\n"
+    "  --from T, --to T only what overlaps [from, to]. T is CLOCK_MONOTONIC ns,\n"
+    "                   or +N[ns|us|ms|s] after the start of the earliest capture\n"
+    "\n"
+    "Exit status: 0 clean, 1 usage, 2 damaged or incomplete input (one line per\n"
+    "problem on stderr, everything readable still used), 3 output failure.\n";
+
+enum {
+	OPT_TOP = 256,
+	OPT_SORT,
+	OPT_JSON,
+	OPT_CSV,
+	OPT_CHROME,
+	OPT_PERFETTO,
+	OPT_LOG,
+	OPT_PAGES,
+	OPT_PAGE_SIZE,
+	OPT_THREAD,
+	OPT_NAME,
+	OPT_FROM,
+	OPT_TO,
+	OPT_PROGRESS,
+	OPT_NO_PROGRESS,
+	OPT_VERSION,
+};
+
+static const struct option long_opts[] = {
+    {"top", required_argument, NULL, OPT_TOP},
+    {"sort", required_argument, NULL, OPT_SORT},
+    {"json", required_argument, NULL, OPT_JSON},
+    {"csv", required_argument, NULL, OPT_CSV},
+    {"chrome", required_argument, NULL, OPT_CHROME},
+    {"perfetto", required_argument, NULL, OPT_PERFETTO},
+    {"log", no_argument, NULL, OPT_LOG},
+    {"pages", required_argument, NULL, OPT_PAGES},
+    {"page-size", required_argument, NULL, OPT_PAGE_SIZE},
+    {"thread", required_argument, NULL, OPT_THREAD},
+    {"name", required_argument, NULL, OPT_NAME},
+    {"from", required_argument, NULL, OPT_FROM},
+    {"to", required_argument, NULL, OPT_TO},
+    {"quiet", no_argument, NULL, 'q'},
+    {"progress", no_argument, NULL, OPT_PROGRESS},
+    {"no-progress", no_argument, NULL, OPT_NO_PROGRESS},
+    {"help", no_argument, NULL, 'h'},
+    {"version", no_argument, NULL, OPT_VERSION},
+    {NULL, 0, NULL, 0},
+};
+
+static int usage(const char *fmt, const char *arg)
+{
+	fputs("orbit-replay: ", stderr);
+	fprintf(stderr, fmt, arg);
+	fputs("; see orbit-replay --help\n", stderr);
+	return 1;
+}
+
+/* A decimal number in [min, max]; 0 or -1. */
+static int number(const char *s, unsigned long long min, unsigned long long max,
+                  unsigned long long *v)
+{
+	char *end;
+	if (*s < '0' || *s > '9')
+		return -1;
+	errno = 0;
+	*v = strtoull(s, &end, 10);
+	return errno || *end || *v < min || *v > max ? -1 : 0;
+}
+
+static int sort_of(const char *s, enum orbit_replay_sort *k)
+{
+	static const char *keys[] = {"total", "self", "count", "max"};
+	for (int i = 0; i < 4; i++)
+		if (strcmp(s, keys[i]) == 0) {
+			*k = (enum orbit_replay_sort)i;
+			return 0;
+		}
+	return -1;
+}
+
+/* One option; 0, 1 for a usage error, or -1 when done (help, version). */
+static int option(struct orbit_replay_options *o, int c, const char *arg)
+{
+	unsigned long long v;
+	switch (c) {
+	case OPT_TOP:
+		if (number(arg, 0, 1000000000, &v))
+			return usage("--top takes a number, not '%s'", arg);
+		o->top = (size_t)v;
+		return 0;
+	case OPT_SORT:
+		return sort_of(arg, &o->sort) ? usage("--sort takes total, self, count or max, "
+		                                      "not '%s'",
+		                                      arg)
+		                              : 0;
+	case OPT_JSON:
+		o->json_path = arg;
+		return 0;
+	case OPT_CSV:
+		o->csv_path = arg;
+		return 0;
+	case OPT_CHROME:
+		o->chrome_path = arg;
+		return 0;
+	case OPT_PERFETTO:
+		o->perfetto_path = arg;
+		return 0;
+	case OPT_LOG:
+		o->log = 1;
+		return 0;
+	case OPT_PAGES:
+		o->pages_path = arg;
+		return 0;
+	case OPT_PAGE_SIZE:
+		if (number(arg, 16, 1u << 20, &v))
+			return usage("--page-size takes 16 to 1048576 bytes, not '%s'", arg);
+		o->page_size = (uint32_t)v;
+		return 0;
+	case OPT_THREAD:
+		if (number(arg, 0, UINT32_MAX, &v))
+			return usage("--thread takes a thread id, not '%s'", arg);
+		o->has_thread = 1;
+		o->thread = (uint32_t)v;
+		return 0;
+	case OPT_NAME:
+		o->name = arg;
+		return 0;
+	case OPT_FROM:
+	case OPT_TO:
+		if (orbit__replay_parse_bound(arg, c == OPT_FROM ? &o->from : &o->to))
+			return usage("--from and --to take ns or +N[ns|us|ms|s], not '%s'", arg);
+		return 0;
+	case 'q':
+		o->quiet = 1;
+		return 0;
+	case OPT_PROGRESS:
+	case OPT_NO_PROGRESS:
+		o->progress = c == OPT_PROGRESS;
+		return 0;
+	case 'h':
+		fputs(usage_text, stdout);
+		return -1;
+	case OPT_VERSION:
+		printf("orbit-replay %s\n", ORBIT_VERSION);
+		return -1;
+	default:
+		return usage("%s", "unknown option");
+	}
+}
+
+int main(int argc, char **argv)
+{
+	struct orbit_replay_options o;
+	int c;
+	orbit__replay_defaults(&o);
+	opterr = 0;
+	while ((c = getopt_long(argc, argv, "qh", long_opts, NULL)) != -1) {
+		if (c == '?' || c == ':') {
+			const char *bad = optind > 1 ? argv[optind - 1] : "?";
+			return usage("bad option or missing value: '%s'", bad);
+		}
+		int r = option(&o, c, optarg);
+		if (r)
+			return r < 0 ? 0 : r;
+	}
+	o.inputs = (const char *const *)argv + optind;
+	o.ninputs = (size_t)(argc - optind);
+	if (o.ninputs == 0 && o.pages_path == NULL)
+		return usage("%s", "no capture given");
+	if (o.from.set && o.to.set && o.from.relative == o.to.relative && o.from.ns > o.to.ns)
+		return usage("%s", "--from is after --to");
+	return orbit__replay_run(&o);
+}

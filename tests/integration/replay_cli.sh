@@ -1,0 +1,148 @@
+#!/bin/sh
+# replay_cli.sh — orbit-replay's command line: options, filters, several
+# captures at once, exit statuses (0 clean, 1 usage, 2 damaged or
+# incomplete input, 3 output failure) and the one-line-per-problem rule.
+# usage: replay_cli.sh ORBIT_REPLAY DATA_DIR SYNTH_DIR CASE
+set -u
+replay=$1 data=$2 synth=$3 case=$4
+emit=$data/replay/emit-2x50.orbit.zst
+emit3=$data/replay/emit-3x20.orbit.zst
+tmp=$(mktemp -d) || exit 1
+trap 'rm -rf "$tmp"' EXIT
+fail() { echo "FAIL: $*"; exit 1; }
+
+# status WANT ARGS...: runs orbit-replay, stdout in $tmp/out, stderr in $tmp/err
+status() {
+	want=$1
+	shift
+	"$replay" "$@" > "$tmp/out" 2> "$tmp/err"
+	st=$?
+	[ $st -eq "$want" ] || fail "orbit-replay $*: exit $st, want $want; stderr: $(cat "$tmp/err")"
+}
+rows() { tail -n +2 "$1" | wc -l; }
+
+case $case in
+help)
+	status 0 --help
+	grep -q '^usage: orbit-replay' "$tmp/out" || fail "no usage text"
+	for o in --top --sort --json --csv --chrome --perfetto --log --pages --thread --name \
+		--from --to; do
+		grep -q -- "$o" "$tmp/out" || fail "--help does not mention $o"
+	done
+	[ ! -s "$tmp/err" ] || fail "--help wrote to stderr"
+	status 0 --version
+	grep -q '^orbit-replay ' "$tmp/out" || fail "--version"
+	;;
+usage)
+	for args in "" "--sort bogus $emit" "--top x $emit" "--from abc $emit" "--bogus $emit" \
+		"--thread" "--page-size 0 --pages x" "--from 10 --to 5 $emit"; do
+		# shellcheck disable=SC2086
+		status 1 $args
+		[ "$(wc -l < "$tmp/err")" -eq 1 ] || fail "'$args': want one line on stderr"
+		grep -q -- '--help' "$tmp/err" || fail "'$args': no pointer to --help"
+		[ ! -s "$tmp/out" ] || fail "'$args': wrote to stdout"
+	done
+	;;
+missing)
+	status 2 "$tmp/nope.zst"
+	grep -q "^orbit-replay: $tmp/nope.zst: " "$tmp/err" || fail "file not named"
+	: > "$tmp/empty.zst"
+	status 2 "$tmp/empty.zst"
+	grep -q "empty.zst: no stream could be read" "$tmp/err" || fail "empty capture"
+	status 2 "$emit" "$tmp/nope.zst"
+	grep -q '^capture .*emit-2x50' "$tmp/out" || fail "the good capture is not summarized"
+	;;
+output)
+	status 3 "$emit" --csv "$tmp/no/such/dir.csv"
+	grep -q "dir.csv" "$tmp/err" || fail "unwritable CSV not named"
+	if [ -w /dev/full ]; then
+		status 3 "$emit" --chrome /dev/full
+		grep -q "/dev/full: write error" "$tmp/err" || fail "write error not said"
+		"$replay" "$emit" > /dev/full 2> "$tmp/err"
+		[ $? -eq 3 ] || fail "stdout on /dev/full: want 3"
+	fi
+	;;
+incomplete)
+	status 2 "$synth/noend.orbit.zst" --csv "$tmp/x.csv"
+	grep -q 'noend.orbit.zst: incomplete capture: no end of stream' "$tmp/err" ||
+		fail "incomplete capture not reported: $(cat "$tmp/err")"
+	grep -q 'INCOMPLETE' "$tmp/out" || fail "summary does not say incomplete"
+	grep -q ',done,5000000100,5000000200,100,scope' "$tmp/x.csv" || fail "finished scope lost"
+	grep -q ',open,5000000300,,,scope' "$tmp/x.csv" || fail "open scope not unfinished"
+	;;
+equation)
+	status 2 "$synth/badeq.orbit.zst"
+	grep -q 'ring 0: claimed 7 != delivered 2 + lost 0' "$tmp/err" || fail "$(cat "$tmp/err")"
+	grep -q 'DOES NOT HOLD' "$tmp/out" || fail "summary does not say it fails"
+	status 0 "$synth/loss.orbit.zst" --csv "$tmp/x.csv"
+	grep -q 'lapped 2' "$tmp/out" || fail "loss by cause"
+	grep -q 'claimed 5 == delivered 3 + lost 2: holds' "$tmp/out" || fail "equation with loss"
+	grep -q '^777,41,,0,Z,' "$tmp/x.csv" || fail "Z not at depth 0 after the gap"
+	grep -q '^777,41,,0,X,5000000100,,,scope' "$tmp/x.csv" || fail "X not unfinished"
+	;;
+top)
+	status 0 "$emit" --top 3 --sort count
+	grep -q '^scopes by count (3 of 102 names)' "$tmp/out" || fail "table title"
+	status 0 "$emit" --json - --top 2 --sort max
+	head -c 1 "$tmp/out" | grep -q '{' || fail "--json - is not JSON on stdout"
+	grep -q '"sort":"max"' "$tmp/out" || fail "sort key"
+	[ "$(grep -c '"p99_ns"' "$tmp/out")" -eq 2 ] || fail "--top 2 rows in JSON"
+	status 0 "$emit" --top 0
+	grep -q '^scopes by total time (102 of 102 names)' "$tmp/out" || fail "--top 0"
+	;;
+filters)
+	status 0 "$emit" --csv "$tmp/all.csv" -q
+	tid=$(sed -n 2p "$tmp/all.csv" | cut -d, -f2)
+	status 0 "$emit" --csv "$tmp/t.csv" --thread "$tid" -q
+	[ "$(rows "$tmp/t.csv")" -eq 100 ] || fail "--thread: $(rows "$tmp/t.csv") rows"
+	[ "$(tail -n +2 "$tmp/t.csv" | cut -d, -f2 | sort -u)" = "$tid" ] || fail "--thread tids"
+	status 0 "$emit" --csv "$tmp/n.csv" --name inner -q
+	[ "$(rows "$tmp/n.csv")" -eq 100 ] || fail "--name: $(rows "$tmp/n.csv") rows"
+	tail -n +2 "$tmp/n.csv" | cut -d, -f5 | grep -v inner && fail "--name let others through"
+	# a window around one inner scope of the middle
+	mid=$(grep ',t0 inner 25,' "$tmp/all.csv" | cut -d, -f6,7)
+	from=${mid%,*} to=${mid#*,}
+	status 0 "$emit" --csv "$tmp/w.csv" --from "$from" --to "$to" -q
+	tail -n +2 "$tmp/w.csv" | awk -F, -v f="$from" -v t="$to" \
+		'$7 < f || $6 > t { bad = 1 } END { exit bad }' || fail "--from/--to overlap"
+	grep -q ',t0 inner 25,' "$tmp/w.csv" || fail "window lost its scope"
+	[ "$(rows "$tmp/w.csv")" -lt 10 ] || fail "window too wide: $(rows "$tmp/w.csv")"
+	status 0 "$emit" --csv "$tmp/r.csv" --from +0 --to +1s -q
+	[ "$(rows "$tmp/r.csv")" -eq 200 ] || fail "relative window"
+	;;
+multi)
+	status 0 "$emit" "$emit3" --csv "$tmp/m.csv"
+	[ "$(rows "$tmp/m.csv")" -eq 320 ] || fail "$(rows "$tmp/m.csv") rows, want 320"
+	[ "$(tail -n +2 "$tmp/m.csv" | cut -d, -f1 | sort -u | wc -l)" -eq 2 ] || fail "pids"
+	[ "$(grep -c '^capture ' "$tmp/out")" -eq 2 ] || fail "two capture sections"
+	grep -q '^threads by busy time (5 of 5)' "$tmp/out" || fail "threads of both"
+	status 0 "$synth/streams.orbit.zst" --csv "$tmp/s.csv"
+	grep -q '^ stream 2' "$tmp/out" || fail "second stream"
+	grep -q '^778,72,,0,two,' "$tmp/s.csv" || fail "second stream's pid"
+	;;
+log)
+	status 0 "$synth/logs.orbit.zst" --log
+	cat > "$tmp/want" <<'END'
+0.000000010 [777/31 logger one] first line
+0.000000020 [777/32 logger two] second line
+0.000000030 [777/31 logger one] third line
+0.000000040 [777/32 logger two] fourth line
+0.000000050 [777/31 logger one] marker (4 bytes): 01 02 03 04
+END
+	diff -u "$tmp/want" "$tmp/out" || fail "--log"
+	status 0 "$synth/logs.orbit.zst" --log --thread 32
+	[ "$(wc -l < "$tmp/out")" -eq 2 ] || fail "--log --thread"
+	;;
+progress)
+	status 0 "$emit" --progress
+	cp "$tmp/out" "$tmp/with"
+	grep -q '%' "$tmp/err" || fail "no progress on stderr"
+	status 0 "$emit"
+	cmp -s "$tmp/out" "$tmp/with" || fail "progress changed stdout"
+	[ ! -s "$tmp/err" ] || fail "progress without --progress on a small pipe"
+	;;
+*)
+	fail "unknown case $case"
+	;;
+esac
+echo ok

@@ -1,0 +1,397 @@
+/*
+ * replay_synth.c — writes small captures with exactly known contents for
+ * the orbit-replay tests: what real runs rarely make on demand (hostile
+ * names, timestamp ties, log pages of several rings out of order, loss,
+ * streams cut short). Frames are written with format/frame.h's writer, as
+ * the agent does; log pages are built in the ftrace page layout.
+ *
+ *   replay_synth SCENARIO OUT
+ *
+ * Scenarios (each documented where it is built):
+ *   names    hostile scope, span, value, thread and log names
+ *   ties     nested scopes whose starts and ends share timestamps
+ *   logs     log lines and a marker on two page rings, out of order
+ *   loss     a ring gap with its Loss packet: the equation holds
+ *   noend    a stream without EndOfStream
+ *   badeq    an EndOfStream claiming more than was delivered or lost
+ *   streams  two streams (two handshakes) in one file
+ */
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "capture.h"
+#include "frame.h"
+#include "record.h"
+
+#define PID 777u
+#define T0 5000000000ull
+#define PAGE 4096u
+
+static struct orbit_frame_writer fw;
+static FILE *out;
+static uint64_t claims[ORBIT_MAX_RINGS];
+
+static void frame(void)
+{
+	if (orbit__frame_finish(&fw) != 0 || fwrite(fw.out, 1, fw.out_len, out) != fw.out_len) {
+		fprintf(stderr, "replay_synth: write failed\n");
+		exit(1);
+	}
+}
+
+static void add(Orbit__Packet *p)
+{
+	if (orbit__frame_add(&fw, p) != 0) {
+		fprintf(stderr, "replay_synth: packet too large\n");
+		exit(1);
+	}
+}
+
+static void handshake(uint32_t pid, const char *process)
+{
+	uint64_t start[4] = {0, 0, 0, 0};
+	char *cmd[] = {(char *)"synth", (char *)"--scenario"};
+	Orbit__ClockDescription clock = ORBIT__CLOCK_DESCRIPTION__INIT;
+	Orbit__Handshake h = ORBIT__HANDSHAKE__INIT;
+	h.protocol_version = ORBIT_PROTOCOL_VERSION;
+	h.pid = pid;
+	h.process_name = (char *)process;
+	h.host_name = (char *)"synth-host";
+	h.n_command_line = 2;
+	h.command_line = cmd;
+	h.agent_version = (char *)"synth";
+	h.clock = &clock;
+	h.monotonic_ns = T0;
+	h.realtime_ns = 1800000000000000000ull;
+	h.ring_count = 4;
+	h.slots_per_ring = 1024;
+	h.record_size = ORBIT_RECORD_SIZE;
+	h.n_ring_start = 4;
+	h.ring_start = start;
+	h.page_ring_count = 2;
+	h.page_size = PAGE;
+	Orbit__Packet p = ORBIT__PACKET__INIT;
+	p.body_case = ORBIT__PACKET__BODY_HANDSHAKE;
+	p.handshake = &h;
+	add(&p);
+	frame();
+	memset(claims, 0, sizeof claims);
+}
+
+/* ---- records ---- */
+
+static uint8_t recs[4][256 * ORBIT_RECORD_SIZE];
+static uint32_t nrecs[4];
+
+static void rec(uint32_t ring, uint64_t time, uint32_t tid, uint8_t kind, uint64_t id,
+                const char *name, size_t len)
+{
+	struct orbit_record r = {time, id, tid, kind, 0, (uint16_t)len, {0}};
+	size_t k = len < ORBIT_RECORD_NAME ? len : ORBIT_RECORD_NAME;
+	memcpy(r.name, name, k);
+	orbit__record_encode(&r, recs[ring] + (size_t)nrecs[ring]++ * ORBIT_RECORD_SIZE);
+	for (uint16_t part = 1; k < len; part++) {
+		struct orbit_record c = {time, id, tid, ORBIT_REC_NAME_CONT, 0, part, {0}};
+		size_t m = len - k < ORBIT_RECORD_NAME ? len - k : ORBIT_RECORD_NAME;
+		memcpy(c.name, name + k, m);
+		orbit__record_encode(&c, recs[ring] + (size_t)nrecs[ring]++ * ORBIT_RECORD_SIZE);
+		k += m;
+	}
+}
+
+static void stop(uint32_t ring, uint64_t time, uint32_t tid, uint64_t id)
+{
+	rec(ring, time, tid, ORBIT_REC_SCOPE_STOP, id, "", 0);
+}
+
+/* Sends ring's pending records as one batch; skip claims first (a gap). */
+static void batch(uint32_t ring, uint64_t skip)
+{
+	uint8_t enc[sizeof recs[0]];
+	claims[ring] += skip;
+	orbit__batch_encode(recs[ring], nrecs[ring], enc);
+	Orbit__RingBatch b = ORBIT__RING_BATCH__INIT;
+	b.ring = ring;
+	b.first_claim = claims[ring];
+	b.count = nrecs[ring];
+	b.encoding = ORBIT_BATCH_COLUMNS;
+	b.records.data = enc;
+	b.records.len = (size_t)nrecs[ring] * ORBIT_RECORD_SIZE;
+	Orbit__Packet p = ORBIT__PACKET__INIT;
+	p.body_case = ORBIT__PACKET__BODY_RING_BATCH;
+	p.ring_batch = &b;
+	add(&p);
+	claims[ring] += nrecs[ring];
+	nrecs[ring] = 0;
+}
+
+static void thread_name(uint32_t tid, const char *name)
+{
+	Orbit__ThreadName t = ORBIT__THREAD_NAME__INIT;
+	t.tid = tid;
+	t.name = (char *)name;
+	Orbit__Packet p = ORBIT__PACKET__INIT;
+	p.body_case = ORBIT__PACKET__BODY_THREAD_NAME;
+	p.thread_name = &t;
+	add(&p);
+}
+
+static void loss(uint32_t ring, uint64_t lapped)
+{
+	Orbit__Loss l = ORBIT__LOSS__INIT;
+	l.ring = ring;
+	l.lapped = lapped;
+	Orbit__Packet p = ORBIT__PACKET__INIT;
+	p.body_case = ORBIT__PACKET__BODY_LOSS;
+	p.loss = &l;
+	add(&p);
+}
+
+static void end(uint64_t extra, const uint64_t *reserved, size_t nreserved)
+{
+	uint64_t claimed[4];
+	for (int r = 0; r < 4; r++)
+		claimed[r] = claims[r] + (r == 0 ? extra : 0);
+	Orbit__EndOfStream e = ORBIT__END_OF_STREAM__INIT;
+	e.n_claimed_per_ring = 4;
+	e.claimed_per_ring = claimed;
+	e.n_reserved_per_page_ring = nreserved;
+	e.reserved_per_page_ring = (uint64_t *)reserved;
+	Orbit__Packet p = ORBIT__PACKET__INIT;
+	p.body_case = ORBIT__PACKET__BODY_END;
+	p.end = &e;
+	add(&p);
+	frame();
+}
+
+/* ---- log pages: the ftrace layout, records of type_len 0 (length word) ---- */
+
+struct page {
+	uint8_t b[PAGE];
+	uint32_t off;
+	uint64_t last;
+};
+
+static void page_start(struct page *pg, uint64_t ts)
+{
+	memset(pg, 0, sizeof *pg);
+	orbit__put_le64(pg->b, ts);
+	pg->off = 16;
+	pg->last = ts;
+}
+
+static void page_record(struct page *pg, uint64_t time, uint16_t type, uint32_t tid,
+                        const void *data, size_t len)
+{
+	uint32_t payload = (uint32_t)(8 + len + 3) & ~3u;
+	orbit__put_le32(pg->b + pg->off, (uint32_t)(time - pg->last) << 5); /* type_len 0 */
+	orbit__put_le32(pg->b + pg->off + 4, payload + 4);
+	uint8_t *d = pg->b + pg->off + 8;
+	orbit__put_le16(d, type);
+	orbit__put_le32(d + 4, tid);
+	memcpy(d + 8, data, len);
+	pg->off += 8 + payload;
+	pg->last = time;
+}
+
+static void page_send(struct page *pg, uint32_t ring)
+{
+	orbit__put_le64(pg->b + 8, pg->off - 16);
+	Orbit__FtracePage f = ORBIT__FTRACE_PAGE__INIT;
+	f.ring = ring;
+	f.page.data = pg->b;
+	f.page.len = PAGE;
+	Orbit__Packet p = ORBIT__PACKET__INIT;
+	p.body_case = ORBIT__PACKET__BODY_FTRACE_PAGE;
+	p.ftrace_page = &f;
+	add(&p);
+}
+
+/* ---- scenarios ---- */
+
+#define S(lit)                                                                                     \
+	{                                                                                          \
+		lit, sizeof(lit) - 1                                                               \
+	}
+#define REC_S(ring, t, tid, kind, id, lit) rec(ring, t, tid, kind, id, lit, sizeof(lit) - 1)
+
+/* Names: one scope each on thread 11, depth 0, in this order. */
+static const struct {
+	const char *s;
+	size_t n;
+} hostile[] = {
+    S("plain"),
+    S("quote \" and backslash \\"),
+    S("comma, and \"quoted\", field"),
+    S("newline\nand\ttab\rand cr"),
+    S("control \x01\x02\x1f\x7f bytes"),
+    S("nul\0inside"),
+    S("invalid \xff\xfe utf-8"),
+    S("overlong \xc0\xaf and surrogate \xed\xa0\x80"),
+    S("truncated \xe2\x82"),
+    S("utf-8 \xc3\xa9 \xe6\xbc\xa2 \xf0\x9f\x9a\x80"),
+    S("a name longer than one record can hold, with continuations after the head"),
+    S(""),
+    S("</script><script>alert(1)</script>"),
+};
+
+static void scenario_names(void)
+{
+	handshake(PID, "names \"synth\"\n");
+	uint64_t t = T0 + 1000;
+	REC_S(0, t, 11, ORBIT_REC_THREAD_NAME, 0, "thread \"\\\x01\xff");
+	for (size_t i = 0; i < sizeof hostile / sizeof hostile[0]; i++) {
+		rec(0, t, 11, ORBIT_REC_SCOPE_START, i + 1, hostile[i].s, hostile[i].n);
+		stop(0, t + 100, 11, i + 1);
+		t += 1000;
+	}
+	REC_S(0, t, 11, ORBIT_REC_ASYNC_START, 0xabc, "span \"\\\n\xff");
+	REC_S(0, t + 10, 11, ORBIT_REC_INT64, (uint64_t)-5, "value \"\\\x02\xfe");
+	rec(0, t + 20, 11, ORBIT_REC_ASYNC_STOP, 0xabc, "", 0);
+	batch(0, 0);
+	struct page pg;
+	page_start(&pg, t);
+	static const char line[] = "log \"\\\x03\xff line";
+	page_record(&pg, t + 30, 1, 11, line, sizeof line - 1);
+	page_send(&pg, 0);
+	thread_name(12, "os-named \"thread\"");
+	uint64_t reserved[1] = {1};
+	end(0, reserved, 1);
+}
+
+/*
+ * Ties, thread 21 (times relative to T0):
+ *   A [100, 200] depth 0
+ *     B [100, 150] depth 1        starts with its parent
+ *       C [100, 100] depth 2      zero length, at the same time
+ *     D [150, 200] depth 1        starts as B ends, ends with A
+ *   E [200, 200] depth 0          zero length, as A ends
+ *   F [300, 400] depth 0
+ *     G [300, 300], H [300, 300]  two zero-length children at F's start
+ *     I [350, 400] depth 1
+ */
+static void scenario_ties(void)
+{
+	handshake(PID, "ties");
+	uint64_t b = T0;
+	rec(0, b + 100, 21, ORBIT_REC_SCOPE_START, 1, "A", 1);
+	rec(0, b + 100, 21, ORBIT_REC_SCOPE_START, 2, "B", 1);
+	rec(0, b + 100, 21, ORBIT_REC_SCOPE_START, 3, "C", 1);
+	stop(0, b + 100, 21, 3);
+	stop(0, b + 150, 21, 2);
+	rec(0, b + 150, 21, ORBIT_REC_SCOPE_START, 4, "D", 1);
+	stop(0, b + 200, 21, 4);
+	stop(0, b + 200, 21, 1);
+	rec(0, b + 200, 21, ORBIT_REC_SCOPE_START, 5, "E", 1);
+	stop(0, b + 200, 21, 5);
+	rec(0, b + 300, 21, ORBIT_REC_SCOPE_START, 6, "F", 1);
+	rec(0, b + 300, 21, ORBIT_REC_SCOPE_START, 7, "G", 1);
+	stop(0, b + 300, 21, 7);
+	rec(0, b + 300, 21, ORBIT_REC_SCOPE_START, 8, "H", 1);
+	stop(0, b + 300, 21, 8);
+	rec(0, b + 350, 21, ORBIT_REC_SCOPE_START, 9, "I", 1);
+	stop(0, b + 400, 21, 9);
+	stop(0, b + 400, 21, 6);
+	batch(0, 0);
+	end(0, NULL, 0);
+}
+
+/* Logs: ring 1's page (lines at +20, +40) comes before ring 0's (+10,
+ * +30, marker at +50); --log must print them in time order. */
+static void scenario_logs(void)
+{
+	handshake(PID, "logs");
+	rec(0, T0, 31, ORBIT_REC_THREAD_NAME, 0, "logger one", 10);
+	rec(0, T0, 32, ORBIT_REC_THREAD_NAME, 0, "logger two", 10);
+	batch(0, 0);
+	struct page p1, p0;
+	page_start(&p1, T0 + 20);
+	page_record(&p1, T0 + 20, 1, 32, "second line", 11);
+	page_record(&p1, T0 + 40, 1, 32, "fourth line\0\0", 13);
+	page_send(&p1, 1);
+	page_start(&p0, T0 + 10);
+	page_record(&p0, T0 + 10, 1, 31, "first line", 10);
+	page_record(&p0, T0 + 30, 1, 31, "third line", 10);
+	page_record(&p0, T0 + 50, 2, 31, "\x01\x02\x03\x04", 4);
+	page_send(&p0, 0);
+	uint64_t reserved[2] = {3, 2};
+	end(0, reserved, 2);
+}
+
+/* Loss: thread 41 on ring 0 opens X, the claims holding X's stop and Y's
+ * start are lapped (a gap of 2 claims), then Z comes whole. X ends
+ * unfinished; Z is at depth 0, not under X. */
+static void scenario_loss(void)
+{
+	handshake(PID, "loss");
+	rec(0, T0 + 100, 41, ORBIT_REC_SCOPE_START, 1, "X", 1);
+	batch(0, 0);
+	rec(0, T0 + 400, 41, ORBIT_REC_SCOPE_START, 3, "Z", 1);
+	stop(0, T0 + 500, 41, 3);
+	batch(0, 2);
+	loss(0, 2);
+	end(0, NULL, 0);
+}
+
+static void scenario_noend(void)
+{
+	handshake(PID, "noend");
+	rec(0, T0 + 100, 51, ORBIT_REC_SCOPE_START, 1, "done", 4);
+	stop(0, T0 + 200, 51, 1);
+	rec(0, T0 + 300, 51, ORBIT_REC_SCOPE_START, 2, "open", 4);
+	batch(0, 0);
+	frame();
+}
+
+static void scenario_badeq(void)
+{
+	handshake(PID, "badeq");
+	rec(0, T0 + 100, 61, ORBIT_REC_SCOPE_START, 1, "s", 1);
+	stop(0, T0 + 200, 61, 1);
+	batch(0, 0);
+	end(5, NULL, 0);
+}
+
+static void scenario_streams(void)
+{
+	handshake(PID, "first");
+	rec(0, T0 + 100, 71, ORBIT_REC_SCOPE_START, 1, "one", 3);
+	stop(0, T0 + 200, 71, 1);
+	batch(0, 0);
+	end(0, NULL, 0);
+	handshake(PID + 1, "second");
+	rec(1, T0 + 300, 72, ORBIT_REC_SCOPE_START, 1, "two", 3);
+	stop(1, T0 + 400, 72, 1);
+	batch(1, 0);
+	end(0, NULL, 0);
+}
+
+int main(int argc, char **argv)
+{
+	static const struct {
+		const char *name;
+		void (*fn)(void);
+	} sc[] = {{"names", scenario_names},    {"ties", scenario_ties},
+	          {"logs", scenario_logs},      {"loss", scenario_loss},
+	          {"noend", scenario_noend},    {"badeq", scenario_badeq},
+	          {"streams", scenario_streams}};
+	if (argc != 3) {
+		fprintf(stderr, "usage: replay_synth SCENARIO OUT\n");
+		return 1;
+	}
+	for (size_t i = 0; i < sizeof sc / sizeof sc[0]; i++) {
+		if (strcmp(argv[1], sc[i].name) != 0)
+			continue;
+		out = fopen(argv[2], "wb");
+		if (out == NULL || orbit__frame_writer_init(&fw, 3) != 0) {
+			perror(argv[2]);
+			return 1;
+		}
+		sc[i].fn();
+		orbit__frame_writer_free(&fw);
+		return fclose(out) == 0 ? 0 : 1;
+	}
+	fprintf(stderr, "replay_synth: unknown scenario %s\n", argv[1]);
+	return 1;
+}
