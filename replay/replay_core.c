@@ -136,7 +136,13 @@ static void span_export(struct orbit_rp_run *run, struct orbit_rp_thread *th,
 		if (run->perfetto)
 			orbit__rp_perfetto_async(run, sp);
 	} else if (th != NULL && th->tid == sp->tid && th->pid == sp->pid) {
+		int64_t before = th->order.n;
 		orbit__rp_order_scope(&th->order, sp, export_item, run);
+		run->held += (int64_t)th->order.n - before;
+		if (run->held > ORBIT_RP_HELD_TOTAL) { /* many threads hold ties */
+			run->held -= th->order.n;
+			orbit__rp_order_flush(&th->order, export_item, run);
+		}
 	} else {
 		export_item(run, sp, 0);
 		export_item(run, sp, 1);
@@ -214,12 +220,13 @@ static void on_event(void *ctx, const struct orbit_event *ev)
 		s->values++;
 		on_value(s, ev);
 		break;
-	case ORBIT_EVENT_THREAD_NAME:
-		s->thread_names++;
+	case ORBIT_EVENT_THREAD_NAME: {
 		struct orbit_rp_thread *th = stream_thread(s, ev->tid);
+		s->thread_names++;
 		if (th != NULL && th->tid == ev->tid)
 			orbit__rp_thread_name(th, ev->name, ev->name_len, ORBIT_RP_NAMED_RECORD);
 		break;
+	}
 	}
 }
 
@@ -333,9 +340,7 @@ static struct orbit_rp_stream *stream_new(struct orbit_rp_run *run, struct sourc
  * its counts add up, its reconstructor starts afresh. */
 static struct orbit_rp_stream *stream_reuse(struct orbit_rp_run *run, struct source *src)
 {
-	struct orbit_rp_stream *s = src->stream ? src->stream : src->cap->tail;
-	if (s == NULL)
-		return NULL;
+	struct orbit_rp_stream *s = src->cap->tail;
 	if (run->streams++ == MAX_STREAMS)
 		orbit__rp_problem(run,
 		                  "%s: more than %u streams: the later ones are counted "
@@ -350,8 +355,9 @@ static struct orbit_rp_stream *stream_begin(struct orbit_rp_run *run, struct sou
                                             const Orbit__Handshake *h)
 {
 	stream_finish(run, src->stream);
-	struct orbit_rp_stream *s =
-	    run->streams < MAX_STREAMS ? stream_new(run, src) : stream_reuse(run, src);
+	/* Every capture gets a stream of its own, even past the limit. */
+	int fresh = run->streams < MAX_STREAMS || src->cap->tail == NULL;
+	struct orbit_rp_stream *s = fresh ? stream_new(run, src) : stream_reuse(run, src);
 	src->stream = s;
 	if (s == NULL) {
 		orbit__rp_problem(run, "%s: out of memory", src->cap->path);

@@ -168,7 +168,8 @@ struct orbit_rp_order {
 	uint32_t ng, gcap;
 };
 
-#define ORBIT_RP_HOLD_MAX 4096u /* held items per thread before giving up on ties */
+#define ORBIT_RP_HOLD_MAX 4096u     /* held items per thread before giving up on ties */
+#define ORBIT_RP_HELD_TOTAL 262144u /* held items of all threads together */
 
 typedef void (*orbit_rp_emit_fn)(void *ctx, const struct orbit_rp_span *s, int end);
 void orbit__rp_order_scope(struct orbit_rp_order *o, const struct orbit_rp_span *s,
@@ -184,7 +185,7 @@ enum orbit_rp_name_source {
 	ORBIT_RP_NAMED_RECORD = 2, /* ORBIT_THREAD_NAME in the program */
 };
 
-#define ORBIT_RP_MAX_THREADS (1u << 18)
+#define ORBIT_RP_MAX_THREADS (1u << 16)
 
 struct orbit_rp_thread {
 	uint32_t pid, tid;
@@ -303,6 +304,7 @@ struct orbit_rp_run {
 	int damaged;
 	int export_order; /* Chrome or Perfetto: ties need ordering */
 	int filtering;    /* some filter is set */
+	int64_t held;     /* items the threads' tie orders hold */
 	uint64_t total_bytes;
 	int progress;
 	uint64_t progress_next_ns;

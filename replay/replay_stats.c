@@ -16,7 +16,7 @@
 
 #include "replay_internal.h"
 
-#define MAX_DEPTH 4096u
+#define MAX_DEPTH 256u /* deeper scopes: self time = duration, not counted in their parent */
 #define NAME_SHOWN 80u
 
 /* ---- accumulation ---- */
