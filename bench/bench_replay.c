@@ -17,7 +17,8 @@
  * reports records per second of wall time (one thread: the replay is
  * single-threaded), scopes per second, and the child's peak RSS from
  * wait4(). --capture FILE replays FILE instead if it exists (and keeps what
- * it writes there otherwise).
+ * it writes there otherwise). Numbers worth quoting come from the release
+ * preset (cmake --preset release; build/release/bench/orbit-bench-replay).
  */
 #include <errno.h>
 #include <fcntl.h>

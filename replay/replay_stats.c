@@ -293,17 +293,15 @@ static void thread_table(struct orbit_rp_run *run, struct orbit_rp_out *o)
 
 void orbit__rp_wallclock(const struct orbit_rp_stream *s, uint64_t mono, char *buf, size_t len)
 {
-	if (!s->handshake || s->realtime_ns == 0) {
+	/* Modular on purpose: a time before the handshake pair goes back. A
+	 * capture may hold any pair, so anything past year 9999 is unknown. */
+	uint64_t wall = s->realtime_ns + (mono - s->monotonic_ns);
+	if (!s->handshake || s->realtime_ns == 0 || wall > 253402300799ull * 1000000000ull) {
 		snprintf(buf, len, "unknown");
 		return;
 	}
-	int64_t wall = (int64_t)s->realtime_ns + (int64_t)(mono - s->monotonic_ns);
 	time_t sec = (time_t)(wall / 1000000000);
 	long ns = (long)(wall % 1000000000);
-	if (ns < 0) {
-		ns += 1000000000;
-		sec--;
-	}
 	struct tm tm;
 	if (gmtime_r(&sec, &tm) == NULL) {
 		snprintf(buf, len, "unknown");
