@@ -220,7 +220,7 @@ int orbit__frame_next_packet(const struct orbit_frame_scratch *s, size_t *off,
 {
 	if (*off >= s->len)
 		return 0;
-	uint64_t n;
+	uint64_t n = 0; /* lengths were checked by orbit__frame_decompress */
 	size_t used = get_varint(s->buf + *off, s->len - *off, &n);
 	*packet = s->buf + *off + used;
 	*len = (size_t)n;

@@ -51,7 +51,9 @@ struct span_node {
 #define THREAD_BUCKETS 1024u
 #define MAX_OPEN 1024u /* open scopes kept per thread; older ones end unfinished */
 #define SWEEP_THREADS 4096u
-#define MAX_WAITING_STOPS 65536u /* async stops whose start has not come */ /* past this many, threads with nothing open are forgotten */
+#define RECENT 16u /* threads looked up last, by tid */
+#define MAX_WAITING_STOPS 65536u /* async stops whose start has not come */
+#define MAX_OPEN_SPANS (1u << 20) /* async spans whose stop has not come */ /* past this many, threads with nothing open are forgotten */
 #define SPAN_BUCKETS 4096u
 
 struct orbit_reconstruct {
@@ -63,6 +65,8 @@ struct orbit_reconstruct {
 	uint64_t next_claim[ORBIT_RECONSTRUCT_RINGS]; /* + 1; 0: ring not seen */
 	uint32_t nthreads;
 	uint32_t waiting_stops;
+	uint32_t open_spans;
+	struct thread_state *recent[RECENT]; /* by tid % RECENT */
 };
 
 static void free_thread(struct thread_state *t)
@@ -84,6 +88,8 @@ static void sweep_threads(struct orbit_reconstruct *rc)
 		while (*p) {
 			struct thread_state *t = *p;
 			if (t->nopen == 0 && !t->pending) {
+				if (rc->recent[t->tid % RECENT] == t)
+					rc->recent[t->tid % RECENT] = NULL;
 				*p = t->next;
 				free_thread(t);
 				rc->nthreads--;
@@ -120,10 +126,15 @@ static int name_append(struct name_buf *n, const uint8_t *bytes, size_t len)
 
 static struct thread_state *thread_get(struct orbit_reconstruct *rc, uint32_t tid)
 {
+	/* A ring's records interleave a few threads: a small cache by tid
+	 * saves the hash chain. */
+	struct thread_state **c = &rc->recent[tid % RECENT];
+	if (*c != NULL && (*c)->tid == tid)
+		return *c;
 	uint32_t h = hash64(tid, THREAD_BUCKETS);
 	for (struct thread_state *t = rc->threads[h]; t; t = t->next)
 		if (t->tid == tid)
-			return t;
+			return *c = t;
 	if (rc->nthreads >= SWEEP_THREADS)
 		sweep_threads(rc);
 	struct thread_state *t = calloc(1, sizeof *t);
@@ -133,7 +144,7 @@ static struct thread_state *thread_get(struct orbit_reconstruct *rc, uint32_t ti
 	t->next = rc->threads[h];
 	rc->threads[h] = t;
 	rc->nthreads++;
-	return t;
+	return *c = t;
 }
 
 static void attrs_of(const struct orbit_record *r, int *has, uint32_t *color, uint64_t *group)
@@ -250,9 +261,20 @@ static int open_span(struct orbit_reconstruct *rc, const struct orbit_record *he
 		     struct name_buf *name, int incomplete)
 {
 	struct span_node **waiting = find_span(rc, head->id, 1, head->time);
+	if (waiting == NULL && rc->open_spans >= MAX_OPEN_SPANS) {
+		/* Memory follows what is open, within a bound: past it a start is
+		 * reported at once, unfinished, rather than kept. */
+		struct open_item it = {.id = head->id, .start = head->time, .tid = head->tid,
+				       .name = *name, .incomplete = incomplete};
+		attrs_of(head, &it.has_attrs, &it.color, &it.group);
+		emit_item(rc, ORBIT_EVENT_ASYNC, &it, 0, head->tid, 1);
+		return 0;
+	}
 	struct span_node *n = waiting ? *waiting : add_span(rc, head->id);
 	if (n == NULL)
 		return -ENOMEM;
+	if (waiting == NULL)
+		rc->open_spans++;
 	n->item.start = head->time;
 	n->item.tid = head->tid;
 	n->item.name = *name;
@@ -335,6 +357,7 @@ static int stop_span(struct orbit_reconstruct *rc, const struct orbit_record *r)
 {
 	struct span_node **p = find_span(rc, r->id, 0, r->time);
 	if (p != NULL) {
+		rc->open_spans--;
 		end_span(rc, p, r->time, r->tid);
 		return 0;
 	}
@@ -370,16 +393,10 @@ static int continuation(struct orbit_reconstruct *rc, struct thread_state *t,
 	return complete_head(rc, t, &t->head, &t->name, 0);
 }
 
-int orbit__reconstruct_add(struct orbit_reconstruct *rc, const struct orbit_record *r)
+/* One valid record of thread t. */
+static int add_to(struct orbit_reconstruct *rc, struct thread_state *t,
+		  const struct orbit_record *r)
 {
-	rc->stats.records++;
-	if (r->kind == 0 || r->kind > ORBIT_REC_KIND_MAX || (r->flags & ~ORBIT_REC_FLAG_ATTRS)) {
-		rc->stats.bad_records++;
-		return 0;
-	}
-	struct thread_state *t = thread_get(rc, r->tid);
-	if (t == NULL)
-		return -ENOMEM;
 	if (r->kind == ORBIT_REC_NAME_CONT)
 		return continuation(rc, t, r);
 	int err = flush_pending(rc, t);
@@ -406,6 +423,17 @@ int orbit__reconstruct_add(struct orbit_reconstruct *rc, const struct orbit_reco
 		return 0;
 	}
 	return complete_head(rc, t, r, &t->name, 0);
+}
+
+int orbit__reconstruct_add(struct orbit_reconstruct *rc, const struct orbit_record *r)
+{
+	rc->stats.records++;
+	if (r->kind == 0 || r->kind > ORBIT_REC_KIND_MAX || (r->flags & ~ORBIT_REC_FLAG_ATTRS)) {
+		rc->stats.bad_records++;
+		return 0;
+	}
+	struct thread_state *t = thread_get(rc, r->tid);
+	return t == NULL ? -ENOMEM : add_to(rc, t, r);
 }
 
 /* Records of ring may have been lost here: its threads' open scopes become
@@ -441,8 +469,8 @@ int orbit__reconstruct_batch(struct orbit_reconstruct *rc, uint32_t ring, uint64
 	rc->next_claim[ring] = first_claim + n + 1;
 	for (size_t i = 0; i < n; i++) {
 		struct orbit_record rec;
+		rc->stats.records++;
 		if (orbit__record_decode(records + i * ORBIT_RECORD_SIZE, &rec) != 0) {
-			rc->stats.records++;
 			rc->stats.bad_records++;
 			continue;
 		}
@@ -450,7 +478,7 @@ int orbit__reconstruct_batch(struct orbit_reconstruct *rc, uint32_t ring, uint64
 		if (t == NULL)
 			return -ENOMEM;
 		t->ring = ring + 1;
-		int err = orbit__reconstruct_add(rc, &rec);
+		int err = add_to(rc, t, &rec);
 		if (err)
 			return err;
 	}

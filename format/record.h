@@ -66,8 +66,34 @@ size_t orbit__record_head_name(const struct orbit_record *rec, const uint8_t **n
 /* Whether a record of this kind starts a name (may have continuations). */
 int orbit__record_has_name(uint8_t kind);
 
-/* Little-endian loads and stores, byte by byte (the compiler makes them
- * single moves); inline, since codecs call them per field. */
+/* Little-endian loads and stores; inline, since codecs call them per field.
+ * On little-endian machines a memcpy, which compiles to one move. */
+#if defined(__BYTE_ORDER__) && __BYTE_ORDER__ == __ORDER_LITTLE_ENDIAN__
+#include <string.h>
+static inline uint32_t orbit__le32(const uint8_t *p)
+{
+	uint32_t v;
+	memcpy(&v, p, 4);
+	return v;
+}
+
+static inline uint64_t orbit__le64(const uint8_t *p)
+{
+	uint64_t v;
+	memcpy(&v, p, 8);
+	return v;
+}
+
+static inline void orbit__put_le32(uint8_t *p, uint32_t v)
+{
+	memcpy(p, &v, 4);
+}
+
+static inline void orbit__put_le64(uint8_t *p, uint64_t v)
+{
+	memcpy(p, &v, 8);
+}
+#else
 static inline uint32_t orbit__le32(const uint8_t *p)
 {
 	return (uint32_t)p[0] | (uint32_t)p[1] << 8 | (uint32_t)p[2] << 16 | (uint32_t)p[3] << 24;
@@ -76,11 +102,6 @@ static inline uint32_t orbit__le32(const uint8_t *p)
 static inline uint64_t orbit__le64(const uint8_t *p)
 {
 	return (uint64_t)orbit__le32(p) | (uint64_t)orbit__le32(p + 4) << 32;
-}
-
-static inline uint16_t orbit__le16(const uint8_t *p)
-{
-	return (uint16_t)(p[0] | p[1] << 8);
 }
 
 static inline void orbit__put_le32(uint8_t *p, uint32_t v)
@@ -95,6 +116,12 @@ static inline void orbit__put_le64(uint8_t *p, uint64_t v)
 {
 	orbit__put_le32(p, (uint32_t)v);
 	orbit__put_le32(p + 4, (uint32_t)(v >> 32));
+}
+#endif
+
+static inline uint16_t orbit__le16(const uint8_t *p)
+{
+	return (uint16_t)(p[0] | p[1] << 8);
 }
 
 static inline void orbit__put_le16(uint8_t *p, uint16_t v)
