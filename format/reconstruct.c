@@ -6,11 +6,20 @@
 #include <stdlib.h>
 #include <string.h>
 
+/* A name: in place while short (most are), on the heap beyond; no pointer
+ * into itself, so it moves by plain assignment. */
+#define NAME_SMALL 32u
 struct name_buf {
-	char *bytes;
+	char *heap; /* NULL while the name fits small */
 	size_t len;
-	size_t cap;
+	size_t cap; /* of heap */
+	char small[NAME_SMALL];
 };
+
+static const char *name_data(const struct name_buf *n)
+{
+	return n->heap ? n->heap : n->small;
+}
 
 struct open_item { /* an open scope, or an open async span */
 	uint64_t id;
@@ -72,9 +81,9 @@ struct orbit_reconstruct {
 static void free_thread(struct thread_state *t)
 {
 	for (size_t i = 0; i < t->nopen; i++)
-		free(t->open[i].name.bytes);
+		free(t->open[i].name.heap);
 	free(t->open);
-	free(t->name.bytes);
+	free(t->name.heap);
 	free(t);
 }
 
@@ -107,19 +116,26 @@ static uint32_t hash64(uint64_t v, uint32_t buckets)
 
 static int name_append(struct name_buf *n, const uint8_t *bytes, size_t len)
 {
-	if (len == 0) /* the buffer may not exist yet */
+	if (len == 0)
 		return 0;
+	if (n->heap == NULL && n->len + len <= NAME_SMALL) {
+		memcpy(n->small + n->len, bytes, len);
+		n->len += len;
+		return 0;
+	}
 	if (n->len + len > n->cap) {
-		size_t cap = n->cap ? n->cap : 64;
+		size_t cap = n->cap ? n->cap : 2 * NAME_SMALL;
 		while (cap < n->len + len)
 			cap *= 2;
-		char *b = realloc(n->bytes, cap);
+		char *b = realloc(n->heap, cap);
 		if (b == NULL)
 			return -ENOMEM;
-		n->bytes = b;
+		if (n->heap == NULL)
+			memcpy(b, n->small, n->len);
+		n->heap = b;
 		n->cap = cap;
 	}
-	memcpy(n->bytes + n->len, bytes, len);
+	memcpy(n->heap + n->len, bytes, len);
 	n->len += len;
 	return 0;
 }
@@ -167,7 +183,7 @@ static void emit_item(struct orbit_reconstruct *rc, enum orbit_event_type type,
 		.id = it->id,
 		.start = it->start,
 		.end = unfinished ? it->start : end,
-		.name = it->name.bytes ? it->name.bytes : "",
+		.name = name_data(&it->name),
 		.name_len = it->name.len,
 		.has_attrs = it->has_attrs,
 		.color = it->color,
@@ -182,7 +198,7 @@ static void drop_open(struct orbit_reconstruct *rc, struct thread_state *t, size
 {
 	struct open_item *it = &t->open[k];
 	emit_item(rc, ORBIT_EVENT_SCOPE, it, 0, it->tid, 1);
-	free(it->name.bytes);
+	free(it->name.heap);
 	if (it->suspect)
 		t->nsuspect--;
 	memmove(&t->open[k], &t->open[k + 1], (t->nopen - k - 1) * sizeof *it);
@@ -253,7 +269,7 @@ static void end_span(struct orbit_reconstruct *rc, struct span_node **p, uint64_
 	struct span_node *n = *p;
 	*p = n->next;
 	emit_item(rc, ORBIT_EVENT_ASYNC, &n->item, end, end_tid, 0);
-	free(n->item.name.bytes);
+	free(n->item.name.heap);
 	free(n);
 }
 
@@ -311,7 +327,7 @@ static int complete_head(struct orbit_reconstruct *rc, struct thread_state *t,
 			.name_incomplete = incomplete,
 			.start = head->time,
 			.end = head->time,
-			.name = name->bytes ? name->bytes : "",
+			.name = name_data(name),
 			.name_len = name->len,
 			.value_kind = head->kind,
 			.value_bits = head->id,
@@ -350,7 +366,7 @@ static void stop_scope(struct orbit_reconstruct *rc, struct thread_state *t,
 	if (it->suspect)
 		t->nsuspect--;
 	emit_item(rc, ORBIT_EVENT_SCOPE, it, r->time, r->tid, 0);
-	free(it->name.bytes);
+	free(it->name.heap);
 }
 
 static int stop_span(struct orbit_reconstruct *rc, const struct orbit_record *r)
@@ -512,7 +528,7 @@ void orbit__reconstruct_finish(struct orbit_reconstruct *rc)
 				rc->stats.unmatched_stops++;
 			else
 				emit_item(rc, ORBIT_EVENT_ASYNC, &n->item, 0, n->item.tid, 1);
-			free(n->item.name.bytes);
+			free(n->item.name.heap);
 			free(n);
 		}
 	}
@@ -539,7 +555,7 @@ void orbit__reconstruct_free(struct orbit_reconstruct *rc)
 		struct span_node *n = rc->spans[b];
 		while (n) {
 			struct span_node *next = n->next;
-			free(n->item.name.bytes);
+			free(n->item.name.heap);
 			free(n);
 			n = next;
 		}
