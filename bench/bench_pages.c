@@ -161,7 +161,7 @@ static double run_jobs(struct job *jobs, int threads)
 static struct orbit__page_ring *new_ring(uint32_t pages, int overwrite, orbit__page_clock_fn clk)
 {
 	struct orbit__page_config cfg = {
-		.pages = pages, .page_size = PAGE, .overwrite = overwrite, .clock = clk};
+	    .pages = pages, .page_size = PAGE, .overwrite = overwrite, .clock = clk};
 	struct orbit__page_ring *ring;
 
 	if (orbit__page_create(&ring, &cfg) != 0 || orbit__page_enable(ring) != 0) {
@@ -178,7 +178,7 @@ static uint32_t rec_bytes(uint32_t len)
 
 /* One writer configuration, median of `runs`. */
 static double bench_writers(uint32_t len, int threads, int same, int overwrite,
-			    orbit__page_clock_fn clk, int runs, double *failed_pct)
+                            orbit__page_clock_fn clk, int runs, double *failed_pct)
 {
 	uint32_t pages = overwrite ? 64 : 2048;
 	int nrings = same ? 1 : threads;
@@ -280,13 +280,13 @@ int main(int argc, char **argv)
 			for (size_t l = 0; l < 3; l++) {
 				double f1, f2;
 				double m = bench_writers(lens[l], cfgs[c].threads, cfgs[c].same, ow,
-							 mono_clock, runs, &f1);
+				                         mono_clock, runs, &f1);
 				double t = bench_writers(lens[l], cfgs[c].threads, cfgs[c].same, ow,
-							 tsc_clock, runs, &f2);
+				                         tsc_clock, runs, &f2);
 
 				printf("%-16s %-9s %7u | %9.1f %9.1f | %9.1f | %7.2f %7.2f",
-				       cfgs[c].name, ow ? "on" : "off", lens[l], m, t, base, m / base,
-				       t / base);
+				       cfgs[c].name, ow ? "on" : "off", lens[l], m, t, base,
+				       m / base, t / base);
 				if (f1 + f2 > 0)
 					printf("  dropped %.1f%% / %.1f%%", f1, f2);
 				printf("\n");

@@ -88,7 +88,8 @@ static uint64_t agent_cpu_ns(void)
 		FILE *f = fopen(path, "re");
 		if (f == NULL)
 			continue;
-		int agent = fgets(buf, sizeof buf, f) != NULL && strncmp(buf, "orbit-agent", 11) == 0;
+		int agent =
+		    fgets(buf, sizeof buf, f) != NULL && strncmp(buf, "orbit-agent", 11) == 0;
 		fclose(f);
 		if (!agent)
 			continue;
@@ -104,7 +105,7 @@ static uint64_t agent_cpu_ns(void)
 		char *p = strrchr(buf, ')');
 		/* fields 14 and 15 (utime, stime) after the comm */
 		if (p && sscanf(p + 2, "%*c %*d %*d %*d %*d %*d %*u %*u %*u %*u %*u %llu %llu", &ut,
-				&st) == 2)
+		                &st) == 2)
 			ns = (ut + st) * (1000000000ull / (uint64_t)sysconf(_SC_CLK_TCK));
 	}
 	if (d)
@@ -162,9 +163,10 @@ static int tally_capture(const char *path, struct tally *t)
 			continue;
 		if (p->body_case == ORBIT__PACKET__BODY_RING_BATCH)
 			t->delivered += p->ring_batch->count;
-		else if (p->body_case == ORBIT__PACKET__BODY_LOSS && p->loss->ring < ORBIT_MAX_RINGS)
+		else if (p->body_case == ORBIT__PACKET__BODY_LOSS &&
+		         p->loss->ring < ORBIT_MAX_RINGS)
 			lost[p->loss->ring] = p->loss->lapped + p->loss->writer_gone +
-					      p->loss->backstop + p->loss->at_end;
+			                      p->loss->backstop + p->loss->at_end;
 		else if (p->body_case == ORBIT__PACKET__BODY_END) {
 			t->ended = 1;
 			for (size_t i = 0; i < p->end->n_claimed_per_ring; i++)
@@ -261,7 +263,8 @@ int main(int argc, char **argv)
 			rates = argv[++i];
 		else {
 			printf("usage: %s [--collector PATH] [--seconds S] [--threads N] "
-			       "[--rates R1,R2,...|max]\n", argv[0]);
+			       "[--rates R1,R2,...|max]\n",
+			       argv[0]);
 			return strcmp(argv[i], "--help") == 0 ? 0 : 1;
 		}
 	}
@@ -323,10 +326,9 @@ int main(int argc, char **argv)
 		       emitted ? 100.0 * (double)t.lost / (double)emitted : 0.0,
 		       t.delivered ? (double)t.bytes / (double)t.delivered : 0.0,
 		       emitted ? (double)msg[1] / (double)emitted : 0.0,
-		       !t.ended ? "no end"
-		       : t.claimed == t.delivered + t.lost && t.claimed == emitted
-			       ? "exact"
-			       : "BROKEN");
+		       !t.ended                                                    ? "no end"
+		       : t.claimed == t.delivered + t.lost && t.claimed == emitted ? "exact"
+		                                                                   : "BROKEN");
 		fflush(stdout);
 	}
 	free(list);

@@ -90,11 +90,11 @@ static const struct config {
 	const char *drain_ms; /* ORBIT_DRAIN_MS, NULL: the default */
 	const char *label;
 } g_configs[] = {
-	{1, NULL, "1"},
-	{8, NULL, "8"},
-	{16, NULL, "16"},
-	{128, NULL, "128"},
-	{16, "60000", "16, no drain"},
+    {1, NULL, "1"},
+    {8, NULL, "8"},
+    {16, NULL, "16"},
+    {128, NULL, "128"},
+    {16, "60000", "16, no drain"},
 };
 #define NCONFIGS (sizeof g_configs / sizeof g_configs[0])
 #define HEADLINE 2 /* 16 rings, the default */
@@ -263,7 +263,7 @@ static __attribute__((noinline)) uint64_t job_floor_release(void *ctx, long n)
 	uint64_t t0 = now_ns();
 	for (long i = 0; i < n; i++)
 		atomic_store_explicit(&f->slots[(uint64_t)i & f->mask].seq, (uint64_t)i + 1,
-				      memory_order_release);
+		                      memory_order_release);
 	return now_ns() - t0;
 }
 
@@ -355,8 +355,8 @@ static __attribute__((noinline)) uint64_t job_fill(void *ctx, long n)
 	struct orbit__thread *t = ctx;
 	uint64_t t0 = now_ns();
 	for (long i = 0; i < n; i++)
-		orbit__fill(&t->ring->slots[(uint64_t)i & t->mask], (uint64_t)i,
-			    ORBIT__SCOPE_START, (uint64_t)i, t->tid, NAME, sizeof NAME - 1);
+		orbit__fill(&t->ring->slots[(uint64_t)i & t->mask], (uint64_t)i, ORBIT__SCOPE_START,
+		            (uint64_t)i, t->tid, NAME, sizeof NAME - 1);
 	return now_ns() - t0;
 }
 
@@ -380,7 +380,7 @@ typedef uint64_t (*job_fn)(void *ctx, long n);
 struct job {
 	const char *key; /* child output key */
 	job_fn fn;
-	int ctx_kind;    /* CTX_* */
+	int ctx_kind; /* CTX_* */
 	long iters;
 	double ns[MAX_RUNS]; /* per operation, one per run */
 };
@@ -409,7 +409,7 @@ static void *worker_main(void *arg)
 	const struct orbit__segment *seg = orbit__own_segment();
 	if (t != NULL && seg != NULL)
 		w->ring = (uint32_t)(((uint8_t *)t->ring - (seg->base + seg->layout.rings_offset)) /
-				     seg->layout.ring_stride);
+		                     seg->layout.ring_stride);
 	if (w->handshake != NULL) {
 		pthread_barrier_wait(w->handshake);
 		pthread_barrier_wait(w->handshake);
@@ -449,7 +449,7 @@ static void *worker_main(void *arg)
  * Returns 0, or -1 if a thread failed.
  */
 static int run_jobs(const struct job *jobs, int njobs, int nthreads, int distinct,
-		    uint64_t floor_slots, double *out, double *ratio, struct worker *info)
+                    uint64_t floor_slots, double *out, double *ratio, struct worker *info)
 {
 	struct worker w[2];
 	pthread_barrier_t hs, start;
@@ -553,9 +553,9 @@ static int child_main(void)
 
 	/* Whole scopes, beside their floor, run by run. */
 	const struct job scope_jobs[] = {
-		{"floor", job_floor_scope, CTX_FLOOR, n, {0}},
-		{"startstop", job_startstop, CTX_NONE, n, {0}},
-		{"scope", job_scope, CTX_NONE, n, {0}},
+	    {"floor", job_floor_scope, CTX_FLOOR, n, {0}},
+	    {"startstop", job_startstop, CTX_NONE, n, {0}},
+	    {"scope", job_scope, CTX_NONE, n, {0}},
 	};
 	const int nscope = (int)(sizeof scope_jobs / sizeof scope_jobs[0]);
 	double res[MAX_JOBS], ratio[MAX_JOBS];
@@ -575,16 +575,16 @@ static int child_main(void)
 	/* The parts, on the real segment, beside the floor's parts. The claim
 	 * job leaves its ring consistent for the publish job after it. */
 	const struct job part_jobs[] = {
-		{"p_ticks", job_ticks, CTX_NONE, n, {0}},
-		{"p_gettime", job_gettime, CTX_NONE, n, {0}},
-		{"p_claim", job_claim, CTX_THREAD, n, {0}},
-		{"p_fill", job_fill, CTX_THREAD, n, {0}},
-		{"p_publish", job_publish, CTX_THREAD, n, {0}},
-		{"f_rdtsc", job_floor_rdtsc, CTX_NONE, n, {0}},
-		{"f_fadd", job_floor_fadd, CTX_FLOOR, n, {0}},
-		{"f_store64", job_floor_store64, CTX_FLOOR, n, {0}},
-		{"f_release", job_floor_release, CTX_FLOOR, n, {0}},
-		{"f_event", job_floor_event, CTX_FLOOR, n, {0}},
+	    {"p_ticks", job_ticks, CTX_NONE, n, {0}},
+	    {"p_gettime", job_gettime, CTX_NONE, n, {0}},
+	    {"p_claim", job_claim, CTX_THREAD, n, {0}},
+	    {"p_fill", job_fill, CTX_THREAD, n, {0}},
+	    {"p_publish", job_publish, CTX_THREAD, n, {0}},
+	    {"f_rdtsc", job_floor_rdtsc, CTX_NONE, n, {0}},
+	    {"f_fadd", job_floor_fadd, CTX_FLOOR, n, {0}},
+	    {"f_store64", job_floor_store64, CTX_FLOOR, n, {0}},
+	    {"f_release", job_floor_release, CTX_FLOOR, n, {0}},
+	    {"f_event", job_floor_event, CTX_FLOOR, n, {0}},
 	};
 	const int nparts = (int)(sizeof part_jobs / sizeof part_jobs[0]);
 	if (run_jobs(part_jobs, nparts, 1, 0, slots, res, ratio, NULL) != 0) {
@@ -642,15 +642,26 @@ static void parse_line(struct result *r, const char *line)
 		size_t off;
 	} dbl[] = {
 #define F(k, field) {k, offsetof(struct result, field)}
-		F("floor1", floor[1]), F("floor2", floor[2]),
-		F("startstop1", startstop[1]), F("startstop2", startstop[2]),
-		F("scope1", scope[1]), F("scope2", scope[2]),
-		F("r_startstop1", r_startstop[1]), F("r_startstop2", r_startstop[2]),
-		F("r_scope1", r_scope[1]), F("r_scope2", r_scope[2]),
-		F("p_ticks", p_ticks), F("p_gettime", p_gettime), F("p_claim", p_claim),
-		F("p_fill", p_fill), F("p_publish", p_publish), F("f_rdtsc", f_rdtsc),
-		F("f_fadd", f_fadd), F("f_store64", f_store64), F("f_release", f_release),
-		F("f_event", f_event),
+	    F("floor1", floor[1]),
+	    F("floor2", floor[2]),
+	    F("startstop1", startstop[1]),
+	    F("startstop2", startstop[2]),
+	    F("scope1", scope[1]),
+	    F("scope2", scope[2]),
+	    F("r_startstop1", r_startstop[1]),
+	    F("r_startstop2", r_startstop[2]),
+	    F("r_scope1", r_scope[1]),
+	    F("r_scope2", r_scope[2]),
+	    F("p_ticks", p_ticks),
+	    F("p_gettime", p_gettime),
+	    F("p_claim", p_claim),
+	    F("p_fill", p_fill),
+	    F("p_publish", p_publish),
+	    F("f_rdtsc", f_rdtsc),
+	    F("f_fadd", f_fadd),
+	    F("f_store64", f_store64),
+	    F("f_release", f_release),
+	    F("f_event", f_event),
 #undef F
 	};
 	for (size_t i = 0; i < sizeof dbl / sizeof dbl[0]; i++)
@@ -823,7 +834,7 @@ static void row_parts(const char *label, const struct result *res, size_t off)
 static void usage(void)
 {
 	fprintf(stderr, "usage: orbit-bench-scope [-n iterations] [-r runs] [-m]\n"
-			"  -m  time loops with CLOCK_MONOTONIC, not the thread's CPU time\n");
+	                "  -m  time loops with CLOCK_MONOTONIC, not the thread's CPU time\n");
 }
 
 int main(int argc, char **argv)
@@ -853,7 +864,7 @@ int main(int argc, char **argv)
 	/* The parent never traces: capture off is measured here. */
 	if (atomic_load_explicit(&orbit__capture_flag, memory_order_relaxed)) {
 		fprintf(stderr, "orbit-bench-scope: ORBIT_COLLECTOR/ORBIT_CAPTURE started a "
-				"capture; stopping it for the benchmark\n");
+		                "capture; stopping it for the benchmark\n");
 		orbit_shutdown();
 	}
 	unsetenv("ORBIT_COLLECTOR");
@@ -876,7 +887,7 @@ int main(int argc, char **argv)
 	for (size_t k = 0; k < NCONFIGS; k++)
 		if (run_child("/proc/self/exe", &g_configs[k], &res[k]) != 0)
 			fprintf(stderr, "orbit-bench-scope: the child for %s ring(s) failed\n",
-				g_configs[k].label);
+			        g_configs[k].label);
 
 	const struct result *h = res[HEADLINE].ok ? &res[HEADLINE] : NULL;
 	uint32_t clock = ORBIT__CLOCK_MONOTONIC;
@@ -913,8 +924,8 @@ int main(int argc, char **argv)
 	ROWP("publish: orbit__publish()", p_publish);
 	printf("%-36s", "sum of the four");
 	for (size_t k = 0; k < NCONFIGS; k++)
-		printf(" %14.2f", res[k].p_ticks + res[k].p_claim + res[k].p_fill +
-					  res[k].p_publish);
+		printf(" %14.2f",
+		       res[k].p_ticks + res[k].p_claim + res[k].p_fill + res[k].p_publish);
 	printf("\n");
 	ROWP("floor: rdtsc", f_rdtsc);
 	ROWP("floor: relaxed fetch_add, private", f_fadd);
@@ -934,7 +945,7 @@ int main(int argc, char **argv)
 		for (size_t k = 0; k < NCONFIGS; k++)
 			cell(res[k].ok ? res[k].floor[t] : 0, 0);
 		printf("\n%-36s", t == 1 ? "ORBIT_START+ORBIT_STOP, 1 thread"
-					 : "ORBIT_START+ORBIT_STOP, 2 threads");
+		                         : "ORBIT_START+ORBIT_STOP, 2 threads");
 		for (size_t k = 0; k < NCONFIGS; k++)
 			cell(res[k].ok ? res[k].startstop[t] : 0, res[k].r_startstop[t]);
 		printf("\n%-36s", t == 1 ? "ORBIT_SCOPE, 1 thread" : "ORBIT_SCOPE, 2 threads");
@@ -952,7 +963,7 @@ int main(int argc, char **argv)
 	for (size_t k = 0; k < NCONFIGS; k++) {
 		char b[32];
 		snprintf(b, sizeof b, "%.1f %%",
-			 res[k].claimed ? 100.0 * (double)res[k].lost / (double)res[k].claimed : 0);
+		         res[k].claimed ? 100.0 * (double)res[k].lost / (double)res[k].claimed : 0);
 		printf(" %14s", res[k].ok ? b : "-");
 	}
 	printf("\n%-36s", "agent thread busy, whole child");
@@ -963,8 +974,9 @@ int main(int argc, char **argv)
 	}
 	printf("\n%-36s", "claimed == drained + lost");
 	for (size_t k = 0; k < NCONFIGS; k++)
-		printf(" %14s", !res[k].ok ? "-"
-			       : res[k].claimed == res[k].drained + res[k].lost ? "yes" : "NO");
+		printf(" %14s", !res[k].ok                                       ? "-"
+		                : res[k].claimed == res[k].drained + res[k].lost ? "yes"
+		                                                                 : "NO");
 	printf("\n");
 
 	printf("\nCapture off (orbit_init() never called), ns per macro, %ld iterations\n",

@@ -43,8 +43,8 @@ void orbit__capfile_sanitize(const char *in, char *out, size_t outlen)
 		snprintf(out, outlen, "unknown");
 }
 
-static int capfile_name(char *out, size_t outlen, const char *safe, uint32_t pid,
-			const char *stamp, unsigned suffix)
+static int capfile_name(char *out, size_t outlen, const char *safe, uint32_t pid, const char *stamp,
+                        unsigned suffix)
 {
 	int n;
 
@@ -56,7 +56,7 @@ static int capfile_name(char *out, size_t outlen, const char *safe, uint32_t pid
 }
 
 int orbit__capfile_create(int dirfd, const char *process_name, uint32_t pid, int64_t when,
-			  struct orbit_capture_file *f)
+                          struct orbit_capture_file *f)
 {
 	char safe[ORBIT_COLLECTOR_NAME_MAX + 1], stamp[32];
 	time_t t = (time_t)when;
@@ -70,8 +70,8 @@ int orbit__capfile_create(int dirfd, const char *process_name, uint32_t pid, int
 
 		if (err)
 			return err;
-		int fd = openat(dirfd, f->name, O_WRONLY | O_CREAT | O_EXCL | O_CLOEXEC | O_NOFOLLOW,
-				0644);
+		int fd = openat(dirfd, f->name,
+		                O_WRONLY | O_CREAT | O_EXCL | O_CLOEXEC | O_NOFOLLOW, 0644);
 		if (fd >= 0) {
 			f->fd = fd;
 			f->size = 0;

@@ -65,9 +65,9 @@ static void status_show(struct orbit_collector *c, uint64_t now)
 	c->status_bytes = c->bytes;
 	if (!c->tty || c->opt.quiet)
 		return;
-	fprintf(stderr, "\r%u connection%s, %.1f MB/s, %" PRIu64 " frames, %" PRIu64
-		" events lost\033[K", c->nconns, c->nconns == 1 ? "" : "s", mbs, c->frames,
-		conns_lost(c));
+	fprintf(stderr,
+	        "\r%u connection%s, %.1f MB/s, %" PRIu64 " frames, %" PRIu64 " events lost\033[K",
+	        c->nconns, c->nconns == 1 ? "" : "s", mbs, c->frames, conns_lost(c));
 	c->status_shown = 1;
 }
 
@@ -143,7 +143,7 @@ static void on_connection(uv_stream_t *server, int status)
 		sockaddr_text(&ss, k->peer, sizeof k->peer);
 	if (c->nconns >= c->opt.max_connections) {
 		orbit__log(c, 1, "%s: refused: %u connections already open (--max-connections)",
-			   k->peer, c->nconns);
+		           k->peer, c->nconns);
 		uv_close((uv_handle_t *)&k->tcp, on_refused_closed);
 		return;
 	}
@@ -188,8 +188,8 @@ static void on_signal(uv_signal_t *s, int signum)
 		exit(1);
 	}
 	c->stopping = 1;
-	orbit__log(c, 0, "%s: stopping; finishing %u connection%s", strsignal(signum),
-		   c->nconns, c->nconns == 1 ? "" : "s");
+	orbit__log(c, 0, "%s: stopping; finishing %u connection%s", strsignal(signum), c->nconns,
+	           c->nconns == 1 ? "" : "s");
 	if (c->listening) {
 		uv_close((uv_handle_t *)&c->server, NULL);
 		c->listening = 0;
@@ -209,7 +209,7 @@ static int token_load(struct orbit_collector *c, const char *path)
 
 	if (fd < 0) {
 		fprintf(stderr, "orbit-collector: %s: cannot open the token file: %s\n", path,
-			strerror(errno));
+		        strerror(errno));
 		return -1;
 	}
 	while (n < sizeof buf) {
@@ -218,7 +218,7 @@ static int token_load(struct orbit_collector *c, const char *path)
 			continue;
 		if (r < 0) {
 			fprintf(stderr, "orbit-collector: %s: cannot read the token file: %s\n",
-				path, strerror(errno));
+			        path, strerror(errno));
 			close(fd);
 			return -1;
 		}
@@ -229,7 +229,7 @@ static int token_load(struct orbit_collector *c, const char *path)
 	close(fd);
 	if (n > ORBIT_COLLECTOR_TOKEN_MAX) {
 		fprintf(stderr, "orbit-collector: %s: token file over %u bytes\n", path,
-			ORBIT_COLLECTOR_TOKEN_MAX);
+		        ORBIT_COLLECTOR_TOKEN_MAX);
 		return -1;
 	}
 	if (n > 0 && buf[n - 1] == '\n')
@@ -258,13 +258,13 @@ static int dir_open(struct orbit_collector *c)
 		c->dir[--n] = '\0';
 	if (mkdir(c->dir, 0755) != 0 && errno != EEXIST) {
 		fprintf(stderr, "orbit-collector: %s: cannot create the directory: %s\n", c->dir,
-			strerror(errno));
+		        strerror(errno));
 		return -1;
 	}
 	c->dirfd = open(c->dir, O_RDONLY | O_DIRECTORY | O_CLOEXEC);
 	if (c->dirfd < 0 || access(c->dir, W_OK | X_OK) != 0) {
 		fprintf(stderr, "orbit-collector: %s: cannot write capture files there: %s\n",
-			c->dir, strerror(errno));
+		        c->dir, strerror(errno));
 		return -1;
 	}
 	return 0;
@@ -280,9 +280,11 @@ static void nofile_raise(struct orbit_collector *c)
 		return;
 	r.rlim_cur = r.rlim_max != RLIM_INFINITY && r.rlim_max < want ? r.rlim_max : want;
 	if (setrlimit(RLIMIT_NOFILE, &r) != 0 || r.rlim_cur < want)
-		orbit__log(c, 1, "warning: open files limited to %llu; --max-connections %u needs "
-			   "about %llu (ulimit -n)", (unsigned long long)r.rlim_cur,
-			   c->opt.max_connections, (unsigned long long)want);
+		orbit__log(c, 1,
+		           "warning: open files limited to %llu; --max-connections %u needs "
+		           "about %llu (ulimit -n)",
+		           (unsigned long long)r.rlim_cur, c->opt.max_connections,
+		           (unsigned long long)want);
 }
 
 static int bind_first(struct orbit_collector *c, const struct addrinfo *ai)
@@ -306,21 +308,21 @@ static int listen_start(struct orbit_collector *c)
 {
 	char host[256], port[8], where[80];
 	const char *why;
-	struct addrinfo hints = { .ai_family = AF_UNSPEC, .ai_socktype = SOCK_STREAM,
-				  .ai_flags = AI_NUMERICSERV };
+	struct addrinfo hints = {
+	    .ai_family = AF_UNSPEC, .ai_socktype = SOCK_STREAM, .ai_flags = AI_NUMERICSERV};
 	uv_getaddrinfo_t req;
 	struct sockaddr_storage ss;
 	int len = sizeof ss;
 
 	if (orbit__collector_split_listen(c->opt.listen, host, sizeof host, port, sizeof port,
-					  &why) != 0) {
+	                                  &why) != 0) {
 		fprintf(stderr, "orbit-collector: --listen '%s': %s\n", c->opt.listen, why);
 		return -1;
 	}
 	int err = uv_getaddrinfo(&c->loop, &req, NULL, host, port, &hints);
 	if (err) {
 		fprintf(stderr, "orbit-collector: --listen '%s': cannot resolve %s: %s\n",
-			c->opt.listen, host, uv_strerror(err));
+		        c->opt.listen, host, uv_strerror(err));
 		return -1;
 	}
 	c->server.data = c;
@@ -328,7 +330,7 @@ static int listen_start(struct orbit_collector *c)
 	uv_freeaddrinfo(req.addrinfo);
 	if (err) {
 		fprintf(stderr, "orbit-collector: cannot listen on %s: %s\n", c->opt.listen,
-			uv_strerror(err));
+		        uv_strerror(err));
 		return -1;
 	}
 	c->server.data = c;
@@ -343,8 +345,8 @@ static int listen_start(struct orbit_collector *c)
 static uint64_t tick_interval(const struct orbit_collector_options *o)
 {
 	uint64_t t = STATUS_INTERVAL_MS;
-	const uint64_t limits[] = { o->handshake_timeout_ms, o->frame_timeout_ms,
-				    o->idle_timeout_ms };
+	const uint64_t limits[] = {o->handshake_timeout_ms, o->frame_timeout_ms,
+	                           o->idle_timeout_ms};
 
 	for (size_t i = 0; i < 3; i++)
 		if (limits[i] && limits[i] / 4 < t)
@@ -372,7 +374,7 @@ static int setup(struct orbit_collector *c)
 	uv_timer_start(&c->tick, on_tick, t, t);
 	c->status_ms = uv_now(&c->loop);
 	orbit__log(c, 0, "writing captures to %s%s", c->dir,
-		   c->token_len ? " (token required)" : "");
+	           c->token_len ? " (token required)" : "");
 	return 0;
 }
 
@@ -390,15 +392,15 @@ int main(int argc, char **argv)
 	r = uv_loop_init(&c.loop);
 	if (r) {
 		fprintf(stderr, "orbit-collector: cannot start the event loop: %s\n",
-			uv_strerror(r));
+		        uv_strerror(r));
 		return 1;
 	}
 	if (setup(&c) != 0)
 		return 1;
 	uv_run(&c.loop, UV_RUN_DEFAULT);
 	status_clear(&c);
-	orbit__log(&c, 0, "stopped: %" PRIu64 " frames, %" PRIu64 " bytes written",
-		   c.frames, c.bytes);
+	orbit__log(&c, 0, "stopped: %" PRIu64 " frames, %" PRIu64 " bytes written", c.frames,
+	           c.bytes);
 	orbit__frame_scratch_free(&c.scratch);
 	close(c.dirfd);
 	uv_loop_close(&c.loop);

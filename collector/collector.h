@@ -39,7 +39,7 @@
 #define ORBIT_COLLECTOR_READ_CHUNK (64u << 10)
 #define ORBIT_COLLECTOR_BUF_MAX (ORBIT_FRAME_MAX_COMPRESSED + ORBIT_COLLECTOR_READ_CHUNK)
 #define ORBIT_COLLECTOR_TOKEN_MAX 4096u
-#define ORBIT_COLLECTOR_NAME_MAX 64u  /* bytes of a process name in a file name */
+#define ORBIT_COLLECTOR_NAME_MAX 64u     /* bytes of a process name in a file name */
 #define ORBIT_COLLECTOR_PAGE_RINGS 4096u /* page rings whose loss is tracked */
 
 struct orbit_collector_options {
@@ -58,13 +58,13 @@ struct orbit_collector_options {
 int orbit__collector_parse_args(int argc, char **argv, struct orbit_collector_options *o);
 /* Splits HOST:PORT / [V6]:PORT; 0 or -EINVAL (with *why). */
 int orbit__collector_split_listen(const char *s, char *host, size_t hostlen, char *port,
-				  size_t portlen, const char **why);
+                                  size_t portlen, const char **why);
 
 /* One capture file. */
 struct orbit_capture_file {
-	int fd;                  /* -1 when none is open */
-	char name[160];          /* inside the directory */
-	uint64_t size;           /* bytes of complete frames written */
+	int fd;         /* -1 when none is open */
+	char name[160]; /* inside the directory */
+	uint64_t size;  /* bytes of complete frames written */
 	uint64_t frames;
 };
 
@@ -72,33 +72,33 @@ struct orbit_capture_file {
 void orbit__capfile_sanitize(const char *in, char *out, size_t outlen);
 /* Creates DIR/<name>-<pid>-<UTC time>[-N].orbit.zst with O_EXCL; 0 or -errno. */
 int orbit__capfile_create(int dirfd, const char *process_name, uint32_t pid, int64_t when,
-			  struct orbit_capture_file *f);
+                          struct orbit_capture_file *f);
 
 struct orbit_collector;
 
 struct orbit_conn {
-	uv_tcp_t tcp;      /* tcp.data points back here */
-	uv_fs_t req;       /* the one file request in flight (write or fsync) */
+	uv_tcp_t tcp; /* tcp.data points back here */
+	uv_fs_t req;  /* the one file request in flight (write or fsync) */
 	struct orbit_collector *c;
 	struct orbit_conn *prev, *next;
-	char peer[64];     /* "1.2.3.4:5" or "[::1]:5" */
+	char peer[64]; /* "1.2.3.4:5" or "[::1]:5" */
 
-	uint8_t *buf;      /* bytes received, not yet written: [0, len) */
+	uint8_t *buf; /* bytes received, not yet written: [0, len) */
 	size_t len, cap;
 	uint64_t stream_off; /* stream offset of buf[0] */
 
 	size_t wlen, wdone; /* the write in flight: buf[0, wlen), wdone written */
 	uint32_t wframes;
 	int writing;
-	int handshaken;    /* the handshake frame was accepted: file open */
-	int closing;       /* conn_close ran: no more reads */
+	int handshaken; /* the handshake frame was accepted: file open */
+	int closing;    /* conn_close ran: no more reads */
 	int tcp_closed, finishing, finished;
-	int failed;        /* a bad frame was seen: close once the write is done */
-	int error;         /* the closing line is an error, not info */
-	int ended;         /* an EndOfStream packet arrived */
-	int refusing;      /* told the agent why; draining its bytes until it hangs up */
+	int failed;   /* a bad frame was seen: close once the write is done */
+	int error;    /* the closing line is an error, not info */
+	int ended;    /* an EndOfStream packet arrived */
+	int refusing; /* told the agent why; draining its bytes until it hangs up */
 	uint64_t refused_ms;
-	char reason[224];  /* why the connection is closed */
+	char reason[224]; /* why the connection is closed */
 	char file_error[224];
 
 	uint64_t accepted_ms, last_byte_ms, partial_since_ms;
@@ -116,31 +116,31 @@ struct orbit_collector {
 	uv_signal_t sigint, sigterm;
 	uv_timer_t tick;
 	struct orbit_collector_options opt;
-	char dir[4096];      /* for messages, without trailing '/' */
+	char dir[4096]; /* for messages, without trailing '/' */
 	int dirfd;
 	uint8_t token[ORBIT_COLLECTOR_TOKEN_MAX];
-	size_t token_len;    /* 0: no token asked */
+	size_t token_len; /* 0: no token asked */
 	struct orbit_frame_scratch scratch;
 
 	struct orbit_conn *conns;
 	unsigned nconns;
 	int listening, stopping, tty, status_shown;
 
-	uint64_t bytes, frames;      /* written to files, all connections */
-	uint64_t lost_closed;        /* loss reported by closed connections */
+	uint64_t bytes, frames; /* written to files, all connections */
+	uint64_t lost_closed;   /* loss reported by closed connections */
 	uint64_t status_ms, status_bytes;
 };
 
 /* Log lines on stderr: info (silenced by --quiet) and errors. */
 void orbit__log(struct orbit_collector *c, int error, const char *fmt, ...)
-	__attribute__((format(printf, 3, 4)));
+    __attribute__((format(printf, 3, 4)));
 
 /* A connection was accepted into k (linked, reading not started). */
 void orbit__conn_start(struct orbit_conn *k);
 /* Closes k: after the write in flight, fsync and close its file. reason is
  * NULL for an orderly end. */
 void orbit__conn_close(struct orbit_conn *k, int error, const char *fmt, ...)
-	__attribute__((format(printf, 3, 4)));
+    __attribute__((format(printf, 3, 4)));
 /* Timeouts; called by the periodic timer. */
 void orbit__conn_tick(struct orbit_conn *k, uint64_t now);
 /* The collector is stopping: finish what is whole, then close. */

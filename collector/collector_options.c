@@ -11,32 +11,32 @@
 #endif
 
 static const char usage[] =
-	"usage: orbit-collector [--listen HOST:PORT] [--dir DIR] [--token-file FILE]\n"
-	"                       [--max-connections N] [--quiet] [--help]\n"
-	"\n"
-	"Receives Orbit agents' streams over TCP and writes one capture file per\n"
-	"connection: DIR/<process>-<pid>-<UTC time>.orbit.zst (a plain zstd stream).\n"
-	"\n"
-	"  --listen HOST:PORT     address to listen on (default 127.0.0.1:7411);\n"
-	"                         IPv6 as [::1]:7411; port 0 picks a free port.\n"
-	"                         The first line on stdout is 'listening on HOST:PORT'.\n"
-	"  --dir DIR              where capture files go (default .; created if missing)\n"
-	"  --token-file FILE      accept only agents whose handshake carries this token\n"
-	"                         (the file's bytes, one trailing newline stripped)\n"
-	"  --max-connections N    connections served at once (default 256); more are\n"
-	"                         accepted and closed at once\n"
-	"  --handshake-timeout-ms N  a new connection must complete its handshake\n"
-	"                         within N ms (default 10000; 0: no limit)\n"
-	"  --frame-timeout-ms N   a frame whose first bytes arrived must be complete\n"
-	"                         within N ms (default 30000; 0: no limit)\n"
-	"  --idle-timeout-ms N    close a connection that sent nothing for N ms\n"
-	"                         (default 300000; 0: no limit)\n"
-	"  -q, --quiet            no info lines and no status line; errors still shown\n"
-	"  -h, --help             this text\n"
-	"      --version          the version\n"
-	"\n"
-	"SIGINT or SIGTERM: stop accepting, write the frames already received whole,\n"
-	"fsync and close every file, exit 0. See docs/collector.md.\n";
+    "usage: orbit-collector [--listen HOST:PORT] [--dir DIR] [--token-file FILE]\n"
+    "                       [--max-connections N] [--quiet] [--help]\n"
+    "\n"
+    "Receives Orbit agents' streams over TCP and writes one capture file per\n"
+    "connection: DIR/<process>-<pid>-<UTC time>.orbit.zst (a plain zstd stream).\n"
+    "\n"
+    "  --listen HOST:PORT     address to listen on (default 127.0.0.1:7411);\n"
+    "                         IPv6 as [::1]:7411; port 0 picks a free port.\n"
+    "                         The first line on stdout is 'listening on HOST:PORT'.\n"
+    "  --dir DIR              where capture files go (default .; created if missing)\n"
+    "  --token-file FILE      accept only agents whose handshake carries this token\n"
+    "                         (the file's bytes, one trailing newline stripped)\n"
+    "  --max-connections N    connections served at once (default 256); more are\n"
+    "                         accepted and closed at once\n"
+    "  --handshake-timeout-ms N  a new connection must complete its handshake\n"
+    "                         within N ms (default 10000; 0: no limit)\n"
+    "  --frame-timeout-ms N   a frame whose first bytes arrived must be complete\n"
+    "                         within N ms (default 30000; 0: no limit)\n"
+    "  --idle-timeout-ms N    close a connection that sent nothing for N ms\n"
+    "                         (default 300000; 0: no limit)\n"
+    "  -q, --quiet            no info lines and no status line; errors still shown\n"
+    "  -h, --help             this text\n"
+    "      --version          the version\n"
+    "\n"
+    "SIGINT or SIGTERM: stop accepting, write the frames already received whole,\n"
+    "fsync and close every file, exit 0. See docs/collector.md.\n";
 
 static int bad(const char *opt, const char *value, const char *what)
 {
@@ -62,7 +62,7 @@ static int parse_u64(const char *s, uint64_t max, uint64_t *out)
 }
 
 int orbit__collector_split_listen(const char *s, char *host, size_t hostlen, char *port,
-				  size_t portlen, const char **why)
+                                  size_t portlen, const char **why)
 {
 	const char *h = s, *colon;
 	size_t hl;
@@ -139,9 +139,13 @@ static int parse_timeout(const char *name, const char *v, uint64_t *out)
 static int parse_one(int argc, char **argv, int *i, struct orbit_collector_options *o)
 {
 	const char *arg = argv[*i], *v;
-	static const char *const valued[] = { "--listen", "--dir", "--token-file",
-					      "--max-connections", "--handshake-timeout-ms",
-					      "--frame-timeout-ms", "--idle-timeout-ms" };
+	static const char *const valued[] = {"--listen",
+	                                     "--dir",
+	                                     "--token-file",
+	                                     "--max-connections",
+	                                     "--handshake-timeout-ms",
+	                                     "--frame-timeout-ms",
+	                                     "--idle-timeout-ms"};
 
 	for (size_t n = 0; n < sizeof valued / sizeof valued[0]; n++) {
 		const char *name = valued[n];
@@ -154,7 +158,7 @@ static int parse_one(int argc, char **argv, int *i, struct orbit_collector_optio
 			char host[256], port[8];
 			const char *why;
 			if (orbit__collector_split_listen(v, host, sizeof host, port, sizeof port,
-							  &why) != 0)
+			                                  &why) != 0)
 				return bad(name, v, why);
 			o->listen = v;
 		} else if (n == 1) {
@@ -169,8 +173,9 @@ static int parse_one(int argc, char **argv, int *i, struct orbit_collector_optio
 				return bad(name, v, "expected a number from 1 to 1000000");
 			o->max_connections = (unsigned)m;
 		} else {
-			uint64_t *t = n == 4 ? &o->handshake_timeout_ms :
-				      n == 5 ? &o->frame_timeout_ms : &o->idle_timeout_ms;
+			uint64_t *t = n == 4   ? &o->handshake_timeout_ms
+			              : n == 5 ? &o->frame_timeout_ms
+			                       : &o->idle_timeout_ms;
 			return parse_timeout(name, v, t);
 		}
 		return 0;

@@ -72,11 +72,11 @@ static int token_ok(const struct orbit_collector *c, const ProtobufCBinaryData *
 }
 
 static int handshake_check(struct orbit_conn *k, const Orbit__Packet *p, uint32_t packets,
-			   char *why, size_t n)
+                           char *why, size_t n)
 {
 	if (p->body_case != ORBIT__PACKET__BODY_HANDSHAKE) {
 		snprintf(why, n, "the first packet is not a handshake (packet type %d)",
-			 (int)p->body_case);
+		         (int)p->body_case);
 		return -EPROTO;
 	}
 	if (packets != 1) {
@@ -86,7 +86,7 @@ static int handshake_check(struct orbit_conn *k, const Orbit__Packet *p, uint32_
 	const Orbit__Handshake *h = p->handshake;
 	if (h->protocol_version != ORBIT_PROTOCOL_VERSION) {
 		snprintf(why, n, "protocol version %" PRIu32 ", this collector speaks %u",
-			 h->protocol_version, ORBIT_PROTOCOL_VERSION);
+		         h->protocol_version, ORBIT_PROTOCOL_VERSION);
 		return -EPROTO;
 	}
 	if (orbit__packet_validate(p) != 0) {
@@ -103,8 +103,8 @@ static int handshake_check(struct orbit_conn *k, const Orbit__Packet *p, uint32_
 static int handshake_accept(struct orbit_conn *k, const Orbit__Handshake *h, char *why, size_t n)
 {
 	struct orbit_collector *c = k->c;
-	int err = orbit__capfile_create(c->dirfd, h->process_name, h->pid, (int64_t)time(NULL),
-					&k->file);
+	int err =
+	    orbit__capfile_create(c->dirfd, h->process_name, h->pid, (int64_t)time(NULL), &k->file);
 
 	if (err) {
 		snprintf(k->file_error, sizeof k->file_error, "cannot create: %s", strerror(-err));
@@ -119,7 +119,7 @@ static int handshake_accept(struct orbit_conn *k, const Orbit__Handshake *h, cha
 
 /* Latest cumulative loss of one ring; keeps k->lost the sum over rings. */
 static void loss_update(uint64_t **table, size_t rings, uint32_t ring, uint64_t value,
-			uint64_t *total)
+                        uint64_t *total)
 {
 	if (ring >= rings)
 		return;
@@ -134,11 +134,11 @@ static void packet_account(struct orbit_conn *k, const Orbit__Packet *p)
 	if (p->body_case == ORBIT__PACKET__BODY_LOSS) {
 		const Orbit__Loss *l = p->loss;
 		loss_update(&k->ring_loss, ORBIT_MAX_RINGS, l->ring,
-			    l->lapped + l->writer_gone + l->backstop + l->unsent + l->at_end,
-			    &k->lost);
+		            l->lapped + l->writer_gone + l->backstop + l->unsent + l->at_end,
+		            &k->lost);
 	} else if (p->body_case == ORBIT__PACKET__BODY_PAGE_LOSS) {
 		loss_update(&k->page_loss, ORBIT_COLLECTOR_PAGE_RINGS, p->page_loss->ring,
-			    p->page_loss->records + p->page_loss->unsent, &k->lost);
+		            p->page_loss->records + p->page_loss->unsent, &k->lost);
 	} else if (p->body_case == ORBIT__PACKET__BODY_END) {
 		k->ended = 1;
 	}
@@ -164,7 +164,7 @@ static int packets_check(struct orbit_conn *k, char *why, size_t n)
 
 		if (p == NULL || p->body_case == ORBIT__PACKET__BODY__NOT_SET) {
 			snprintf(why, n, "packet %" PRIu32 ": %s", i,
-				 orbit__frame_strerror(ORBIT_FRAME_EPACKET));
+			         orbit__frame_strerror(ORBIT_FRAME_EPACKET));
 			err = ORBIT_FRAME_EPACKET;
 		} else if (!k->handshaken) {
 			err = handshake_check(k, p, count, why, n);
@@ -175,7 +175,7 @@ static int packets_check(struct orbit_conn *k, char *why, size_t n)
 			err = -EPROTO;
 		} else if (orbit__packet_validate(p) != 0) {
 			snprintf(why, n, "packet %" PRIu32 " (type %d): fields out of bounds", i,
-				 (int)p->body_case);
+			         (int)p->body_case);
 			err = -EINVAL;
 		} else {
 			packet_account(k, p);
@@ -186,8 +186,7 @@ static int packets_check(struct orbit_conn *k, char *why, size_t n)
 	return err; /* an empty frame later in the stream is harmless */
 }
 
-static int frame_check(struct orbit_conn *k, const uint8_t *frame, size_t len, char *why,
-		       size_t n)
+static int frame_check(struct orbit_conn *k, const uint8_t *frame, size_t len, char *why, size_t n)
 {
 	struct orbit_frame_scratch *s = &k->c->scratch;
 	int err = orbit__frame_decompress(s, frame, len);
@@ -224,8 +223,8 @@ static void write_failed(struct orbit_conn *k, int err)
 	k->c->frames += frames;
 	if (ftruncate(k->file.fd, (off_t)k->file.size) != 0)
 		snprintf(extra, sizeof extra, " (and cutting it back failed: %s)", strerror(errno));
-	snprintf(k->file_error, sizeof k->file_error, "write failed at byte %" PRIu64 ": %s%s",
-		 at, uv_strerror(err), extra);
+	snprintf(k->file_error, sizeof k->file_error, "write failed at byte %" PRIu64 ": %s%s", at,
+	         uv_strerror(err), extra);
 	k->writing = 0;
 	orbit__conn_close(k, 1, "capture file error");
 }
@@ -234,7 +233,7 @@ static void write_submit(struct orbit_conn *k)
 {
 	uv_buf_t b = uv_buf_init((char *)k->buf + k->wdone, (unsigned)(k->wlen - k->wdone));
 	int err = uv_fs_write(&k->c->loop, &k->req, k->file.fd, &b, 1,
-			      (int64_t)(k->file.size + k->wdone), on_written);
+	                      (int64_t)(k->file.size + k->wdone), on_written);
 
 	if (err < 0)
 		write_failed(k, err);
@@ -344,8 +343,8 @@ static void conn_process(struct orbit_conn *k)
 			k->error = 1;
 			if (k->handshaken)
 				snprintf(k->reason, sizeof k->reason,
-					 "frame at stream byte %" PRIu64 ": %s", k->stream_off + off,
-					 why);
+				         "frame at stream byte %" PRIu64 ": %s",
+				         k->stream_off + off, why);
 			else
 				snprintf(k->reason, sizeof k->reason, "%s", why);
 			break;
@@ -388,9 +387,9 @@ static void on_eof(struct orbit_conn *k, ssize_t status)
 	if (status == UV_ENOBUFS)
 		orbit__conn_close(k, 1, "out of memory for its input");
 	else if (partial > 0)
-		orbit__conn_close(k, 1, "%s inside a frame at stream byte %" PRIu64
-				  " (%zu bytes of it dropped)", how,
-				  k->stream_off + (k->len - partial), partial);
+		orbit__conn_close(
+		    k, 1, "%s inside a frame at stream byte %" PRIu64 " (%zu bytes of it dropped)",
+		    how, k->stream_off + (k->len - partial), partial);
 	else if (!k->handshaken)
 		orbit__conn_close(k, 0, "%s before a handshake", how);
 	else if (status == UV_EOF)
@@ -449,19 +448,21 @@ static void conn_report(struct orbit_conn *k)
 	char file[sizeof k->c->dir + 512] = "";
 
 	if (k->handshaken)
-		snprintf(file, sizeof file, "%s/%s: %" PRIu64 " frames, %" PRIu64 " bytes, %" PRIu64
-			 " events lost%s", c->dir, k->file.name, k->file.frames, k->file.size,
-			 k->lost, k->ended ? ", end of stream" : "");
+		snprintf(file, sizeof file,
+		         "%s/%s: %" PRIu64 " frames, %" PRIu64 " bytes, %" PRIu64 " events lost%s",
+		         c->dir, k->file.name, k->file.frames, k->file.size, k->lost,
+		         k->ended ? ", end of stream" : "");
 	if (!k->handshaken && k->file_error[0] != '\0')
 		orbit__log(c, 1, "%s/%s: %s; refused %s", c->dir, k->file.name, k->file_error,
-			   k->peer);
+		           k->peer);
 	else if (!k->handshaken)
 		orbit__log(c, k->error, "%s: %s%s", k->peer, k->error ? "refused: " : "",
-			   k->reason[0] ? k->reason : "closed before a handshake");
+		           k->reason[0] ? k->reason : "closed before a handshake");
 	else if (k->file_error[0] != '\0')
-		orbit__log(c, 1, "%s/%s: %s; closed %s, %" PRIu64 " complete frames (%" PRIu64
-			   " bytes) kept", c->dir, k->file.name, k->file_error, k->peer,
-			   k->file.frames, k->file.size);
+		orbit__log(
+		    c, 1,
+		    "%s/%s: %s; closed %s, %" PRIu64 " complete frames (%" PRIu64 " bytes) kept",
+		    c->dir, k->file.name, k->file_error, k->peer, k->file.frames, k->file.size);
 	else if (k->reason[0] != '\0')
 		orbit__log(c, k->error, "%s: closed (%s); %s", k->peer, k->reason, file);
 	else
@@ -488,7 +489,7 @@ static void on_fsynced(uv_fs_t *req)
 	uv_fs_req_cleanup(req);
 	if (r < 0 && k->file_error[0] == '\0')
 		snprintf(k->file_error, sizeof k->file_error, "fsync failed: %s",
-			 uv_strerror((int)r));
+		         uv_strerror((int)r));
 	if (close(k->file.fd) != 0 && k->file_error[0] == '\0')
 		snprintf(k->file_error, sizeof k->file_error, "close failed: %s", strerror(errno));
 	k->file.fd = -1;
@@ -565,12 +566,13 @@ void orbit__conn_tick(struct orbit_conn *k, uint64_t now)
 	if (!k->handshaken && o->handshake_timeout_ms &&
 	    now - k->accepted_ms >= o->handshake_timeout_ms)
 		orbit__conn_close(k, 1, "no handshake within %" PRIu64 " ms (%zu bytes received)",
-				  o->handshake_timeout_ms, k->len);
+		                  o->handshake_timeout_ms, k->len);
 	else if (k->len > 0 && o->frame_timeout_ms &&
-		 now - k->partial_since_ms >= o->frame_timeout_ms)
-		orbit__conn_close(k, 1, "frame at stream byte %" PRIu64 " incomplete after %" PRIu64
-				  " ms (%zu bytes of it received)", k->stream_off,
-				  o->frame_timeout_ms, k->len);
+	         now - k->partial_since_ms >= o->frame_timeout_ms)
+		orbit__conn_close(k, 1,
+		                  "frame at stream byte %" PRIu64 " incomplete after %" PRIu64
+		                  " ms (%zu bytes of it received)",
+		                  k->stream_off, o->frame_timeout_ms, k->len);
 	else if (o->idle_timeout_ms && now - k->last_byte_ms >= o->idle_timeout_ms)
 		orbit__conn_close(k, 1, "idle for %" PRIu64 " ms", o->idle_timeout_ms);
 	else if (k->len == 0 && k->buf != NULL && now - k->last_byte_ms >= IDLE_BUF_MS) {

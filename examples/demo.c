@@ -94,10 +94,12 @@ int main(int argc, char **argv)
 			frames = atoi(argv[++i]);
 		else {
 			int help = strcmp(argv[i], "--help") == 0;
-			fprintf(help ? stdout : stderr,
-				"usage: %s [--threads N] [--frames N]\n"
-				"An instrumented program; traced when ORBIT_COLLECTOR=host:port or\n"
-				"ORBIT_CAPTURE=file is set.\n", argv[0]);
+			fprintf(
+			    help ? stdout : stderr,
+			    "usage: %s [--threads N] [--frames N]\n"
+			    "An instrumented program; traced when ORBIT_COLLECTOR=host:port or\n"
+			    "ORBIT_CAPTURE=file is set.\n",
+			    argv[0]);
 			return help ? 0 : 1;
 		}
 	}

@@ -87,9 +87,8 @@ static void on_event(void *ctx, const struct orbit_event *ev)
 		return;
 	}
 	int i = 0;
-	while (i < seen.nrows &&
-	       (strlen(seen.rows[i].name) != ev->name_len ||
-		memcmp(seen.rows[i].name, ev->name, ev->name_len) != 0))
+	while (i < seen.nrows && (strlen(seen.rows[i].name) != ev->name_len ||
+	                          memcmp(seen.rows[i].name, ev->name, ev->name_len) != 0))
 		i++;
 	if (i == seen.nrows) {
 		if (seen.nrows == 32 || ev->name_len >= sizeof seen.rows[0].name)
@@ -129,7 +128,7 @@ int main(int argc, char **argv)
 	}
 	if (threads < 1 || threads > 64 || iterations < 1) {
 		fprintf(stderr, "%s: --threads takes 1..64, --iterations a positive number\n",
-			argv[0]);
+		        argv[0]);
 		return 1;
 	}
 	seen.rc = orbit__reconstruct_new(on_event, NULL);

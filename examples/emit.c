@@ -54,8 +54,9 @@ static void *worker(void *arg)
 			if (due > now + 100000) {
 				struct timespec ts = {0, (long)(due - now)};
 				if (due - now >= 1000000000ull)
-					ts = (struct timespec){(time_t)((due - now) / 1000000000ull),
-							       (long)((due - now) % 1000000000ull)};
+					ts =
+					    (struct timespec){(time_t)((due - now) / 1000000000ull),
+					                      (long)((due - now) % 1000000000ull)};
 				nanosleep(&ts, NULL);
 			}
 		}
@@ -76,10 +77,12 @@ int main(int argc, char **argv)
 			rate = atof(argv[++i]) / 5.0;
 		else {
 			int help = strcmp(argv[i], "--help") == 0;
-			fprintf(help ? stdout : stderr,
-				"usage: %s [--threads N] [--iterations N] [--rate EVENTS_PER_S]\n"
-				"Emits 5 events per iteration per thread; traced when ORBIT_COLLECTOR\n"
-				"or ORBIT_CAPTURE is set.\n", argv[0]);
+			fprintf(
+			    help ? stdout : stderr,
+			    "usage: %s [--threads N] [--iterations N] [--rate EVENTS_PER_S]\n"
+			    "Emits 5 events per iteration per thread; traced when ORBIT_COLLECTOR\n"
+			    "or ORBIT_CAPTURE is set.\n",
+			    argv[0]);
 			return help ? 0 : 1;
 		}
 	}

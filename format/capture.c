@@ -9,7 +9,7 @@
 void orbit__batch_encode(const uint8_t *records, uint32_t n, uint8_t *out)
 {
 	uint8_t *times = out, *ids = out + (size_t)n * 8, *metas = out + (size_t)n * 16,
-		*names = out + (size_t)n * 24;
+	        *names = out + (size_t)n * 24;
 	uint64_t prev_time = 0, prev_id = 0;
 	for (uint32_t i = 0; i < n; i++) {
 		const uint8_t *r = records + (size_t)i * ORBIT_RECORD_SIZE;
@@ -41,7 +41,7 @@ size_t orbit__batch_packet_size(uint32_t ring, uint64_t first, uint32_t n)
 }
 
 size_t orbit__batch_packet_write(uint8_t *out, uint32_t ring, uint64_t first,
-				 const uint8_t *records, uint32_t n)
+                                 const uint8_t *records, uint32_t n)
 {
 	size_t bytes = (size_t)n * ORBIT_RECORD_SIZE, o = 0;
 	out[o++] = 0x12;
@@ -70,7 +70,7 @@ int orbit__batch_decode(const Orbit__RingBatch *b, uint8_t *records)
 		return 0;
 	const uint8_t *in = b->records.data;
 	const uint8_t *times = in, *ids = in + (size_t)n * 8, *metas = in + (size_t)n * 16,
-		      *names = in + (size_t)n * 24;
+	              *names = in + (size_t)n * 24;
 	uint64_t time = 0, id = 0;
 	for (uint32_t i = 0; i < n; i++) {
 		uint8_t *r = records + (size_t)i * ORBIT_RECORD_SIZE;
@@ -107,8 +107,8 @@ int orbit__packet_validate(const Orbit__Packet *p)
 	}
 	case ORBIT__PACKET__BODY_FTRACE_PAGE:
 		return p->ftrace_page->page.len >= 16 && p->ftrace_page->page.len <= (1u << 20)
-			       ? 0
-			       : -EINVAL;
+		           ? 0
+		           : -EINVAL;
 	case ORBIT__PACKET__BODY_LOSS:
 		return p->loss->ring < ORBIT_MAX_RINGS ? 0 : -EINVAL;
 	case ORBIT__PACKET__BODY_END:

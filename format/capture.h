@@ -28,7 +28,7 @@ void orbit__batch_encode(const uint8_t *records, uint32_t n, uint8_t *out);
  * the bytes. protobuf-c decodes it like any other packet. */
 size_t orbit__batch_packet_size(uint32_t ring, uint64_t first_claim, uint32_t n);
 size_t orbit__batch_packet_write(uint8_t *out, uint32_t ring, uint64_t first_claim,
-				 const uint8_t *records, uint32_t n);
+                                 const uint8_t *records, uint32_t n);
 
 /* Decodes into n * ORBIT_RECORD_SIZE bytes of records; returns 0, or -EINVAL
  * when the bytes do not hold count records of that encoding. */

@@ -141,7 +141,7 @@ int orbit__frame_size(const uint8_t *buf, size_t len, size_t *frame_len)
 	if (len < 4)
 		return 1;
 	uint32_t magic = (uint32_t)buf[0] | (uint32_t)buf[1] << 8 | (uint32_t)buf[2] << 16 |
-			 (uint32_t)buf[3] << 24;
+	                 (uint32_t)buf[3] << 24;
 	if (magic != ZSTD_MAGIC)
 		return ORBIT_FRAME_EMAGIC;
 	ZSTD_frameHeader h;
@@ -216,7 +216,7 @@ int orbit__frame_decompress(struct orbit_frame_scratch *s, const uint8_t *frame,
 }
 
 int orbit__frame_next_packet(const struct orbit_frame_scratch *s, size_t *off,
-			     const uint8_t **packet, size_t *len)
+                             const uint8_t **packet, size_t *len)
 {
 	if (*off >= s->len)
 		return 0;
@@ -229,7 +229,7 @@ int orbit__frame_next_packet(const struct orbit_frame_scratch *s, size_t *off,
 }
 
 int orbit__frame_check(struct orbit_frame_scratch *s, const uint8_t *frame, size_t len,
-		       struct orbit_frame_info *info)
+                       struct orbit_frame_info *info)
 {
 	memset(info, 0, sizeof *info);
 	int err = orbit__frame_decompress(s, frame, len);
@@ -365,15 +365,15 @@ static int resync(struct orbit_capture_reader *r)
 static int skip_skippable(struct orbit_capture_reader *r)
 {
 	const uint8_t *p = r->buf + r->start;
-	uint32_t magic = (uint32_t)p[0] | (uint32_t)p[1] << 8 | (uint32_t)p[2] << 16 |
-			 (uint32_t)p[3] << 24;
+	uint32_t magic =
+	    (uint32_t)p[0] | (uint32_t)p[1] << 8 | (uint32_t)p[2] << 16 | (uint32_t)p[3] << 24;
 	if ((magic & SKIPPABLE_MASK) != SKIPPABLE_MAGIC)
 		return 0;
 	if (fill(r, 8) != 0 || r->end - r->start < 8)
 		return 0;
 	p = r->buf + r->start;
 	uint64_t n = 8 + ((uint64_t)p[4] | (uint64_t)p[5] << 8 | (uint64_t)p[6] << 16 |
-			  (uint64_t)p[7] << 24);
+	                  (uint64_t)p[7] << 24);
 	if (fill(r, n > ORBIT_FRAME_MAX_COMPRESSED ? 8 : (size_t)n) != 0)
 		return 0;
 	if (r->end - r->start < n) {
@@ -392,7 +392,7 @@ static int skip_skippable(struct orbit_capture_reader *r)
 }
 
 int orbit__capture_next(struct orbit_capture_reader *r, Orbit__Packet **packet,
-			struct orbit_capture_problem *problem)
+                        struct orbit_capture_problem *problem)
 {
 	for (;;) {
 		if (r->in_frame) {

@@ -16,10 +16,10 @@
 
 #include "orbit.pb-c.h"
 
-#define ORBIT_FRAME_MAX_COMPRESSED (4u << 20)    /* bytes of one zstd frame */
-#define ORBIT_FRAME_MAX_CONTENT (64u << 20)      /* its decompressed content */
-#define ORBIT_PACKET_MAX (1u << 20)              /* one packet */
-#define ORBIT_FRAME_WINDOW_LOG_MAX 23            /* zstd window: 8 MiB */
+#define ORBIT_FRAME_MAX_COMPRESSED (4u << 20) /* bytes of one zstd frame */
+#define ORBIT_FRAME_MAX_CONTENT (64u << 20)   /* its decompressed content */
+#define ORBIT_PACKET_MAX (1u << 20)           /* one packet */
+#define ORBIT_FRAME_WINDOW_LOG_MAX 23         /* zstd window: 8 MiB */
 #define ORBIT_PROTOCOL_VERSION 1u
 
 /* Protobuf varints, as packets and their length prefixes use them. */
@@ -63,7 +63,7 @@ struct orbit_frame_writer {
 	size_t len, cap;
 	uint8_t *out; /* the last frame made */
 	size_t out_len, out_cap;
-	void *cctx;   /* ZSTD_CCtx */
+	void *cctx; /* ZSTD_CCtx */
 	int level;
 	uint32_t packets;
 };
@@ -91,7 +91,7 @@ struct orbit_frame_info {
 	uint32_t packets;
 	uint64_t content_size;
 	Orbit__Packet *first; /* the first packet, decoded; free with
-				 orbit__packet__free_unpacked */
+	                         orbit__packet__free_unpacked */
 };
 
 /* Decompression state and the buffer a frame's content goes into: one per
@@ -113,12 +113,12 @@ int orbit__frame_decompress(struct orbit_frame_scratch *s, const uint8_t *frame,
  * the packet's bytes, 0 at the end. Only after orbit__frame_decompress
  * succeeded (lengths are checked there). */
 int orbit__frame_next_packet(const struct orbit_frame_scratch *s, size_t *off,
-			     const uint8_t **packet, size_t *len);
+                             const uint8_t **packet, size_t *len);
 
 /* orbit__frame_decompress, then decodes every packet; on success returns 0
  * and fills *info (the caller frees info->first). */
 int orbit__frame_check(struct orbit_frame_scratch *s, const uint8_t *frame, size_t len,
-		       struct orbit_frame_info *info);
+                       struct orbit_frame_info *info);
 
 /* ---- reading a capture: one frame in memory at most ---- */
 
@@ -143,7 +143,7 @@ struct orbit_capture_reader *orbit__capture_from_fd(int fd, int *err);
  * frame is delivered.
  */
 int orbit__capture_next(struct orbit_capture_reader *r, Orbit__Packet **packet,
-			struct orbit_capture_problem *problem);
+                        struct orbit_capture_problem *problem);
 /* Bytes of the file consumed so far. */
 uint64_t orbit__capture_offset(const struct orbit_capture_reader *r);
 void orbit__capture_close(struct orbit_capture_reader *r);

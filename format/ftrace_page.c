@@ -10,8 +10,7 @@
 /* Little-endian loads that need no alignment. */
 static uint32_t load_le32(const uint8_t *p)
 {
-	return (uint32_t)p[0] | (uint32_t)p[1] << 8 | (uint32_t)p[2] << 16 |
-	       (uint32_t)p[3] << 24;
+	return (uint32_t)p[0] | (uint32_t)p[1] << 8 | (uint32_t)p[2] << 16 | (uint32_t)p[3] << 24;
 }
 
 static uint64_t load_le64(const uint8_t *p)
@@ -27,7 +26,7 @@ static int fail(struct orbit__ftrace_iter *it, int err, uint32_t off)
 }
 
 int orbit__ftrace_open(struct orbit__ftrace_iter *it, const void *page, size_t len,
-		       struct orbit__ftrace_header *hdr)
+                       struct orbit__ftrace_header *hdr)
 {
 	const uint8_t *p = page;
 
@@ -103,7 +102,7 @@ static int skip_meta(struct orbit__ftrace_iter *it, uint32_t type_len, uint32_t 
 
 /* Decodes the data record at it->off. */
 static int take_data(struct orbit__ftrace_iter *it, uint32_t type_len, uint32_t delta,
-		     struct orbit__ftrace_record *rec)
+                     struct orbit__ftrace_record *rec)
 {
 	uint32_t head = 4, len = type_len * 4, arg;
 	int err;
@@ -159,8 +158,8 @@ int orbit__ftrace_next(struct orbit__ftrace_iter *it, struct orbit__ftrace_recor
 const char *orbit__ftrace_strerror(int err)
 {
 	switch (err) {
-#define ORBIT__FTRACE_ERR_TEXT(name, value, text)                              \
-	case name:                                                             \
+#define ORBIT__FTRACE_ERR_TEXT(name, value, text)                                                  \
+	case name:                                                                                 \
 		return text;
 		ORBIT__FTRACE_ERRORS(ORBIT__FTRACE_ERR_TEXT)
 #undef ORBIT__FTRACE_ERR_TEXT
@@ -212,7 +211,7 @@ static uint32_t record_size(const uint8_t *p, uint32_t type_len)
 }
 
 int orbit__ftrace_retime(uint8_t *page, size_t len, uint64_t (*to_ns)(void *ctx, uint64_t ticks),
-			 void *ctx)
+                         void *ctx)
 {
 	struct orbit__ftrace_iter it;
 	struct orbit__ftrace_header hdr;

@@ -34,12 +34,12 @@
 #include <stddef.h>
 #include <stdint.h>
 
-#define ORBIT__FTRACE_HEADER 16u             /* timestamp + commit */
+#define ORBIT__FTRACE_HEADER 16u /* timestamp + commit */
 #define ORBIT__FTRACE_SIZE_MASK ((1u << 27) - 1)
 #define ORBIT__FTRACE_MISSED_STORED (1ull << 30)
 #define ORBIT__FTRACE_MISSED_EVENTS (1ull << 31)
-#define ORBIT__FTRACE_TS_BITS 27u            /* time_delta field width */
-#define ORBIT__FTRACE_MAX_SMALL 112u         /* largest type_len 1..28 payload */
+#define ORBIT__FTRACE_TS_BITS 27u    /* time_delta field width */
+#define ORBIT__FTRACE_MAX_SMALL 112u /* largest type_len 1..28 payload */
 
 enum orbit__ftrace_type {
 	ORBIT__FTRACE_TYPE_DATA_MAX = 28,
@@ -49,14 +49,13 @@ enum orbit__ftrace_type {
 };
 
 /* Errors (negative). Their text comes from orbit__ftrace_strerror(). */
-#define ORBIT__FTRACE_ERRORS(X)                                                \
-	X(ORBIT__FTRACE_ESHORT, -1101, "page shorter than its 16-byte header")  \
-	X(ORBIT__FTRACE_ESIZE, -1102, "commit size runs past the end of the page") \
-	X(ORBIT__FTRACE_ELOSTCOUNT, -1103,                                    \
-	  "stored lost count lies outside the page")                           \
-	X(ORBIT__FTRACE_EHEADER, -1104, "record header truncated by commit")    \
-	X(ORBIT__FTRACE_ELENGTH, -1105, "record length runs past commit")       \
-	X(ORBIT__FTRACE_EZERO, -1106, "type-0 record with no payload")          \
+#define ORBIT__FTRACE_ERRORS(X)                                                                    \
+	X(ORBIT__FTRACE_ESHORT, -1101, "page shorter than its 16-byte header")                     \
+	X(ORBIT__FTRACE_ESIZE, -1102, "commit size runs past the end of the page")                 \
+	X(ORBIT__FTRACE_ELOSTCOUNT, -1103, "stored lost count lies outside the page")              \
+	X(ORBIT__FTRACE_EHEADER, -1104, "record header truncated by commit")                       \
+	X(ORBIT__FTRACE_ELENGTH, -1105, "record length runs past commit")                          \
+	X(ORBIT__FTRACE_EZERO, -1106, "type-0 record with no payload")                             \
 	X(ORBIT__FTRACE_EPADDING, -1107, "padding record with a bad length")
 
 #define ORBIT__FTRACE_ERR_ENUM(name, value, text) name = value,
@@ -66,11 +65,11 @@ enum orbit__ftrace_error { ORBIT__FTRACE_ERRORS(ORBIT__FTRACE_ERR_ENUM) };
 /* The decoded page header. */
 struct orbit__ftrace_header {
 	uint64_t timestamp;
-	uint64_t commit_raw;    /* the u64 as stored, noise bits included */
-	uint32_t size;          /* record bytes after the header */
-	uint8_t missed;         /* bit 31: records lost before this page */
-	uint8_t missed_stored;  /* bit 30: missed_count is valid */
-	uint64_t missed_count;  /* u64 at data[size] when missed_stored */
+	uint64_t commit_raw;   /* the u64 as stored, noise bits included */
+	uint32_t size;         /* record bytes after the header */
+	uint8_t missed;        /* bit 31: records lost before this page */
+	uint8_t missed_stored; /* bit 30: missed_count is valid */
+	uint64_t missed_count; /* u64 at data[size] when missed_stored */
 };
 
 /* One data record. `data` points into the caller's page. */
@@ -79,23 +78,23 @@ struct orbit__ftrace_record {
 	uint32_t offset;   /* byte offset of the record header in the page */
 	uint32_t type_len; /* 0..28 */
 	const uint8_t *data;
-	uint32_t len;      /* payload bytes (a multiple of 4, as kbuffer says) */
+	uint32_t len; /* payload bytes (a multiple of 4, as kbuffer says) */
 };
 
 struct orbit__ftrace_iter {
 	const uint8_t *page;
-	uint32_t off;      /* next record header, from the page start */
-	uint32_t end;      /* 16 + size */
-	uint64_t time;     /* time after the last record decoded */
-	uint32_t err_off;  /* where the last error was found */
-	int err;           /* sticky: once set, next() returns it again */
+	uint32_t off;     /* next record header, from the page start */
+	uint32_t end;     /* 16 + size */
+	uint64_t time;    /* time after the last record decoded */
+	uint32_t err_off; /* where the last error was found */
+	int err;          /* sticky: once set, next() returns it again */
 };
 
 /* Decodes the header of `page` (`len` bytes) into `hdr` and starts `it` at
  * the first record. Returns 0, or a negative ORBIT__FTRACE_E* code with
  * it->err_off set to the offending byte offset. */
 int orbit__ftrace_open(struct orbit__ftrace_iter *it, const void *page, size_t len,
-		       struct orbit__ftrace_header *hdr);
+                       struct orbit__ftrace_header *hdr);
 
 /* Decodes the next data record into `rec`, skipping padding, TIME_EXTEND and
  * TIME_STAMP records (their time still counts). Returns 1 with a record, 0
@@ -128,6 +127,6 @@ const char *orbit__ftrace_strerror(int err);
  * ORBIT__FTRACE_E* code for a page the decoder rejects, which is then left
  * untouched. */
 int orbit__ftrace_retime(uint8_t *page, size_t len, uint64_t (*to_ns)(void *ctx, uint64_t ticks),
-			 void *ctx);
+                         void *ctx);
 
 #endif

@@ -51,7 +51,7 @@ struct thread_state {
 
 struct span_node {
 	struct open_item item;
-	int stop;          /* a stop waiting for its start (it came first) */
+	int stop; /* a stop waiting for its start (it came first) */
 	uint64_t stop_time;
 	uint32_t stop_tid;
 	struct span_node *next;
@@ -60,9 +60,11 @@ struct span_node {
 #define THREAD_BUCKETS 1024u
 #define MAX_OPEN 1024u /* open scopes kept per thread; older ones end unfinished */
 #define SWEEP_THREADS 4096u
-#define RECENT 16u /* threads looked up last, by tid */
+#define RECENT 16u               /* threads looked up last, by tid */
 #define MAX_WAITING_STOPS 65536u /* async stops whose start has not come */
-#define MAX_OPEN_SPANS (1u << 20) /* async spans whose stop has not come */ /* past this many, threads with nothing open are forgotten */
+#define MAX_OPEN_SPANS                                                                             \
+	(1u << 20) /* async spans whose stop has not come */ /* past this many, threads with       \
+	                                                        nothing open are forgotten */
 #define SPAN_BUCKETS 4096u
 
 struct orbit_reconstruct {
@@ -171,23 +173,23 @@ static void attrs_of(const struct orbit_record *r, int *has, uint32_t *color, ui
 }
 
 static void emit_item(struct orbit_reconstruct *rc, enum orbit_event_type type,
-		      const struct open_item *it, uint64_t end, uint32_t end_tid, int unfinished)
+                      const struct open_item *it, uint64_t end, uint32_t end_tid, int unfinished)
 {
 	struct orbit_event ev = {
-		.type = type,
-		.tid = it->tid,
-		.end_tid = end_tid,
-		.depth = it->depth,
-		.unfinished = unfinished,
-		.name_incomplete = it->incomplete,
-		.id = it->id,
-		.start = it->start,
-		.end = unfinished ? it->start : end,
-		.name = name_data(&it->name),
-		.name_len = it->name.len,
-		.has_attrs = it->has_attrs,
-		.color = it->color,
-		.group = it->group,
+	    .type = type,
+	    .tid = it->tid,
+	    .end_tid = end_tid,
+	    .depth = it->depth,
+	    .unfinished = unfinished,
+	    .name_incomplete = it->incomplete,
+	    .id = it->id,
+	    .start = it->start,
+	    .end = unfinished ? it->start : end,
+	    .name = name_data(&it->name),
+	    .name_len = it->name.len,
+	    .has_attrs = it->has_attrs,
+	    .color = it->color,
+	    .group = it->group,
 	};
 	if (unfinished)
 		rc->stats.unfinished++;
@@ -206,7 +208,7 @@ static void drop_open(struct orbit_reconstruct *rc, struct thread_state *t, size
 }
 
 static int push_scope(struct orbit_reconstruct *rc, struct thread_state *t,
-		      const struct orbit_record *head, struct name_buf *name, int incomplete)
+                      const struct orbit_record *head, struct name_buf *name, int incomplete)
 {
 	if (t->nopen == MAX_OPEN)
 		drop_open(rc, t, 0);
@@ -239,7 +241,7 @@ static int push_scope(struct orbit_reconstruct *rc, struct thread_state *t,
  * stop no earlier, so an id used again and again pairs in time order.
  */
 static struct span_node **find_span(struct orbit_reconstruct *rc, uint64_t id, int stop,
-				    uint64_t time)
+                                    uint64_t time)
 {
 	struct span_node **p = &rc->spans[hash64(id, SPAN_BUCKETS)];
 	for (; *p; p = &(*p)->next) {
@@ -264,7 +266,7 @@ static struct span_node *add_span(struct orbit_reconstruct *rc, uint64_t id)
 }
 
 static void end_span(struct orbit_reconstruct *rc, struct span_node **p, uint64_t end,
-		     uint32_t end_tid)
+                     uint32_t end_tid)
 {
 	struct span_node *n = *p;
 	*p = n->next;
@@ -274,14 +276,17 @@ static void end_span(struct orbit_reconstruct *rc, struct span_node **p, uint64_
 }
 
 static int open_span(struct orbit_reconstruct *rc, const struct orbit_record *head,
-		     struct name_buf *name, int incomplete)
+                     struct name_buf *name, int incomplete)
 {
 	struct span_node **waiting = find_span(rc, head->id, 1, head->time);
 	if (waiting == NULL && rc->open_spans >= MAX_OPEN_SPANS) {
 		/* Memory follows what is open, within a bound: past it a start is
 		 * reported at once, unfinished, rather than kept. */
-		struct open_item it = {.id = head->id, .start = head->time, .tid = head->tid,
-				       .name = *name, .incomplete = incomplete};
+		struct open_item it = {.id = head->id,
+		                       .start = head->time,
+		                       .tid = head->tid,
+		                       .name = *name,
+		                       .incomplete = incomplete};
 		attrs_of(head, &it.has_attrs, &it.color, &it.group);
 		emit_item(rc, ORBIT_EVENT_ASYNC, &it, 0, head->tid, 1);
 		return 0;
@@ -307,7 +312,7 @@ static int open_span(struct orbit_reconstruct *rc, const struct orbit_record *he
 
 /* A head record whose whole name is known (or never will be). */
 static int complete_head(struct orbit_reconstruct *rc, struct thread_state *t,
-			 const struct orbit_record *head, struct name_buf *name, int incomplete)
+                         const struct orbit_record *head, struct name_buf *name, int incomplete)
 {
 	if (incomplete)
 		rc->stats.incomplete_names++;
@@ -320,17 +325,17 @@ static int complete_head(struct orbit_reconstruct *rc, struct thread_state *t,
 	case ORBIT_REC_THREAD_NAME:
 	default: { /* the value kinds */
 		struct orbit_event ev = {
-			.type = head->kind == ORBIT_REC_THREAD_NAME ? ORBIT_EVENT_THREAD_NAME
-								    : ORBIT_EVENT_VALUE,
-			.tid = head->tid,
-			.end_tid = head->tid,
-			.name_incomplete = incomplete,
-			.start = head->time,
-			.end = head->time,
-			.name = name_data(name),
-			.name_len = name->len,
-			.value_kind = head->kind,
-			.value_bits = head->id,
+		    .type = head->kind == ORBIT_REC_THREAD_NAME ? ORBIT_EVENT_THREAD_NAME
+		                                                : ORBIT_EVENT_VALUE,
+		    .tid = head->tid,
+		    .end_tid = head->tid,
+		    .name_incomplete = incomplete,
+		    .start = head->time,
+		    .end = head->time,
+		    .name = name_data(name),
+		    .name_len = name->len,
+		    .value_kind = head->kind,
+		    .value_bits = head->id,
 		};
 		attrs_of(head, &ev.has_attrs, &ev.color, &ev.group);
 		rc->fn(rc->ctx, &ev);
@@ -350,7 +355,7 @@ static int flush_pending(struct orbit_reconstruct *rc, struct thread_state *t)
 }
 
 static void stop_scope(struct orbit_reconstruct *rc, struct thread_state *t,
-		       const struct orbit_record *r)
+                       const struct orbit_record *r)
 {
 	size_t k = t->nopen;
 	while (k > 0 && t->open[k - 1].id != r->id)
@@ -392,7 +397,7 @@ static int stop_span(struct orbit_reconstruct *rc, const struct orbit_record *r)
 }
 
 static int continuation(struct orbit_reconstruct *rc, struct thread_state *t,
-			const struct orbit_record *r)
+                        const struct orbit_record *r)
 {
 	if (!t->pending || r->id != t->head.id || r->len != t->next_part) {
 		rc->stats.orphan_continuations++;
@@ -411,7 +416,7 @@ static int continuation(struct orbit_reconstruct *rc, struct thread_state *t,
 
 /* One valid record of thread t. */
 static int add_to(struct orbit_reconstruct *rc, struct thread_state *t,
-		  const struct orbit_record *r)
+                  const struct orbit_record *r)
 {
 	if (r->kind == ORBIT_REC_NAME_CONT)
 		return continuation(rc, t, r);
@@ -473,7 +478,7 @@ static int gap(struct orbit_reconstruct *rc, uint32_t ring)
 }
 
 int orbit__reconstruct_batch(struct orbit_reconstruct *rc, uint32_t ring, uint64_t first_claim,
-			     const uint8_t *records, size_t n)
+                             const uint8_t *records, size_t n)
 {
 	if (ring >= ORBIT_RECONSTRUCT_RINGS)
 		return -EINVAL;

@@ -30,9 +30,9 @@
 #include "record.h"
 
 enum orbit_event_type {
-	ORBIT_EVENT_SCOPE = 1,  /* start..end on tid, at depth */
-	ORBIT_EVENT_ASYNC = 2,  /* start on tid, end on end_tid */
-	ORBIT_EVENT_VALUE = 3,  /* value_kind, value_bits at start */
+	ORBIT_EVENT_SCOPE = 1, /* start..end on tid, at depth */
+	ORBIT_EVENT_ASYNC = 2, /* start on tid, end on end_tid */
+	ORBIT_EVENT_VALUE = 3, /* value_kind, value_bits at start */
 	ORBIT_EVENT_THREAD_NAME = 4,
 };
 
@@ -41,7 +41,7 @@ struct orbit_event {
 	uint32_t tid;
 	uint32_t end_tid;
 	uint32_t depth;
-	int unfinished;     /* scope or span whose end never came: end == start */
+	int unfinished;      /* scope or span whose end never came: end == start */
 	int name_incomplete; /* a continuation of the name was lost */
 	uint64_t id;
 	uint64_t start;
@@ -57,12 +57,12 @@ struct orbit_event {
 
 struct orbit_reconstruct_stats {
 	uint64_t records;
-	uint64_t bad_records;       /* unknown kind or flags */
-	uint64_t unmatched_stops;   /* stop (or async stop) with no start */
-	uint64_t unfinished;        /* scopes and spans reported unfinished */
+	uint64_t bad_records;     /* unknown kind or flags */
+	uint64_t unmatched_stops; /* stop (or async stop) with no start */
+	uint64_t unfinished;      /* scopes and spans reported unfinished */
 	uint64_t incomplete_names;
 	uint64_t orphan_continuations;
-	uint64_t gaps;              /* batches that did not follow their ring's last */
+	uint64_t gaps; /* batches that did not follow their ring's last */
 };
 
 typedef void (*orbit_event_fn)(void *ctx, const struct orbit_event *ev);
@@ -77,7 +77,7 @@ int orbit__reconstruct_add(struct orbit_reconstruct *rc, const struct orbit_reco
  * -EINVAL for a ring out of range, or -ENOMEM. */
 #define ORBIT_RECONSTRUCT_RINGS 128u
 int orbit__reconstruct_batch(struct orbit_reconstruct *rc, uint32_t ring, uint64_t first_claim,
-			     const uint8_t *records, size_t n);
+                             const uint8_t *records, size_t n);
 /* Reports everything still open as unfinished. */
 void orbit__reconstruct_finish(struct orbit_reconstruct *rc);
 const struct orbit_reconstruct_stats *orbit__reconstruct_stats(const struct orbit_reconstruct *rc);

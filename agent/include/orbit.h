@@ -87,11 +87,11 @@ ORBIT_EXPORT void orbit_shutdown(void);
 ORBIT_EXPORT const char *orbit_strerror(int err);
 
 /* Orbit's own error codes, beside negative errno values. */
-#define ORBIT_ERRORS(X)                                                        \
-	X(ORBIT_EBADSEG, -1001, "segment header is invalid")                   \
-	X(ORBIT_ENOTINIT, -1002, "segment is not initialised yet")             \
-	X(ORBIT_EVERSION, -1003, "segment version is not supported")           \
-	X(ORBIT_ETRUNC, -1004, "segment is shorter than its header describes")  \
+#define ORBIT_ERRORS(X)                                                                            \
+	X(ORBIT_EBADSEG, -1001, "segment header is invalid")                                       \
+	X(ORBIT_ENOTINIT, -1002, "segment is not initialised yet")                                 \
+	X(ORBIT_EVERSION, -1003, "segment version is not supported")                               \
+	X(ORBIT_ETRUNC, -1004, "segment is shorter than its header describes")                     \
 	X(ORBIT_EDISABLED, -1005, "tracing is disabled")
 enum orbit_error {
 #define ORBIT__ERR_ENUM(name, value, text) name = value,
@@ -101,7 +101,7 @@ enum orbit_error {
 
 /* ---- the write path (not API) ------------------------------------------- */
 
-#define ORBIT_NAME_MAX 65535u /* longest name kept; longer ones are cut */
+#define ORBIT_NAME_MAX 65535u  /* longest name kept; longer ones are cut */
 #define ORBIT__INLINE_NAME 32u /* name bytes in one record */
 #define ORBIT__ATTR_BYTES 12u  /* color (4) + group id (8), when present */
 
@@ -136,12 +136,9 @@ extern "C" {
 #include <stdatomic.h>
 #define ORBIT__ATOMIC(T) _Atomic(T)
 #define ORBIT__LOAD_RELAXED(p) atomic_load_explicit((p), memory_order_relaxed)
-#define ORBIT__FETCH_ADD_RELAXED(p, v)                                         \
-	atomic_fetch_add_explicit((p), (v), memory_order_relaxed)
-#define ORBIT__STORE_RELAXED(p, v)                                             \
-	atomic_store_explicit((p), (v), memory_order_relaxed)
-#define ORBIT__STORE_RELEASE(p, v)                                             \
-	atomic_store_explicit((p), (v), memory_order_release)
+#define ORBIT__FETCH_ADD_RELAXED(p, v) atomic_fetch_add_explicit((p), (v), memory_order_relaxed)
+#define ORBIT__STORE_RELAXED(p, v) atomic_store_explicit((p), (v), memory_order_relaxed)
+#define ORBIT__STORE_RELEASE(p, v) atomic_store_explicit((p), (v), memory_order_release)
 #define ORBIT__THREAD_LOCAL __thread
 #endif
 
@@ -174,7 +171,7 @@ struct orbit__thread {
 	uint64_t mask;            /* slots per ring - 1 */
 	uint64_t next_id;         /* scope ids of this thread */
 	uint32_t tid;
-	uint32_t depth; /* open ORBIT_START slices */
+	uint32_t depth;    /* open ORBIT_START slices */
 	uint64_t open[64]; /* ids of the innermost 64 of them */
 };
 
@@ -187,9 +184,8 @@ ORBIT_EXPORT extern ORBIT__THREAD_LOCAL struct orbit__thread orbit__thread_self;
 
 /* Slow paths, out of line. */
 ORBIT_EXPORT struct orbit__thread *orbit__thread_attach(void);
-ORBIT_EXPORT void orbit__emit_named(uint8_t kind, uint64_t id, const char *name,
-				   size_t len, uint32_t color, uint64_t group,
-				   int attrs);
+ORBIT_EXPORT void orbit__emit_named(uint8_t kind, uint64_t id, const char *name, size_t len,
+                                    uint32_t color, uint64_t group, int attrs);
 ORBIT_EXPORT uint64_t orbit__monotonic_ns(void);
 
 #if ORBIT_API_ENABLED
@@ -251,7 +247,7 @@ ORBIT__HOT uint64_t orbit__meta(uint32_t tid, uint8_t kind, uint8_t flags, uint1
 
 /* The payload: plain (relaxed) stores of the record's seven words. */
 ORBIT__HOT void orbit__store(struct orbit__slot *s, uint64_t time, uint64_t id, uint64_t meta,
-				const uint64_t name[ORBIT__INLINE_NAME / 8])
+                             const uint64_t name[ORBIT__INLINE_NAME / 8])
 {
 	ORBIT__STORE_RELAXED(&s->time, time);
 	ORBIT__STORE_RELAXED(&s->id, id);
@@ -287,18 +283,18 @@ ORBIT__HOT uint64_t orbit__word(const char *name, size_t len, size_t off)
 	return w;
 }
 
-ORBIT__HOT void orbit__fill(struct orbit__slot *s, uint64_t time, uint8_t kind,
-			       uint64_t id, uint32_t tid, const char *name, size_t len)
+ORBIT__HOT void orbit__fill(struct orbit__slot *s, uint64_t time, uint8_t kind, uint64_t id,
+                            uint32_t tid, const char *name, size_t len)
 {
 	const uint64_t w[ORBIT__INLINE_NAME / 8] = {
-		orbit__word(name, len, 0), orbit__word(name, len, 8),
-		orbit__word(name, len, 16), orbit__word(name, len, 24)};
+	    orbit__word(name, len, 0), orbit__word(name, len, 8), orbit__word(name, len, 16),
+	    orbit__word(name, len, 24)};
 	orbit__store(s, time, id, orbit__meta(tid, kind, 0, (uint16_t)len), w);
 }
 
 /* One event whose name fits in its record; anything else goes out of line. */
-ORBIT__HOT void orbit__emit_on(struct orbit__thread *t, uint8_t kind, uint64_t id,
-				  const char *name, size_t len)
+ORBIT__HOT void orbit__emit_on(struct orbit__thread *t, uint8_t kind, uint64_t id, const char *name,
+                               size_t len)
 {
 	if (len > ORBIT__INLINE_NAME) {
 		orbit__emit_named(kind, id, name, len, 0, 0, 0);
@@ -333,15 +329,13 @@ ORBIT__HOT uint64_t orbit__scope_begin(const char *name)
 	return id;
 }
 
-static inline uint64_t orbit__scope_begin_attrs(const char *name, uint32_t color,
-						uint64_t group)
+static inline uint64_t orbit__scope_begin_attrs(const char *name, uint32_t color, uint64_t group)
 {
 	struct orbit__thread *t = orbit__self();
 	if (t == NULL)
 		return 0;
 	uint64_t id = ++t->next_id;
-	orbit__emit_named(ORBIT__SCOPE_START, id, name, orbit__strlen(name), color,
-			 group, 1);
+	orbit__emit_named(ORBIT__SCOPE_START, id, name, orbit__strlen(name), color, group, 1);
 	return id;
 }
 
@@ -375,7 +369,10 @@ ORBIT__HOT void orbit__value(uint8_t kind, const char *name, uint64_t bits)
 	orbit__emit(kind, bits, name, orbit__strlen(name));
 }
 
-static inline uint64_t orbit__bits_i64(int64_t v) { return (uint64_t)v; }
+static inline uint64_t orbit__bits_i64(int64_t v)
+{
+	return (uint64_t)v;
+}
 static inline uint64_t orbit__bits_f64(double v)
 {
 	uint64_t b;
@@ -384,151 +381,197 @@ static inline uint64_t orbit__bits_f64(double v)
 }
 
 #ifndef __cplusplus
-static inline void orbit__scope_cleanup(uint64_t *id) { orbit__scope_end(*id); }
+static inline void orbit__scope_cleanup(uint64_t *id)
+{
+	orbit__scope_end(*id);
+}
 #define ORBIT__CAT2(a, b) a##b
 #define ORBIT__CAT(a, b) ORBIT__CAT2(a, b)
-#define ORBIT__SCOPE_VAR(expr)                                                 \
-	uint64_t ORBIT__CAT(orbit__scope_, __LINE__)                           \
-		__attribute__((cleanup(orbit__scope_cleanup), unused)) =           \
-			orbit__on() ? (expr) : 0
+#define ORBIT__SCOPE_VAR(expr)                                                                     \
+	uint64_t ORBIT__CAT(orbit__scope_, __LINE__)                                               \
+	    __attribute__((cleanup(orbit__scope_cleanup), unused)) = orbit__on() ? (expr) : 0
 #else
 } /* extern "C" */
 struct orbit__scope_guard {
 	uint64_t id;
 	explicit orbit__scope_guard(uint64_t i) : id(i) {}
-	~orbit__scope_guard() { orbit__scope_end(id); }
+	~orbit__scope_guard()
+	{
+		orbit__scope_end(id);
+	}
 	orbit__scope_guard(const orbit__scope_guard &) = delete;
 	orbit__scope_guard &operator=(const orbit__scope_guard &) = delete;
 };
 #define ORBIT__CAT2(a, b) a##b
 #define ORBIT__CAT(a, b) ORBIT__CAT2(a, b)
-#define ORBIT__SCOPE_VAR(expr)                                                 \
+#define ORBIT__SCOPE_VAR(expr)                                                                     \
 	orbit__scope_guard ORBIT__CAT(orbit__scope_, __LINE__)(orbit__on() ? (expr) : 0)
 extern "C" {
 #endif
 
 #define ORBIT_SCOPE(name) ORBIT__SCOPE_VAR(orbit__scope_begin(name))
-#define ORBIT_SCOPE_WITH_COLOR(name, color)                                    \
+#define ORBIT_SCOPE_WITH_COLOR(name, color)                                                        \
 	ORBIT__SCOPE_VAR(orbit__scope_begin_attrs((name), (color), 0))
-#define ORBIT_SCOPE_WITH_GROUP_AND_COLOR(name, group_id, color)                \
+#define ORBIT_SCOPE_WITH_GROUP_AND_COLOR(name, group_id, color)                                    \
 	ORBIT__SCOPE_VAR(orbit__scope_begin_attrs((name), (color), (group_id)))
 
-#define ORBIT_START(name)                                                      \
-	do {                                                                   \
-		if (orbit__on())                                               \
-			orbit__start(orbit__scope_begin(name));                \
+#define ORBIT_START(name)                                                                          \
+	do {                                                                                       \
+		if (orbit__on())                                                                   \
+			orbit__start(orbit__scope_begin(name));                                    \
 	} while (0)
-#define ORBIT_START_WITH_COLOR(name, color)                                    \
-	do {                                                                   \
-		if (orbit__on())                                               \
-			orbit__start(orbit__scope_begin_attrs((name), (color), 0)); \
+#define ORBIT_START_WITH_COLOR(name, color)                                                        \
+	do {                                                                                       \
+		if (orbit__on())                                                                   \
+			orbit__start(orbit__scope_begin_attrs((name), (color), 0));                \
 	} while (0)
-#define ORBIT_START_WITH_GROUP_AND_COLOR(name, group_id, color)                \
-	do {                                                                   \
-		if (orbit__on())                                               \
-			orbit__start(orbit__scope_begin_attrs((name), (color),   \
-							      (group_id)));     \
+#define ORBIT_START_WITH_GROUP_AND_COLOR(name, group_id, color)                                    \
+	do {                                                                                       \
+		if (orbit__on())                                                                   \
+			orbit__start(orbit__scope_begin_attrs((name), (color), (group_id)));       \
 	} while (0)
 /* No capture check: a slice started while the capture ran gets its stop even
  * if the capture stopped meanwhile (the open-slice count is the one load). */
 #define ORBIT_STOP() orbit__stop()
 
-#define ORBIT_START_ASYNC(name, id)                                            \
-	do {                                                                   \
-		if (orbit__on()) {                                             \
-			const char *orbit__n = (name);                         \
-			orbit__emit(ORBIT__ASYNC_START, (uint64_t)(id), orbit__n,  \
-				    orbit__strlen(orbit__n));                  \
-		}                                                              \
+#define ORBIT_START_ASYNC(name, id)                                                                \
+	do {                                                                                       \
+		if (orbit__on()) {                                                                 \
+			const char *orbit__n = (name);                                             \
+			orbit__emit(ORBIT__ASYNC_START, (uint64_t)(id), orbit__n,                  \
+			            orbit__strlen(orbit__n));                                      \
+		}                                                                                  \
 	} while (0)
-#define ORBIT_START_ASYNC_WITH_COLOR(name, id, color)                          \
-	do {                                                                   \
-		if (orbit__on()) {                                             \
-			const char *orbit__n = (name);                         \
-			orbit__emit_named(ORBIT__ASYNC_START, (uint64_t)(id),   \
-					 orbit__n, orbit__strlen(orbit__n),    \
-					 (color), 0, 1);                       \
-		}                                                              \
+#define ORBIT_START_ASYNC_WITH_COLOR(name, id, color)                                              \
+	do {                                                                                       \
+		if (orbit__on()) {                                                                 \
+			const char *orbit__n = (name);                                             \
+			orbit__emit_named(ORBIT__ASYNC_START, (uint64_t)(id), orbit__n,            \
+			                  orbit__strlen(orbit__n), (color), 0, 1);                 \
+		}                                                                                  \
 	} while (0)
-#define ORBIT_STOP_ASYNC(id)                                                   \
-	do {                                                                   \
-		if (orbit__on())                                               \
-			orbit__emit(ORBIT__ASYNC_STOP, (uint64_t)(id), "", 0); \
+#define ORBIT_STOP_ASYNC(id)                                                                       \
+	do {                                                                                       \
+		if (orbit__on())                                                                   \
+			orbit__emit(ORBIT__ASYNC_STOP, (uint64_t)(id), "", 0);                     \
 	} while (0)
 
-#define ORBIT__VALUE(kind, name, bits)                                         \
-	do {                                                                   \
-		if (orbit__on())                                               \
-			orbit__value((kind), (name), (bits));                  \
+#define ORBIT__VALUE(kind, name, bits)                                                             \
+	do {                                                                                       \
+		if (orbit__on())                                                                   \
+			orbit__value((kind), (name), (bits));                                      \
 	} while (0)
-#define ORBIT_INT(name, value)                                                 \
+#define ORBIT_INT(name, value)                                                                     \
 	ORBIT__VALUE(ORBIT__VALUE_INT, name, orbit__bits_i64((int32_t)(value)))
-#define ORBIT_INT64(name, value)                                               \
+#define ORBIT_INT64(name, value)                                                                   \
 	ORBIT__VALUE(ORBIT__VALUE_INT64, name, orbit__bits_i64((int64_t)(value)))
-#define ORBIT_UINT(name, value)                                                \
-	ORBIT__VALUE(ORBIT__VALUE_UINT, name, (uint64_t)(uint32_t)(value))
-#define ORBIT_UINT64(name, value)                                              \
-	ORBIT__VALUE(ORBIT__VALUE_UINT64, name, (uint64_t)(value))
-#define ORBIT_FLOAT(name, value)                                               \
+#define ORBIT_UINT(name, value) ORBIT__VALUE(ORBIT__VALUE_UINT, name, (uint64_t)(uint32_t)(value))
+#define ORBIT_UINT64(name, value) ORBIT__VALUE(ORBIT__VALUE_UINT64, name, (uint64_t)(value))
+#define ORBIT_FLOAT(name, value)                                                                   \
 	ORBIT__VALUE(ORBIT__VALUE_FLOAT, name, orbit__bits_f64((float)(value)))
-#define ORBIT_DOUBLE(name, value)                                              \
+#define ORBIT_DOUBLE(name, value)                                                                  \
 	ORBIT__VALUE(ORBIT__VALUE_DOUBLE, name, orbit__bits_f64((double)(value)))
 
-#define ORBIT__VALUE_COLOR(kind, name, bits, color)                            \
-	do {                                                                   \
-		if (orbit__on()) {                                             \
-			const char *orbit__n = (name);                         \
-			orbit__emit_named((kind), (bits), orbit__n,             \
-					 orbit__strlen(orbit__n), (color), 0, 1); \
-		}                                                              \
+#define ORBIT__VALUE_COLOR(kind, name, bits, color)                                                \
+	do {                                                                                       \
+		if (orbit__on()) {                                                                 \
+			const char *orbit__n = (name);                                             \
+			orbit__emit_named((kind), (bits), orbit__n, orbit__strlen(orbit__n),       \
+			                  (color), 0, 1);                                          \
+		}                                                                                  \
 	} while (0)
-#define ORBIT_INT_WITH_COLOR(name, value, color)                               \
+#define ORBIT_INT_WITH_COLOR(name, value, color)                                                   \
 	ORBIT__VALUE_COLOR(ORBIT__VALUE_INT, name, orbit__bits_i64((int32_t)(value)), color)
-#define ORBIT_INT64_WITH_COLOR(name, value, color)                             \
+#define ORBIT_INT64_WITH_COLOR(name, value, color)                                                 \
 	ORBIT__VALUE_COLOR(ORBIT__VALUE_INT64, name, orbit__bits_i64((int64_t)(value)), color)
-#define ORBIT_UINT_WITH_COLOR(name, value, color)                              \
+#define ORBIT_UINT_WITH_COLOR(name, value, color)                                                  \
 	ORBIT__VALUE_COLOR(ORBIT__VALUE_UINT, name, (uint64_t)(uint32_t)(value), color)
-#define ORBIT_UINT64_WITH_COLOR(name, value, color)                            \
+#define ORBIT_UINT64_WITH_COLOR(name, value, color)                                                \
 	ORBIT__VALUE_COLOR(ORBIT__VALUE_UINT64, name, (uint64_t)(value), color)
-#define ORBIT_FLOAT_WITH_COLOR(name, value, color)                             \
+#define ORBIT_FLOAT_WITH_COLOR(name, value, color)                                                 \
 	ORBIT__VALUE_COLOR(ORBIT__VALUE_FLOAT, name, orbit__bits_f64((float)(value)), color)
-#define ORBIT_DOUBLE_WITH_COLOR(name, value, color)                            \
+#define ORBIT_DOUBLE_WITH_COLOR(name, value, color)                                                \
 	ORBIT__VALUE_COLOR(ORBIT__VALUE_DOUBLE, name, orbit__bits_f64((double)(value)), color)
 
-#define ORBIT_THREAD_NAME(name)                                                \
-	do {                                                                   \
-		if (orbit__on()) {                                             \
-			const char *orbit__n = (name);                         \
-			orbit__emit(ORBIT__THREAD_NAME, 0, orbit__n,           \
-				    orbit__strlen(orbit__n));                  \
-		}                                                              \
+#define ORBIT_THREAD_NAME(name)                                                                    \
+	do {                                                                                       \
+		if (orbit__on()) {                                                                 \
+			const char *orbit__n = (name);                                             \
+			orbit__emit(ORBIT__THREAD_NAME, 0, orbit__n, orbit__strlen(orbit__n));     \
+		}                                                                                  \
 	} while (0)
 
 #else /* !ORBIT_API_ENABLED */
 
-#define ORBIT_SCOPE(name) do { } while (0)
-#define ORBIT_SCOPE_WITH_COLOR(name, color) do { } while (0)
-#define ORBIT_SCOPE_WITH_GROUP_AND_COLOR(name, group_id, color) do { } while (0)
-#define ORBIT_START(name) do { } while (0)
-#define ORBIT_START_WITH_COLOR(name, color) do { } while (0)
-#define ORBIT_START_WITH_GROUP_AND_COLOR(name, group_id, color) do { } while (0)
-#define ORBIT_STOP() do { } while (0)
-#define ORBIT_START_ASYNC(name, id) do { } while (0)
-#define ORBIT_START_ASYNC_WITH_COLOR(name, id, color) do { } while (0)
-#define ORBIT_STOP_ASYNC(id) do { } while (0)
-#define ORBIT_INT(name, value) do { } while (0)
-#define ORBIT_INT64(name, value) do { } while (0)
-#define ORBIT_UINT(name, value) do { } while (0)
-#define ORBIT_UINT64(name, value) do { } while (0)
-#define ORBIT_FLOAT(name, value) do { } while (0)
-#define ORBIT_DOUBLE(name, value) do { } while (0)
-#define ORBIT_INT_WITH_COLOR(name, value, color) do { } while (0)
-#define ORBIT_INT64_WITH_COLOR(name, value, color) do { } while (0)
-#define ORBIT_UINT_WITH_COLOR(name, value, color) do { } while (0)
-#define ORBIT_UINT64_WITH_COLOR(name, value, color) do { } while (0)
-#define ORBIT_FLOAT_WITH_COLOR(name, value, color) do { } while (0)
-#define ORBIT_DOUBLE_WITH_COLOR(name, value, color) do { } while (0)
-#define ORBIT_THREAD_NAME(name) do { } while (0)
+#define ORBIT_SCOPE(name)                                                                          \
+	do {                                                                                       \
+	} while (0)
+#define ORBIT_SCOPE_WITH_COLOR(name, color)                                                        \
+	do {                                                                                       \
+	} while (0)
+#define ORBIT_SCOPE_WITH_GROUP_AND_COLOR(name, group_id, color)                                    \
+	do {                                                                                       \
+	} while (0)
+#define ORBIT_START(name)                                                                          \
+	do {                                                                                       \
+	} while (0)
+#define ORBIT_START_WITH_COLOR(name, color)                                                        \
+	do {                                                                                       \
+	} while (0)
+#define ORBIT_START_WITH_GROUP_AND_COLOR(name, group_id, color)                                    \
+	do {                                                                                       \
+	} while (0)
+#define ORBIT_STOP()                                                                               \
+	do {                                                                                       \
+	} while (0)
+#define ORBIT_START_ASYNC(name, id)                                                                \
+	do {                                                                                       \
+	} while (0)
+#define ORBIT_START_ASYNC_WITH_COLOR(name, id, color)                                              \
+	do {                                                                                       \
+	} while (0)
+#define ORBIT_STOP_ASYNC(id)                                                                       \
+	do {                                                                                       \
+	} while (0)
+#define ORBIT_INT(name, value)                                                                     \
+	do {                                                                                       \
+	} while (0)
+#define ORBIT_INT64(name, value)                                                                   \
+	do {                                                                                       \
+	} while (0)
+#define ORBIT_UINT(name, value)                                                                    \
+	do {                                                                                       \
+	} while (0)
+#define ORBIT_UINT64(name, value)                                                                  \
+	do {                                                                                       \
+	} while (0)
+#define ORBIT_FLOAT(name, value)                                                                   \
+	do {                                                                                       \
+	} while (0)
+#define ORBIT_DOUBLE(name, value)                                                                  \
+	do {                                                                                       \
+	} while (0)
+#define ORBIT_INT_WITH_COLOR(name, value, color)                                                   \
+	do {                                                                                       \
+	} while (0)
+#define ORBIT_INT64_WITH_COLOR(name, value, color)                                                 \
+	do {                                                                                       \
+	} while (0)
+#define ORBIT_UINT_WITH_COLOR(name, value, color)                                                  \
+	do {                                                                                       \
+	} while (0)
+#define ORBIT_UINT64_WITH_COLOR(name, value, color)                                                \
+	do {                                                                                       \
+	} while (0)
+#define ORBIT_FLOAT_WITH_COLOR(name, value, color)                                                 \
+	do {                                                                                       \
+	} while (0)
+#define ORBIT_DOUBLE_WITH_COLOR(name, value, color)                                                \
+	do {                                                                                       \
+	} while (0)
+#define ORBIT_THREAD_NAME(name)                                                                    \
+	do {                                                                                       \
+	} while (0)
 
 #endif /* ORBIT_API_ENABLED */
 
@@ -548,13 +591,15 @@ ORBIT_EXPORT int orbit_log(const char *fmt, ...) __attribute__((format(printf, 1
 ORBIT_EXPORT int orbit_marker(const void *data, size_t len);
 
 #if ORBIT_API_ENABLED
-#define ORBIT_LOG(fmt, ...)                                                    \
-	do {                                                                   \
-		if (orbit__on())                                               \
-			orbit_log(fmt, ##__VA_ARGS__);                         \
+#define ORBIT_LOG(fmt, ...)                                                                        \
+	do {                                                                                       \
+		if (orbit__on())                                                                   \
+			orbit_log(fmt, ##__VA_ARGS__);                                             \
 	} while (0)
 #else
-#define ORBIT_LOG(fmt, ...) do { } while (0)
+#define ORBIT_LOG(fmt, ...)                                                                        \
+	do {                                                                                       \
+	} while (0)
 #endif
 
 #ifdef __cplusplus

@@ -94,7 +94,8 @@ static void collect(void *ctx, uint32_t ring, uint64_t first, const uint8_t *rec
 	    last->n + n <= ORBIT_BATCH_MAX) /* one batch on the wire: better columns */
 		last->n += n;
 	else
-		A.runs[A.nruns++] = (struct run){.ring = ring, .n = n, .first = first, .off = A.len};
+		A.runs[A.nruns++] =
+		    (struct run){.ring = ring, .n = n, .first = first, .off = A.len};
 	A.len += bytes;
 }
 
@@ -106,8 +107,8 @@ static void calibrate(void)
 	/* A rate from two pairs a few µs apart would be far off. */
 	while (A.clock.count < 2 ||
 	       A.clock.pair[(A.clock.head + A.clock.count - 1) % ORBIT__CLOCK_PAIRS].ns -
-			       A.clock.pair[A.clock.head].ns <
-		       MIN_CALIBRATION_NS) {
+	               A.clock.pair[A.clock.head].ns <
+	           MIN_CALIBRATION_NS) {
 		struct timespec ts = {0, 500000};
 		nanosleep(&ts, NULL);
 		orbit__clock_calibrate(&A.clock);
@@ -212,12 +213,12 @@ static void drain_pass(int final, int all)
 		orbit__transport_pass_done();
 	if (res.backstops)
 		fprintf(stderr,
-			"orbit: %u event(s) claimed but unpublished for 30 s were dropped "
-			"(backstop)\n",
-			res.backstops);
+		        "orbit: %u event(s) claimed but unpublished for 30 s were dropped "
+		        "(backstop)\n",
+		        res.backstops);
 
 	struct orbit__agent_stats st = {.ring_count = A.seg->layout.ring_count,
-					.stalled_rings = res.stalled_rings};
+	                                .stalled_rings = res.stalled_rings};
 	for (uint32_t i = 0; i < st.ring_count; i++) {
 		const struct orbit__ring_state *s = &A.drain.ring[i];
 		st.claimed += orbit__ring_claimed(A.seg, i);
@@ -316,7 +317,7 @@ static uint64_t env_ms(const char *name, uint64_t def, uint64_t max)
 		if (said++)
 			return def;
 		fprintf(stderr, "orbit: %s=%s is not a number of ms from 1 to %llu; using %llu\n",
-			name, s, (unsigned long long)max, (unsigned long long)def);
+		        name, s, (unsigned long long)max, (unsigned long long)def);
 		return def;
 	}
 	return v;
@@ -342,7 +343,7 @@ int orbit__agent_start(struct orbit__segment *seg, uint32_t clock_source)
 	int err = uv_loop_init(&A.loop);
 	if (err) {
 		fprintf(stderr, "orbit: cannot start the agent's event loop: %s; tracing is off\n",
-			uv_strerror(err));
+		        uv_strerror(err));
 		return err;
 	}
 	A.transport = orbit__transport_wanted();
@@ -365,7 +366,7 @@ int orbit__agent_start(struct orbit__segment *seg, uint32_t clock_source)
 	err = -pthread_create(&A.thread, NULL, agent_main, NULL);
 	if (err) {
 		fprintf(stderr, "orbit: cannot start the agent thread: %s; tracing is off\n",
-			strerror(-err));
+		        strerror(-err));
 		close_handles();
 		uv_run(&A.loop, UV_RUN_DEFAULT);
 		uv_loop_close(&A.loop);
@@ -439,8 +440,10 @@ void orbit__agent_stop(uint32_t timeout_ms)
 	/* Never block the host: the thread finishes on its own, and its loop
 	 * is never reused. */
 	pthread_detach(A.thread);
-	fprintf(stderr, "orbit: the agent did not finish within %u ms; what it had not sent "
-			"is lost\n", timeout_ms);
+	fprintf(stderr,
+	        "orbit: the agent did not finish within %u ms; what it had not sent "
+	        "is lost\n",
+	        timeout_ms);
 }
 
 void orbit__agent_set_sink(const struct orbit__sink *sink)

@@ -17,7 +17,7 @@
  * are CLOCK_MONOTONIC ns. */
 struct orbit__sink {
 	void (*records)(void *ctx, uint32_t ring, uint64_t first_claim, const uint8_t *records,
-			uint32_t n);
+	                uint32_t n);
 	/* A log page (ftrace layout, times in ns), or NULL. */
 	void (*page)(void *ctx, uint32_t ring, const uint8_t *page, size_t len);
 	void *ctx;
@@ -25,7 +25,7 @@ struct orbit__sink {
 
 struct orbit__agent_stats {
 	uint32_t ring_count;
-	uint64_t claimed;       /* sum of the rings' cursors */
+	uint64_t claimed; /* sum of the rings' cursors */
 	uint64_t drained;
 	uint64_t lost_lapped;
 	uint64_t lost_dead;

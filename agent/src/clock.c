@@ -37,7 +37,7 @@ uint32_t orbit__clock_choose(void)
 	int force = env != NULL && strcmp(env, "tsc") == 0;
 	if (env != NULL && !force && strcmp(env, "auto") != 0)
 		fprintf(stderr, "orbit: ORBIT_CLOCK=%s is not monotonic, tsc or auto; using auto\n",
-			env);
+		        env);
 #if defined(__x86_64__)
 	/* tsc: trust an invariant TSC even when the kernel chose another
 	 * clocksource (conversion still goes through CLOCK_MONOTONIC). */
@@ -51,7 +51,7 @@ uint32_t orbit__clock_choose(void)
 #endif
 	if (force)
 		fprintf(stderr, "orbit: ORBIT_CLOCK=tsc: no invariant counter here; using "
-				"CLOCK_MONOTONIC\n");
+		                "CLOCK_MONOTONIC\n");
 	return ORBIT__CLOCK_MONOTONIC;
 }
 
@@ -119,7 +119,7 @@ void orbit__clock_calibrate(struct orbit__clock_conv *c)
 
 /* ns at ticks on the line through a and b (a.ticks < b.ticks). */
 static uint64_t line(const struct orbit__clock_pair *a, const struct orbit__clock_pair *b,
-		     uint64_t ticks)
+                     uint64_t ticks)
 {
 	__int128 dt = (__int128)ticks - (__int128)a->ticks;
 	__int128 span_t = (__int128)b->ticks - (__int128)a->ticks;
@@ -192,8 +192,8 @@ uint64_t orbit__clock_cursor_to_ns(struct orbit__clock_cursor *c, uint64_t ticks
 {
 	const struct orbit__clock_conv *v = c->conv;
 	/* Outside the pairs, or with too few, the exact path extrapolates. */
-	if (v->source == ORBIT__CLOCK_MONOTONIC || v->count < 2 ||
-	    ticks < pair_at(v, 0)->ticks || ticks >= pair_at(v, v->count - 1)->ticks)
+	if (v->source == ORBIT__CLOCK_MONOTONIC || v->count < 2 || ticks < pair_at(v, 0)->ticks ||
+	    ticks >= pair_at(v, v->count - 1)->ticks)
 		return orbit__clock_to_ns(v, ticks);
 	if (!c->valid || ticks < c->lo || ticks >= c->hi)
 		cursor_load(c, ticks);

@@ -56,9 +56,9 @@ uint64_t orbit__clock_to_ns(const struct orbit__clock_conv *c, uint64_t ticks);
  * it rounds down, so it never exceeds the next pair: still increasing. */
 struct orbit__clock_cursor {
 	const struct orbit__clock_conv *conv;
-	uint64_t lo, hi;   /* ticks the segment covers, [lo, hi) */
-	uint64_t base_ns;  /* ns at lo */
-	uint64_t mult;     /* ns per tick << 32 */
+	uint64_t lo, hi;  /* ticks the segment covers, [lo, hi) */
+	uint64_t base_ns; /* ns at lo */
+	uint64_t mult;    /* ns per tick << 32 */
 	int valid;
 };
 void orbit__clock_cursor_init(struct orbit__clock_cursor *c, const struct orbit__clock_conv *conv);

@@ -90,11 +90,11 @@ struct logs {
 	uint32_t count;
 	uint32_t pages;
 	uint32_t page_size;
-	uint32_t max_line;      /* text bytes orbit_log keeps */
-	uint32_t max_data;      /* marker bytes that fit a record */
+	uint32_t max_line; /* text bytes orbit_log keeps */
+	uint32_t max_data; /* marker bytes that fit a record */
 	int overwrite;
-	uint32_t clock_kind;    /* ORBIT__CLOCK_TSC or ORBIT__CLOCK_MONOTONIC */
-	uint64_t ticks0, ns0;   /* a (ticks, ns) pair taken at create */
+	uint32_t clock_kind;  /* ORBIT__CLOCK_TSC or ORBIT__CLOCK_MONOTONIC */
+	uint64_t ticks0, ns0; /* a (ticks, ns) pair taken at create */
 	/* The reader's page copy; under g_read. */
 	uint8_t *buf;
 	struct logs_ring ring[];
@@ -110,8 +110,8 @@ static pthread_mutex_t g_read = PTHREAD_MUTEX_INITIALIZER;
  * loads by writers and the reader see them complete. Reset only in a forked
  * child. */
 static _Atomic(struct logs *) g_logs;
-static int g_enabled;    /* under g_ctl */
-static int g_atfork;     /* under g_ctl */
+static int g_enabled; /* under g_ctl */
+static int g_atfork;  /* under g_ctl */
 /* Relaxed: a statistic. */
 static _Atomic uint64_t g_clamped;
 
@@ -176,9 +176,10 @@ static uint32_t env_pages(void)
 	v = strtoull(s, &end, 10);
 	if (*s < '0' || *s > '9' || *end != '\0' || errno != 0 || v < 2 ||
 	    v > ORBIT__PAGE_MAX_PAGES) {
-		fprintf(stderr, "orbit: ORBIT_PAGE_RING_PAGES=%s is not a number of pages from 2 "
-				"to %u; using %u\n", s, ORBIT__PAGE_MAX_PAGES,
-			ORBIT__LOGS_PAGES_DEFAULT);
+		fprintf(stderr,
+		        "orbit: ORBIT_PAGE_RING_PAGES=%s is not a number of pages from 2 "
+		        "to %u; using %u\n",
+		        s, ORBIT__PAGE_MAX_PAGES, ORBIT__LOGS_PAGES_DEFAULT);
 		return ORBIT__LOGS_PAGES_DEFAULT;
 	}
 	return (uint32_t)v;
@@ -265,8 +266,8 @@ static int create(struct logs **out)
 			goto fail;
 	}
 	l->max_data = orbit__page_max_payload(l->ring[0].ring) - ORBIT__LOGS_HEADER;
-	l->max_line = l->max_data < ORBIT__LOGS_LINE_STACK - 1 ? l->max_data
-							       : ORBIT__LOGS_LINE_STACK - 1;
+	l->max_line =
+	    l->max_data < ORBIT__LOGS_LINE_STACK - 1 ? l->max_data : ORBIT__LOGS_LINE_STACK - 1;
 	l->ticks0 = ring_now(l);
 	l->ns0 = orbit__monotonic_ns();
 	*out = l;
@@ -299,8 +300,9 @@ int orbit__logs_start(void)
 	if (l == NULL) {
 		err = create(&l);
 		if (err < 0) {
-			fprintf(stderr, "orbit: cannot create the log page rings: %s; logs are off\n",
-				orbit_strerror(err));
+			fprintf(stderr,
+			        "orbit: cannot create the log page rings: %s; logs are off\n",
+			        orbit_strerror(err));
 			goto out;
 		}
 		/* release: pairs with the acquire loads in write_record and
@@ -326,9 +328,10 @@ int orbit__logs_start(void)
 			l->ring[i].lost_records += loss.records;
 			l->ring[i].lost_pages += loss.pages;
 		}
-		fprintf(stderr, "orbit: cannot allocate %u log page rings of %u pages of %u "
-				"bytes: %s; logs are off\n", l->count, l->pages, l->page_size,
-			orbit_strerror(err));
+		fprintf(stderr,
+		        "orbit: cannot allocate %u log page rings of %u pages of %u "
+		        "bytes: %s; logs are off\n",
+		        l->count, l->pages, l->page_size, orbit_strerror(err));
 		goto out;
 	}
 	g_enabled = 1;
@@ -364,7 +367,7 @@ uint32_t orbit__logs_ring_count(void)
 }
 
 void orbit__logs_totals(uint32_t ring, uint64_t *reserved, uint64_t *lost_records,
-			uint64_t *lost_pages)
+                        uint64_t *lost_pages)
 {
 	uint64_t res = 0, rec = 0, pages = 0;
 	struct logs *l;
@@ -411,7 +414,7 @@ void orbit__logs_config(uint32_t *pages, uint32_t *page_size, int *overwrite)
 /* ---- reader ---- */
 
 static void deliver(struct logs *l, uint32_t i, orbit__logs_to_ns_fn to_ns, void *ctx,
-		    orbit__logs_page_fn page, void *arg)
+                    orbit__logs_page_fn page, void *arg)
 {
 	if (l->clock_kind == ORBIT__CLOCK_TSC) {
 		int r = orbit__ftrace_retime(l->buf, l->page_size, to_ns, ctx);
@@ -428,7 +431,7 @@ static void deliver(struct logs *l, uint32_t i, orbit__logs_to_ns_fn to_ns, void
 }
 
 int orbit__logs_read(orbit__logs_to_ns_fn to_ns, void *ctx, orbit__logs_page_fn page, void *arg,
-		     uint64_t flush_age_ns)
+                     uint64_t flush_age_ns)
 {
 	struct logs *l = atomic_load_explicit(&g_logs, memory_order_acquire);
 	uint64_t age;
@@ -448,7 +451,8 @@ int orbit__logs_read(orbit__logs_to_ns_fn to_ns, void *ctx, orbit__logs_page_fn 
 		/* page_ring.h: read what is ready, close the tail page if it
 		 * is old enough, and go round while that moved anything. */
 		for (;;) {
-			while (budget > 0 && (r = orbit__page_read(ring, l->buf, l->page_size)) > 0) {
+			while (budget > 0 &&
+			       (r = orbit__page_read(ring, l->buf, l->page_size)) > 0) {
 				deliver(l, i, to_ns, ctx, page, arg);
 				budget--;
 				n++;
@@ -520,7 +524,7 @@ ORBIT_EXPORT int orbit_log(const char *fmt, ...)
 	if (n < 0)
 		return -EINVAL; /* a conversion the C library refused */
 	return write_record(l, ORBIT__LOGS_LINE, buf,
-			    (uint32_t)n < l->max_line ? (size_t)n : l->max_line);
+	                    (uint32_t)n < l->max_line ? (size_t)n : l->max_line);
 }
 
 ORBIT_EXPORT int orbit_marker(const void *data, size_t len)

@@ -45,9 +45,9 @@ enum orbit__logs_type {
 	ORBIT__LOGS_MARKER = 2,
 };
 
-#define ORBIT__LOGS_HEADER 8u          /* type, flags, preempt count, tid */
+#define ORBIT__LOGS_HEADER 8u /* type, flags, preempt count, tid */
 #define ORBIT__LOGS_PAGES_DEFAULT 64u
-#define ORBIT__LOGS_LINE_STACK 4096u   /* orbit_log's stack buffer, NUL included */
+#define ORBIT__LOGS_LINE_STACK 4096u /* orbit_log's stack buffer, NUL included */
 
 /*
  * Creates the rings (first call) and enables them. Idempotent: 0 when they
@@ -80,7 +80,7 @@ typedef void (*orbit__logs_page_fn)(void *arg, uint32_t ring, const uint8_t *pag
  * were never created, or -EINVAL when to_ns or page is NULL.
  */
 int orbit__logs_read(orbit__logs_to_ns_fn to_ns, void *ctx, orbit__logs_page_fn page, void *arg,
-		     uint64_t flush_age_ns);
+                     uint64_t flush_age_ns);
 
 /* Number of rings (0 before the first successful start). */
 uint32_t orbit__logs_ring_count(void);
@@ -96,7 +96,7 @@ uint32_t orbit__logs_ring_count(void);
  * ring gives zeros.
  */
 void orbit__logs_totals(uint32_t ring, uint64_t *reserved, uint64_t *lost_records,
-			uint64_t *lost_pages);
+                        uint64_t *lost_pages);
 
 /* Records whose converted time did not fit the page and was clamped
  * (orbit__ftrace_retime); 0 unless the tick rate is below 1 GHz. */

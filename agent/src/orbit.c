@@ -42,8 +42,10 @@ static uint32_t read_flush_timeout(void)
 	char *end;
 	unsigned long v = strtoul(s, &end, 10);
 	if (*s == '\0' || *end != '\0' || v > 600000) {
-		fprintf(stderr, "orbit: ORBIT_FLUSH_TIMEOUT_MS=%s is not a number of ms up to "
-				"600000; using 2000\n", s);
+		fprintf(stderr,
+		        "orbit: ORBIT_FLUSH_TIMEOUT_MS=%s is not a number of ms up to "
+		        "600000; using 2000\n",
+		        s);
 		return FLUSH_TIMEOUT_DEFAULT_MS;
 	}
 	return (uint32_t)v;
@@ -52,8 +54,8 @@ static uint32_t read_flush_timeout(void)
 ORBIT_EXPORT const char *orbit_strerror(int err)
 {
 	switch (err) {
-#define ORBIT__ERR_CASE(name, value, text)                                     \
-	case value:                                                            \
+#define ORBIT__ERR_CASE(name, value, text)                                                         \
+	case value:                                                                                \
 		return text;
 		ORBIT_ERRORS(ORBIT__ERR_CASE)
 #undef ORBIT__ERR_CASE
@@ -82,7 +84,7 @@ struct orbit__thread *orbit__thread_attach(void)
 
 /* A head record and as many continuations as the name needs. */
 void orbit__emit_named(uint8_t kind, uint64_t id, const char *name, size_t len, uint32_t color,
-		      uint64_t group, int attrs)
+                       uint64_t group, int attrs)
 {
 	struct orbit__thread *t = orbit__self();
 	if (t == NULL)
@@ -103,7 +105,7 @@ void orbit__emit_named(uint8_t kind, uint64_t id, const char *name, size_t len, 
 	memcpy(bytes + skip, name, take);
 	struct orbit__slot *s = orbit__claim(t, &claim);
 	orbit__store(s, time, id,
-		     orbit__meta(t->tid, kind, attrs ? ORBIT__FLAG_ATTRS : 0, (uint16_t)len), w);
+	             orbit__meta(t->tid, kind, attrs ? ORBIT__FLAG_ATTRS : 0, (uint16_t)len), w);
 	orbit__publish(s, claim);
 	uint16_t part = 1;
 	for (size_t off = take; off < len; off += ORBIT__INLINE_NAME, part++) {
@@ -149,8 +151,10 @@ ORBIT_EXPORT int orbit_init(void)
 		g_flush_timeout_ms = read_flush_timeout();
 		err = orbit__segment_create(&p, &g_seg);
 		if (err) {
-			fprintf(stderr, "orbit: cannot create the shared-memory segment: %s; "
-					"tracing is off\n", orbit_strerror(err));
+			fprintf(stderr,
+			        "orbit: cannot create the shared-memory segment: %s; "
+			        "tracing is off\n",
+			        orbit_strerror(err));
 			goto out;
 		}
 		atomic_store_explicit(&g_segment, &g_seg, memory_order_release);

@@ -197,10 +197,10 @@ _Static_assert(ATOMIC_INT_LOCK_FREE == 2, "32-bit atomics must be lock-free");
 _Static_assert(sizeof(unsigned long long) == 8, "ring words are 64-bit");
 _Static_assert(ORBIT__PAGE_MAX_PAGES <= (1u << INDEX_BITS), "index field too small");
 _Static_assert(ORBIT__PAGE_MAX_SIZE - ORBIT__PAGE_HEADER <= CLAIM_OFF_MASK,
-	       "claim offset field too small for the largest page");
+               "claim offset field too small for the largest page");
 _Static_assert(TIME_BITS == 46, "claim word keeps 46 time bits");
 _Static_assert(ORBIT__PAGE_MAX_SIZE - ORBIT__PAGE_HEADER < (1u << 27),
-	       "commit size must fit bits 0..26");
+               "commit size must fit bits 0..26");
 
 /* Per-page state, one cache line, in memory separate from the pages. */
 struct orbit__page_state {
@@ -255,13 +255,13 @@ struct orbit__page_ring {
 
 _Static_assert(offsetof(struct orbit__page_ring, tail) % CACHE_LINE == 0, "tail on its line");
 _Static_assert(offsetof(struct orbit__page_ring, head) - offsetof(struct orbit__page_ring, tail) ==
-		       CACHE_LINE,
-	       "head and tail on separate lines");
+                   CACHE_LINE,
+               "head and tail on separate lines");
 
-#define HOOK(ring, point)                                                      \
-	do {                                                                   \
-		if ((ring)->cfg.hook != NULL)                                  \
-			(ring)->cfg.hook((ring)->cfg.hook_arg, (point));       \
+#define HOOK(ring, point)                                                                          \
+	do {                                                                                       \
+		if ((ring)->cfg.hook != NULL)                                                      \
+			(ring)->cfg.hook((ring)->cfg.hook_arg, (point));                           \
 	} while (0)
 
 /* ---- small helpers ---- */
@@ -459,7 +459,7 @@ static int discard_head(struct orbit__page_ring *ring, uint64_t head, uint64_t t
 	/* acquire: pairs with the previous owner's release store of the head
 	 * word; we see the pages as it left them (guarantee 11). */
 	if (!atomic_compare_exchange_strong_explicit(&ring->head, &head, head | HEAD_OWNER,
-						     memory_order_acquire, memory_order_relaxed))
+	                                             memory_order_acquire, memory_order_relaxed))
 		return 0;
 	st = &ring->state[idx];
 	if (atomic_load_explicit(&ring->tail, memory_order_acquire) != tail) {
@@ -471,9 +471,9 @@ static int discard_head(struct orbit__page_ring *ring, uint64_t head, uint64_t t
 		atomic_store_explicit(&ring->head, head, memory_order_release);
 		return -ENOBUFS; /* a (maybe paused) writer is still on it */
 	}
-	n = count_records(page_at(ring, idx) + ORBIT__PAGE_HEADER,
-			  (uint32_t)(atomic_load_explicit(&st->claim, memory_order_relaxed) &
-				     CLAIM_OFF_MASK));
+	n = count_records(
+	    page_at(ring, idx) + ORBIT__PAGE_HEADER,
+	    (uint32_t)(atomic_load_explicit(&st->claim, memory_order_relaxed) & CLAIM_OFF_MASK));
 	reset_page(ring, idx);
 	atomic_fetch_add_explicit(&ring->overwritten_records, n, memory_order_relaxed);
 	atomic_fetch_add_explicit(&ring->overwritten_pages, 1, memory_order_relaxed);
@@ -501,7 +501,7 @@ static int advance_tail(struct orbit__page_ring *ring, uint64_t tail, int may_di
 		/* acq_rel: release the close we saw (and the head we read) to
 		 * writers that acquire the new tail; a stale tail fails. */
 		atomic_compare_exchange_strong_explicit(&ring->tail, &tail, next_tail(ring, tail),
-							memory_order_acq_rel, memory_order_relaxed);
+		                                        memory_order_acq_rel, memory_order_relaxed);
 		return 0;
 	}
 	if (!may_discard)
@@ -522,7 +522,7 @@ struct stamp {
 /* Decides the time of a record claimed on a page whose claim word is cw.
  * Returns 0, or 1 when the page must be closed for a new one. */
 static int stamp_record(const struct orbit__page_state *st, uint64_t cw, uint64_t now,
-			struct stamp *s)
+                        struct stamp *s)
 {
 	uint64_t d, back, first;
 
@@ -551,7 +551,7 @@ static int stamp_record(const struct orbit__page_state *st, uint64_t cw, uint64_
 /* Writes the TIME_EXTEND, record header and page timestamp for a claim at
  * `off` and fills res. */
 static void write_record(struct orbit__page_ring *ring, uint32_t idx, uint32_t off, uint32_t len,
-			 const struct stamp *s, struct orbit__page_reservation *res)
+                         const struct stamp *s, struct orbit__page_reservation *res)
 {
 	uint8_t *page = page_at(ring, idx);
 	uint8_t *rec = page + ORBIT__PAGE_HEADER + off;
@@ -559,8 +559,7 @@ static void write_record(struct orbit__page_ring *ring, uint32_t idx, uint32_t o
 
 	if (off == 0) {
 		put64(page, s->time); /* guarantee 8 */
-		atomic_store_explicit(&ring->state[idx].first_time, s->time,
-				      memory_order_relaxed);
+		atomic_store_explicit(&ring->state[idx].first_time, s->time, memory_order_relaxed);
 	}
 	if (s->extend) {
 		put32(rec, TYPE_TIME_EXTEND | (uint32_t)(s->delta & (DELTA_LIMIT - 1)) << 5);
@@ -589,7 +588,7 @@ static void write_record(struct orbit__page_ring *ring, uint32_t idx, uint32_t o
 /* Claims space on the joined page idx. Returns 0 with the space claimed,
  * or 1 if the page is closed (the caller has left it). */
 static int claim_space(struct orbit__page_ring *ring, uint32_t idx, uint32_t len,
-		       struct orbit__page_reservation *res)
+                       struct orbit__page_reservation *res)
 {
 	struct orbit__page_state *st = &ring->state[idx];
 	uint32_t bytes = record_bytes(len);
@@ -617,9 +616,8 @@ static int claim_space(struct orbit__page_ring *ring, uint32_t idx, uint32_t len
 		/* acq_rel on success: release our time to later claimers
 		 * (see Stamping), acquire theirs. On failure, acquire the
 		 * winner's claim for the same reason. */
-		if (atomic_compare_exchange_strong_explicit(&st->claim, &cw, next,
-							    memory_order_acq_rel,
-							    memory_order_acquire)) {
+		if (atomic_compare_exchange_strong_explicit(
+		        &st->claim, &cw, next, memory_order_acq_rel, memory_order_acquire)) {
 			write_record(ring, idx, (uint32_t)off, len, &s, res);
 			return 0;
 		}
@@ -649,7 +647,7 @@ static int join_tail(struct orbit__page_ring *ring, uint64_t tail)
 }
 
 static int reserve_inside(struct orbit__page_ring *ring, uint32_t len,
-			  struct orbit__page_reservation *res)
+                          struct orbit__page_reservation *res)
 {
 	for (;;) {
 		/* acquire: pairs with the release CAS that moved the tail. */
@@ -679,7 +677,7 @@ static int reserve_inside(struct orbit__page_ring *ring, uint32_t len,
 }
 
 int orbit__page_reserve(struct orbit__page_ring *ring, uint32_t len,
-			struct orbit__page_reservation *res)
+                        struct orbit__page_reservation *res)
 {
 	int err = ring_enter(ring);
 
@@ -716,9 +714,8 @@ static int take_head(struct orbit__page_ring *ring, uint8_t *buf)
 	do {
 		if (head & HEAD_OWNER)
 			return -EAGAIN; /* an overwriting writer holds it */
-	} while (!atomic_compare_exchange_weak_explicit(&ring->head, &head, head | HEAD_OWNER,
-							memory_order_acquire,
-							memory_order_acquire));
+	} while (!atomic_compare_exchange_weak_explicit(
+	    &ring->head, &head, head | HEAD_OWNER, memory_order_acquire, memory_order_acquire));
 	idx = word_index(head);
 	if (word_index(atomic_load_explicit(&ring->tail, memory_order_acquire)) == idx ||
 	    !page_finished(&ring->state[idx])) {
@@ -770,7 +767,7 @@ int orbit__page_read(struct orbit__page_ring *ring, void *buf, size_t len)
  * call closed it, 0 otherwise; *closed tells whether the page is closed
  * (by anyone), in which case the caller helps move the tail. */
 static int flush_close(struct orbit__page_ring *ring, uint64_t tail, uint64_t min_age_ns,
-		       int *closed)
+                       int *closed)
 {
 	uint32_t idx = word_index(tail);
 	struct orbit__page_state *st = &ring->state[idx];
@@ -785,10 +782,9 @@ static int flush_close(struct orbit__page_ring *ring, uint64_t tail, uint64_t mi
 		*closed = 1;
 	} else if ((cw & CLAIM_OFF_MASK) != 0) {
 		first = atomic_load_explicit(&st->first_time, memory_order_relaxed);
-		if (min_age_ns == 0 ||
-		    (first != FIRST_UNSET &&
-		     (int64_t)(ring->cfg.clock(ring->cfg.clock_arg) - first) >=
-			     (int64_t)min_age_ns)) {
+		if (min_age_ns == 0 || (first != FIRST_UNSET &&
+		                        (int64_t)(ring->cfg.clock(ring->cfg.clock_arg) - first) >=
+		                            (int64_t)min_age_ns)) {
 			won = close_page(ring, idx);
 			*closed = 1;
 		}
@@ -940,9 +936,9 @@ static void count_leftovers(struct orbit__page_ring *ring, uint64_t *records, ui
 	*records = 0;
 	*pages = 0;
 	for (;;) {
-		uint32_t bytes = (uint32_t)(atomic_load_explicit(&ring->state[idx].claim,
-								 memory_order_relaxed) &
-					    CLAIM_OFF_MASK);
+		uint32_t bytes =
+		    (uint32_t)(atomic_load_explicit(&ring->state[idx].claim, memory_order_relaxed) &
+		               CLAIM_OFF_MASK);
 
 		if (bytes != 0) {
 			*records += count_records(page_at(ring, idx) + ORBIT__PAGE_HEADER, bytes);
@@ -973,13 +969,12 @@ int orbit__page_disable(struct orbit__page_ring *ring, struct orbit__page_loss *
 		nap();
 	count_leftovers(ring, &rec, &pages);
 	if (loss != NULL) {
-		loss->records = atomic_load_explicit(&ring->full, memory_order_relaxed) +
-				atomic_load_explicit(&ring->dropped, memory_order_relaxed) +
-				atomic_load_explicit(&ring->overwritten_records,
-						     memory_order_relaxed) +
-				rec;
+		loss->records =
+		    atomic_load_explicit(&ring->full, memory_order_relaxed) +
+		    atomic_load_explicit(&ring->dropped, memory_order_relaxed) +
+		    atomic_load_explicit(&ring->overwritten_records, memory_order_relaxed) + rec;
 		loss->pages =
-			atomic_load_explicit(&ring->overwritten_pages, memory_order_relaxed) + pages;
+		    atomic_load_explicit(&ring->overwritten_pages, memory_order_relaxed) + pages;
 	}
 	ring->cfg.free(ring->pages);
 	ring->cfg.free(ring->state);
@@ -1005,8 +1000,9 @@ void orbit__page_stats(const struct orbit__page_ring *ring, struct orbit__page_s
 	st->full = atomic_load_explicit(&ring->full, memory_order_relaxed);
 	st->dropped = atomic_load_explicit(&ring->dropped, memory_order_relaxed);
 	st->overwritten_records =
-		atomic_load_explicit(&ring->overwritten_records, memory_order_relaxed);
-	st->overwritten_pages = atomic_load_explicit(&ring->overwritten_pages, memory_order_relaxed);
+	    atomic_load_explicit(&ring->overwritten_records, memory_order_relaxed);
+	st->overwritten_pages =
+	    atomic_load_explicit(&ring->overwritten_pages, memory_order_relaxed);
 	st->pages_read = atomic_load_explicit(&ring->pages_read, memory_order_relaxed);
 	st->pages_flushed = atomic_load_explicit(&ring->pages_flushed, memory_order_relaxed);
 }

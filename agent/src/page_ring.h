@@ -43,9 +43,9 @@
 #include <stddef.h>
 #include <stdint.h>
 
-#define ORBIT__PAGE_HEADER 16u          /* u64 timestamp + u64 commit */
+#define ORBIT__PAGE_HEADER 16u /* u64 timestamp + u64 commit */
 #define ORBIT__PAGE_MAX_PAGES (1u << 20)
-#define ORBIT__PAGE_MIN_SIZE 128u       /* bytes per page, power of two */
+#define ORBIT__PAGE_MIN_SIZE 128u /* bytes per page, power of two */
 #define ORBIT__PAGE_MAX_SIZE 65536u
 
 /* A clock returning nanoseconds, monotonic across threads (the agent passes
@@ -54,16 +54,16 @@ typedef uint64_t (*orbit__page_clock_fn)(void *arg);
 
 /* Where the test hook is called; see orbit__page_config.hook. */
 enum orbit__page_hook_point {
-	ORBIT__PAGE_HOOK_JOINED,   /* writer joined the tail page, tail not rechecked */
-	ORBIT__PAGE_HOOK_STAMPED,  /* writer read the clock, claim CAS not done */
-	ORBIT__PAGE_HOOK_CLAIMED,  /* writer owns its space, reserve not returned */
-	ORBIT__PAGE_HOOK_READING,  /* reader owns the head page, copy not done */
+	ORBIT__PAGE_HOOK_JOINED,  /* writer joined the tail page, tail not rechecked */
+	ORBIT__PAGE_HOOK_STAMPED, /* writer read the clock, claim CAS not done */
+	ORBIT__PAGE_HOOK_CLAIMED, /* writer owns its space, reserve not returned */
+	ORBIT__PAGE_HOOK_READING, /* reader owns the head page, copy not done */
 };
 
 struct orbit__page_config {
-	uint32_t pages;           /* 2 .. ORBIT__PAGE_MAX_PAGES */
-	uint32_t page_size;       /* power of two, MIN_SIZE .. MAX_SIZE */
-	int overwrite;            /* nonzero: discard the oldest page when full */
+	uint32_t pages;     /* 2 .. ORBIT__PAGE_MAX_PAGES */
+	uint32_t page_size; /* power of two, MIN_SIZE .. MAX_SIZE */
+	int overwrite;      /* nonzero: discard the oldest page when full */
 	orbit__page_clock_fn clock;
 	void *clock_arg;
 	/* Optional allocator for the pages and their state (tests inject
@@ -79,29 +79,29 @@ struct orbit__page_config {
 
 /* A granted reservation: the payload area and how the record is stamped. */
 struct orbit__page_reservation {
-	void *data;         /* payload, `len` bytes rounded up to 4, 4-aligned */
-	uint32_t len;       /* bytes asked for */
-	uint32_t page;      /* index of the page holding the record */
-	uint64_t time;      /* the record's absolute time (clock ns) */
-	uint64_t delta;     /* time since the previous record on the page (0 for
-			     * the first); over 27 bits it went to a TIME_EXTEND */
-	void *state_;       /* private: the page state commit leaves */
+	void *data;     /* payload, `len` bytes rounded up to 4, 4-aligned */
+	uint32_t len;   /* bytes asked for */
+	uint32_t page;  /* index of the page holding the record */
+	uint64_t time;  /* the record's absolute time (clock ns) */
+	uint64_t delta; /* time since the previous record on the page (0 for
+	                 * the first); over 27 bits it went to a TIME_EXTEND */
+	void *state_;   /* private: the page state commit leaves */
 };
 
 /* Returned by disable: what this enable period lost. */
 struct orbit__page_loss {
-	uint64_t records;   /* Full + Dropped + records on discarded pages */
-	uint64_t pages;     /* pages discarded by overwrite or by disable */
+	uint64_t records; /* Full + Dropped + records on discarded pages */
+	uint64_t pages;   /* pages discarded by overwrite or by disable */
 };
 
 /* Counters for tests and the agent's statistics (relaxed snapshots). */
 struct orbit__page_stats {
-	uint64_t full;              /* reserves that returned -ENOSPC */
-	uint64_t dropped;           /* reserves that returned -ENOBUFS */
+	uint64_t full;    /* reserves that returned -ENOSPC */
+	uint64_t dropped; /* reserves that returned -ENOBUFS */
 	uint64_t overwritten_records;
 	uint64_t overwritten_pages;
 	uint64_t pages_read;
-	uint64_t pages_flushed;     /* tail pages closed by orbit__page_flush */
+	uint64_t pages_flushed; /* tail pages closed by orbit__page_flush */
 };
 
 struct orbit__page_ring;
@@ -126,7 +126,7 @@ int orbit__page_disable(struct orbit__page_ring *ring, struct orbit__page_loss *
 /* Reserves space for a record with a `len`-byte payload. Returns 0 and
  * fills *res, or -ENOSPC, -ENOBUFS, -ESHUTDOWN, -EMSGSIZE. Never blocks. */
 int orbit__page_reserve(struct orbit__page_ring *ring, uint32_t len,
-			struct orbit__page_reservation *res);
+                        struct orbit__page_reservation *res);
 
 /* Publishes a reservation's record. Always succeeds (guarantee 12). */
 void orbit__page_commit(struct orbit__page_ring *ring, const struct orbit__page_reservation *res);

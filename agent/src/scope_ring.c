@@ -83,8 +83,7 @@ void orbit__drain_init(struct orbit__drain *d, const struct orbit__segment *seg,
 
 uint64_t orbit__ring_claimed(const struct orbit__segment *seg, uint32_t ring)
 {
-	return atomic_load_explicit(&orbit__segment_ring(seg, ring)->cursor,
-				    memory_order_relaxed);
+	return atomic_load_explicit(&orbit__segment_ring(seg, ring)->cursor, memory_order_relaxed);
 }
 
 struct batch {
@@ -125,8 +124,8 @@ static void skip_lapped(struct orbit__ring_state *s, struct orbit__ring *r, uint
 
 /* Decides a stall on claim next: 1 to stop this ring for now, 0 if claims
  * were written off and the walk goes on. */
-static int stall(struct orbit__drain *d, struct orbit__ring_state *s, uint64_t end,
-		 uint64_t slots, int *gone, struct orbit__drain_result *res)
+static int stall(struct orbit__drain *d, struct orbit__ring_state *s, uint64_t end, uint64_t slots,
+                 int *gone, struct orbit__drain_result *res)
 {
 	uint64_t now = now_ns();
 	if (!s->stalled || s->stall_claim != s->next) {
@@ -163,7 +162,7 @@ static int stall(struct orbit__drain *d, struct orbit__ring_state *s, uint64_t e
  * the count or end.
  */
 static uint32_t copy_published(struct orbit__ring *r, uint64_t next, uint64_t end, uint64_t mask,
-			       struct batch *b, int *stopped, uint64_t *stop_seq)
+                               struct batch *b, int *stopped, uint64_t *stop_seq)
 {
 	uint32_t n = 0;
 	*stopped = 0;
@@ -192,7 +191,7 @@ static uint32_t copy_published(struct orbit__ring *r, uint64_t next, uint64_t en
  * and everything after it, are not.
  */
 static uint32_t still_valid(struct orbit__ring *r, uint64_t next, uint32_t n, uint64_t mask,
-			    uint64_t slots)
+                            uint64_t slots)
 {
 	/* Acquire fence: the copies happen before the re-checks below. One
 	 * cursor load for the whole batch: its line is the producers'. */
@@ -201,13 +200,13 @@ static uint32_t still_valid(struct orbit__ring *r, uint64_t next, uint32_t n, ui
 	uint32_t k = 0;
 	while (k < n && cursor <= next + k + slots &&
 	       atomic_load_explicit(&r->slots[(next + k) & mask].seq, memory_order_relaxed) ==
-		       next + k + 1)
+	           next + k + 1)
 		k++;
 	return k;
 }
 
 uint64_t orbit__drain_ring(struct orbit__drain *d, uint32_t ring, orbit__drain_fn fn, void *ctx,
-			   struct orbit__drain_result *res)
+                           struct orbit__drain_result *res)
 {
 	struct orbit__ring *r = orbit__segment_ring(d->seg, ring);
 	struct orbit__ring_state *s = &d->ring[ring];
@@ -241,7 +240,7 @@ uint64_t orbit__drain_ring(struct orbit__drain *d, uint32_t ring, orbit__drain_f
 			if (atomic_load_explicit(&r->cursor, memory_order_relaxed) > end)
 				break;
 		} else if (!stopped) {
-			continue; /* a full batch: go on to end */
+			continue;                                 /* a full batch: go on to end */
 		} else if (stall(d, s, end, slots, &gone, res)) { /* not published yet */
 			res->stalled_rings++;
 			break;
@@ -255,7 +254,7 @@ uint64_t orbit__drain_ring(struct orbit__drain *d, uint32_t ring, orbit__drain_f
 }
 
 void orbit__drain_all(struct orbit__drain *d, orbit__drain_fn fn, void *ctx,
-		      struct orbit__drain_result *res)
+                      struct orbit__drain_result *res)
 {
 	memset(res, 0, sizeof *res);
 	for (uint32_t i = 0; i < d->seg->layout.ring_count; i++)

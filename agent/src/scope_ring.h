@@ -18,7 +18,7 @@
 /* Records of one ring, in claim order, claims first_claim .. first_claim + n - 1,
  * each ORBIT__RECORD_SIZE bytes (the slot without its stamp). */
 typedef void (*orbit__drain_fn)(void *ctx, uint32_t ring, uint64_t first_claim,
-				const uint8_t *records, uint32_t n);
+                                const uint8_t *records, uint32_t n);
 
 struct orbit__ring_state {
 	uint64_t next;          /* the next claim to read */
@@ -52,11 +52,11 @@ void orbit__drain_init(struct orbit__drain *d, const struct orbit__segment *seg,
 /* Drains every ring up to the cursor it finds there; a ring stalled on an
  * unpublished claim stops, the others go on. */
 void orbit__drain_all(struct orbit__drain *d, orbit__drain_fn fn, void *ctx,
-		      struct orbit__drain_result *res);
+                      struct orbit__drain_result *res);
 
 /* One ring; returns the records delivered. */
 uint64_t orbit__drain_ring(struct orbit__drain *d, uint32_t ring, orbit__drain_fn fn, void *ctx,
-			   struct orbit__drain_result *res);
+                           struct orbit__drain_result *res);
 
 /* The ring's cursor: how many events were ever claimed on it. */
 uint64_t orbit__ring_claimed(const struct orbit__segment *seg, uint32_t ring);

@@ -48,7 +48,7 @@ int orbit__segment_validate(const void *base, size_t mapped_len, struct orbit__s
 	/* Acquire: pairs with the creator's release store of magic, after
 	 * which every other header field is complete. */
 	uint64_t magic = atomic_load_explicit(&((const struct orbit__seg_header *)base)->magic,
-					      memory_order_acquire);
+	                                      memory_order_acquire);
 	if (magic == 0)
 		return ORBIT_ENOTINIT;
 	if (magic != ORBIT__SEG_MAGIC)
@@ -82,15 +82,15 @@ int orbit__segment_validate(const void *base, size_t mapped_len, struct orbit__s
 	if (total > mapped_len)
 		return ORBIT_ETRUNC;
 	*out = (struct orbit__seg_layout){
-		.page_size = h.page_size,
-		.ring_count = h.ring_count,
-		.slots_per_ring = h.slots_per_ring,
-		.pid = h.pid,
-		.clock_source = h.clock_source,
-		.start_time = h.start_time,
-		.rings_offset = h.rings_offset,
-		.ring_stride = h.ring_stride,
-		.total_size = h.total_size,
+	    .page_size = h.page_size,
+	    .ring_count = h.ring_count,
+	    .slots_per_ring = h.slots_per_ring,
+	    .pid = h.pid,
+	    .clock_source = h.clock_source,
+	    .start_time = h.start_time,
+	    .rings_offset = h.rings_offset,
+	    .ring_stride = h.ring_stride,
+	    .total_size = h.total_size,
 	};
 	return 0;
 }
@@ -131,19 +131,20 @@ void orbit__segment_params_from_env(struct orbit__seg_params *p)
 {
 	uint64_t rings = DEFAULT_RINGS, budget = DEFAULT_BUDGET;
 	const char *s = getenv("ORBIT_RINGS");
-	if (s != NULL && (orbit__parse_size(s, &rings) != 0 || rings < 1 || rings > ORBIT__SEG_MAX_RINGS)) {
+	if (s != NULL &&
+	    (orbit__parse_size(s, &rings) != 0 || rings < 1 || rings > ORBIT__SEG_MAX_RINGS)) {
 		fprintf(stderr, "orbit: ORBIT_RINGS=%s is not a number from 1 to %u; using %u\n", s,
-			ORBIT__SEG_MAX_RINGS, DEFAULT_RINGS);
+		        ORBIT__SEG_MAX_RINGS, DEFAULT_RINGS);
 		rings = DEFAULT_RINGS;
 	}
 	s = getenv("ORBIT_RING_BUDGET");
 	if (s != NULL && (orbit__parse_size(s, &budget) != 0 || budget > MAX_BUDGET ||
-			  budget / rings / ORBIT__SLOT_SIZE < ORBIT__SEG_MIN_SLOTS)) {
+	                  budget / rings / ORBIT__SLOT_SIZE < ORBIT__SEG_MIN_SLOTS)) {
 		fprintf(stderr,
-			"orbit: ORBIT_RING_BUDGET=%s is not a size from %llu bytes to 4G for %u "
-			"rings; using 8M\n",
-			s, (unsigned long long)rings * ORBIT__SLOT_SIZE * ORBIT__SEG_MIN_SLOTS,
-			(unsigned)rings);
+		        "orbit: ORBIT_RING_BUDGET=%s is not a size from %llu bytes to 4G for %u "
+		        "rings; using 8M\n",
+		        s, (unsigned long long)rings * ORBIT__SLOT_SIZE * ORBIT__SEG_MIN_SLOTS,
+		        (unsigned)rings);
 		budget = DEFAULT_BUDGET;
 		if (budget / rings / ORBIT__SLOT_SIZE < ORBIT__SEG_MIN_SLOTS)
 			rings = DEFAULT_RINGS;
@@ -238,7 +239,7 @@ int orbit__segment_create(const struct orbit__seg_params *p, struct orbit__segme
 	uint64_t stride = ORBIT__RING_HEADER + (uint64_t)p->slots_per_ring * ORBIT__SLOT_SIZE;
 	uint64_t total = 2ull * (uint64_t)page + (uint64_t)p->ring_count * stride;
 	snprintf(seg->name, sizeof seg->name, "/orbit-%d-%llu", (int)pid,
-		 (unsigned long long)start);
+	         (unsigned long long)start);
 	int fd = shm_open(seg->name, O_CREAT | O_EXCL | O_RDWR | O_CLOEXEC, 0600);
 	if (fd < 0 && errno == EEXIST) {
 		/* Left by an earlier run of this very process (an exec kept
@@ -323,7 +324,7 @@ int orbit__segment_open(const char *name, struct orbit__segment *seg)
 		goto out;
 	}
 	void *ctl = mmap(NULL, seg->layout.page_size, PROT_READ | PROT_WRITE, MAP_SHARED, fd,
-			 (off_t)seg->layout.page_size);
+	                 (off_t)seg->layout.page_size);
 	if (ctl == MAP_FAILED) {
 		err = -errno;
 		munmap(base, (size_t)st.st_size);
@@ -343,7 +344,7 @@ int orbit__segment_find(pid_t pid, char *name, size_t len)
 	 * with the same pid does not match the one running now. */
 	char want[64];
 	snprintf(want, sizeof want, "orbit-%d-%llu", (int)pid,
-		 (unsigned long long)orbit__process_start_time(pid));
+	         (unsigned long long)orbit__process_start_time(pid));
 	DIR *d = opendir("/dev/shm");
 	if (d == NULL)
 		return -errno;

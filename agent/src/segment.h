@@ -35,7 +35,7 @@ struct orbit__seg_header {
 	/* Written once by the creating process before magic; read by readers
 	 * only after their acquire load of magic. */
 	_Atomic uint64_t magic; /* release store, last: pairs with the
-				   acquire load in orbit__segment_validate */
+	                           acquire load in orbit__segment_validate */
 	uint32_t version;
 	uint32_t header_size;
 	uint32_t page_size;
@@ -75,7 +75,7 @@ struct orbit__seg_layout {
 
 struct orbit__segment {
 	char name[64];
-	uint8_t *base;  /* whole segment; read-only for a reader */
+	uint8_t *base; /* whole segment; read-only for a reader */
 	size_t size;
 	struct orbit__seg_control *control; /* writable */
 	struct orbit__seg_layout layout;
@@ -112,7 +112,7 @@ void orbit__segment_unlink(struct orbit__segment *seg);
 static inline struct orbit__ring *orbit__segment_ring(const struct orbit__segment *seg, uint32_t i)
 {
 	return (struct orbit__ring *)(seg->base + seg->layout.rings_offset +
-				      (uint64_t)i * seg->layout.ring_stride);
+	                              (uint64_t)i * seg->layout.ring_stride);
 }
 
 /* The ring of a thread: the tid times the 64-bit golden ratio, high bits,

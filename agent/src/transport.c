@@ -5,10 +5,10 @@
 #include <errno.h>
 #include <fcntl.h>
 #include <limits.h>
-#include <sys/file.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/file.h>
 #include <time.h>
 #include <unistd.h>
 
@@ -22,7 +22,7 @@
 #define ORBIT_VERSION "0"
 #endif
 
-#define FRAME_TARGET (1u << 20)      /* content of one frame, about */
+#define FRAME_TARGET (1u << 20) /* content of one frame, about */
 #define BACKOFF_MIN_MS 100u
 #define BACKOFF_MAX_MS 5000u
 #define DEFAULT_SEND_BUFFER (64ull << 20)
@@ -85,14 +85,14 @@ static struct {
 	uint64_t start[ORBIT_MAX_RINGS];
 	struct ring_loss base[ORBIT_MAX_RINGS];
 	struct ring_loss sent[ORBIT_MAX_RINGS];
-	uint64_t unsent[ORBIT_MAX_RINGS];     /* dropped with an earlier stream */
+	uint64_t unsent[ORBIT_MAX_RINGS];      /* dropped with an earlier stream */
 	uint64_t unsent_sent[ORBIT_MAX_RINGS]; /* of those, reported in this one */
 	/* page rings: totals at the stream's start, and as last reported */
 	uint32_t page_rings;
 	struct page_count {
 		uint64_t reserved, records, pages;
-	} *page_base, *page_sent;
-	uint64_t *page_read; /* records read from each page ring, ever */
+	} * page_base, *page_sent;
+	uint64_t *page_read;          /* records read from each page ring, ever */
 	struct page_count *page_seen; /* loss totals at the last pass */
 } T;
 
@@ -143,10 +143,13 @@ static int configure(void)
 	T.limit = DEFAULT_SEND_BUFFER;
 	const char *sb = getenv("ORBIT_SEND_BUFFER");
 	uint64_t v;
-	if (sb != NULL && (orbit__parse_size(sb, &v) != 0 || v < FRAME_TARGET || v > (1ull << 32))) {
+	if (sb != NULL &&
+	    (orbit__parse_size(sb, &v) != 0 || v < FRAME_TARGET || v > (1ull << 32))) {
 		if (say)
-			fprintf(stderr, "orbit: ORBIT_SEND_BUFFER=%s is not a size from 1M to 4G; "
-					"using 64M\n", sb);
+			fprintf(stderr,
+			        "orbit: ORBIT_SEND_BUFFER=%s is not a size from 1M to 4G; "
+			        "using 64M\n",
+			        sb);
 	} else if (sb != NULL) {
 		T.limit = (size_t)v;
 	}
@@ -159,8 +162,9 @@ static int configure(void)
 	snprintf(T.coll, sizeof T.coll, "%s", coll);
 	if (split_host_port(coll) != 0) {
 		if (say)
-			fprintf(stderr, "orbit: ORBIT_COLLECTOR=%s is not HOST:PORT; tracing is off\n",
-				coll);
+			fprintf(stderr,
+			        "orbit: ORBIT_COLLECTOR=%s is not HOST:PORT; tracing is off\n",
+			        coll);
 		return -EINVAL;
 	}
 	T.mode = MODE_TCP;
@@ -179,8 +183,10 @@ static int zstd_level(void)
 	long v = strtol(s, &end, 10);
 	if (*s == '\0' || *end != '\0' || v < -7 || v > 19) {
 		if (!config_said)
-			fprintf(stderr, "orbit: ORBIT_ZSTD_LEVEL=%s is not a level from -7 to 19; "
-					"using %d\n", s, DEFAULT_ZSTD_LEVEL);
+			fprintf(stderr,
+			        "orbit: ORBIT_ZSTD_LEVEL=%s is not a level from -7 to 19; "
+			        "using %d\n",
+			        s, DEFAULT_ZSTD_LEVEL);
 		return DEFAULT_ZSTD_LEVEL;
 	}
 	return (int)v;
@@ -262,7 +268,7 @@ static void send_frame(void)
 		int err = write_file(T.fw.out, T.fw.out_len);
 		if (err) {
 			fprintf(stderr, "orbit: cannot write the capture %s: %s; tracing is off\n",
-				T.target, strerror(-err));
+			        T.target, strerror(-err));
 			for (uint32_t r = 0; r < T.rings; r++)
 				T.unsent[r] += T.frame_records[r];
 			T.state = DEAD;
@@ -273,7 +279,7 @@ static void send_frame(void)
 	}
 	if (T.tee && T.fd >= 0 && write_file(T.fw.out, T.fw.out_len) != 0) {
 		fprintf(stderr, "orbit: cannot write the local copy %s: %s; it stops here\n",
-			T.target, strerror(errno));
+		        T.target, strerror(errno));
 		close_local_copy();
 	}
 	struct qframe *f = calloc(1, sizeof *f);
@@ -468,8 +474,8 @@ static void send_losses(int at_end)
 	for (uint32_t r = 0; r < T.rings; r++) {
 		const struct orbit__ring_state *s = &T.drain->ring[r];
 		struct ring_loss now = {s->lost_lapped - T.base[r].lapped,
-					s->lost_dead - T.base[r].gone,
-					s->lost_backstop - T.base[r].backstop};
+		                        s->lost_dead - T.base[r].gone,
+		                        s->lost_backstop - T.base[r].backstop};
 		uint64_t pending = at_end && s->end > s->next ? s->end - s->next : 0;
 		if (!at_end && memcmp(&now, &T.sent[r], sizeof now) == 0 &&
 		    T.unsent[r] == T.unsent_sent[r])
@@ -558,7 +564,7 @@ static void disconnect(const char *why)
 	close_local_copy();
 	if (!T.told) {
 		fprintf(stderr, "orbit: connection to collector %s lost (%s); reconnecting\n",
-			T.coll, why);
+		        T.coll, why);
 		T.told = 1;
 	}
 	close_tcp();
@@ -568,8 +574,8 @@ static void reject(void)
 {
 	T.reply[T.reply_len < REPLY_MAX ? T.reply_len : REPLY_MAX - 1] = '\0';
 	T.reply[strcspn(T.reply, "\n")] = '\0';
-	fprintf(stderr, "orbit: collector %s refused this process (%s); tracing is off\n",
-		T.coll, T.reply + strlen(REJECTED) + (T.reply[strlen(REJECTED)] == ':' ? 2 : 0));
+	fprintf(stderr, "orbit: collector %s refused this process (%s); tracing is off\n", T.coll,
+	        T.reply + strlen(REJECTED) + (T.reply[strlen(REJECTED)] == ':' ? 2 : 0));
 	T.state = DEAD;
 	tracing_off();
 	close_tcp();
@@ -588,7 +594,7 @@ static void on_read(uv_stream_t *s, ssize_t n, const uv_buf_t *buf)
 	(void)s;
 	if (n > 0) { /* the collector only ever speaks to refuse */
 		size_t take = (size_t)n < REPLY_MAX - 1 - T.reply_len ? (size_t)n
-								 : REPLY_MAX - 1 - T.reply_len;
+		                                                      : REPLY_MAX - 1 - T.reply_len;
 		memcpy(T.reply + T.reply_len, buf->base, take);
 		T.reply_len += take;
 		if (memchr(T.reply, '\n', T.reply_len) != NULL &&
@@ -607,8 +613,10 @@ static void on_read(uv_stream_t *s, ssize_t n, const uv_buf_t *buf)
 static void connect_failed(const char *why)
 {
 	if (!T.told) {
-		fprintf(stderr, "orbit: cannot reach collector %s (%s); retrying in the "
-				"background\n", T.coll, why);
+		fprintf(stderr,
+		        "orbit: cannot reach collector %s (%s); retrying in the "
+		        "background\n",
+		        T.coll, why);
 		T.told = 1;
 	}
 	T.state = CLOSING;
@@ -712,24 +720,26 @@ static int open_capture(void)
 {
 	char path[PATH_MAX], alt[PATH_MAX];
 	char *p = strstr(T.target, "%p");
-	int n = p != NULL ? snprintf(path, sizeof path, "%.*s%d%s", (int)(p - T.target),
-				     T.target, (int)getpid(), p + 2)
-			  : snprintf(path, sizeof path, "%s", T.target);
+	int n = p != NULL ? snprintf(path, sizeof path, "%.*s%d%s", (int)(p - T.target), T.target,
+	                             (int)getpid(), p + 2)
+	                  : snprintf(path, sizeof path, "%s", T.target);
 	int fd = n < 0 || (size_t)n >= sizeof path ? -ENAMETOOLONG : open_locked(path);
 	if (fd == -EWOULDBLOCK) {
 		n = snprintf(alt, sizeof alt, "%s.%d", path, (int)getpid());
 		if (n < 0 || (size_t)n >= sizeof alt) {
 			fd = -ENAMETOOLONG;
 		} else {
-			fprintf(stderr, "orbit: the capture %s is being written by another "
-					"process; writing %s\n", path, alt);
+			fprintf(stderr,
+			        "orbit: the capture %s is being written by another "
+			        "process; writing %s\n",
+			        path, alt);
 			memcpy(path, alt, (size_t)n + 1);
 			fd = open_locked(path);
 		}
 	}
 	if (fd < 0) {
 		fprintf(stderr, "orbit: cannot create the capture %s: %s; %s\n", path,
-			strerror(-fd), T.mode == MODE_TCP ? "no local copy" : "tracing is off");
+		        strerror(-fd), T.mode == MODE_TCP ? "no local copy" : "tracing is off");
 		return fd;
 	}
 	T.fd = fd;
@@ -755,7 +765,7 @@ void orbit__transport_forget(void)
 }
 
 int orbit__transport_start(uv_loop_t *loop, struct orbit__drain *drain,
-			   struct orbit__clock_conv *clock)
+                           struct orbit__clock_conv *clock)
 {
 	memset(&T, 0, sizeof T);
 	T.loop = loop;

@@ -24,13 +24,13 @@
 int orbit__transport_wanted(void);
 /* Starts it on loop: opens the file or begins connecting. 0 or -errno. */
 int orbit__transport_start(uv_loop_t *loop, struct orbit__drain *drain,
-			   struct orbit__clock_conv *clock);
+                           struct orbit__clock_conv *clock);
 /* Whether a drain pass may run now: a stream is open and the queue has room
  * (for the final pass, room is not needed). */
 int orbit__transport_ready(int final);
 /* Records of one drain pass (times already ns). */
 void orbit__transport_records(uint32_t ring, uint64_t first_claim, const uint8_t *records,
-			      uint32_t n);
+                              uint32_t n);
 /* One log page (times already ns). */
 void orbit__transport_page(uint32_t ring, const uint8_t *page, size_t len);
 /* End of a drain pass: loss packets, then the frame is made and queued. */

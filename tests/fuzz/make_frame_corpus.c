@@ -45,7 +45,7 @@ static void packet_put(const char *name, const Orbit__Packet *p)
 }
 
 static Orbit__Packet handshake(Orbit__Handshake *h, Orbit__ClockDescription *clock,
-			       uint64_t *starts, char **cmd)
+                               uint64_t *starts, char **cmd)
 {
 	Orbit__Packet p = ORBIT__PACKET__INIT;
 
@@ -81,10 +81,12 @@ static Orbit__Packet batch(Orbit__RingBatch *b, uint8_t *enc, uint32_t n)
 	uint8_t rec[8 * ORBIT_RECORD_SIZE];
 
 	for (uint32_t i = 0; i < n; i++) {
-		struct orbit_record r = { .time = 1000 + i * 10, .id = i, .tid = 77,
-					  .kind = (i & 1) ? ORBIT_REC_SCOPE_STOP :
-							    ORBIT_REC_SCOPE_START,
-					  .len = 5 };
+		struct orbit_record r = {.time = 1000 + i * 10,
+		                         .id = i,
+		                         .tid = 77,
+		                         .kind =
+		                             (i & 1) ? ORBIT_REC_SCOPE_STOP : ORBIT_REC_SCOPE_START,
+		                         .len = 5};
 		memcpy(r.name, "parse", 5);
 		orbit__record_encode(&r, rec + (size_t)i * ORBIT_RECORD_SIZE);
 	}
@@ -165,8 +167,8 @@ static void all_packets(struct all *a)
 
 static void packets(struct all *a)
 {
-	static const char *const names[7] = { "handshake", "ring_batch", "ftrace_page",
-					      "thread_name", "loss", "page_loss", "end" };
+	static const char *const names[7] = {
+	    "handshake", "ring_batch", "ftrace_page", "thread_name", "loss", "page_loss", "end"};
 	Orbit__Packet empty = ORBIT__PACKET__INIT;
 
 	for (int i = 0; i < 7; i++)
@@ -190,7 +192,7 @@ static void packets(struct all *a)
 	a->h.n_ring_start = 2;
 	/* protobuf-c takes this (field 0, non-minimal tag) as an unknown field
 	 * and packs it as 00, which it then refuses: found by packet_fuzz */
-	const uint8_t field_zero[] = { 0x80, 0x00, 0x01 };
+	const uint8_t field_zero[] = {0x80, 0x00, 0x01};
 	put("packet", "field_zero_nonminimal_tag", field_zero, sizeof field_zero);
 }
 
@@ -208,7 +210,7 @@ static uint8_t *frame_of(struct orbit_frame_writer *w, const Orbit__Packet *p, i
 }
 
 static void raw_frame(const char *name, const uint8_t *content, size_t n, int checksum,
-		      int size_flag)
+                      int size_flag)
 {
 	uint8_t out[4096];
 	ZSTD_CCtx *cc = ZSTD_createCCtx();
@@ -255,11 +257,11 @@ static void frames(struct all *a)
 	raw_frame("empty", content, 0, 1, 1);
 	content[0] = (uint8_t)(n + 5);
 	raw_frame("packet_overrun", content, n + 1, 1, 1);
-	const uint8_t garbage[] = { 4, 0xff, 0xff, 0xff, 0xff };
+	const uint8_t garbage[] = {4, 0xff, 0xff, 0xff, 0xff};
 	raw_frame("packet_garbage", garbage, sizeof garbage, 1, 1);
-	const uint8_t big[] = { 0x28, 0xB5, 0x2F, 0xFD, 0xE4, 0, 0, 0, 8, 0, 0, 0, 0, 1, 0, 0 };
+	const uint8_t big[] = {0x28, 0xB5, 0x2F, 0xFD, 0xE4, 0, 0, 0, 8, 0, 0, 0, 0, 1, 0, 0};
 	put("frame", "content_128MiB", big, sizeof big);
-	const uint8_t skippable[] = { 0x50, 0x2A, 0x4D, 0x18, 4, 0, 0, 0, 1, 2, 3, 4 };
+	const uint8_t skippable[] = {0x50, 0x2A, 0x4D, 0x18, 4, 0, 0, 0, 1, 2, 3, 4};
 	put("frame", "skippable", skippable, sizeof skippable);
 }
 

@@ -46,9 +46,8 @@ static void repack(const Orbit__Packet *p)
 	 * (field number 0 in a non-minimal varint tag: 80 00) it then refuses
 	 * once packed minimally (00). So q may be NULL; if not, it matches. */
 	Orbit__Packet *q = orbit__packet__unpack(NULL, n, buf);
-	if (q != NULL && (q->body_case != p->body_case ||
-			  orbit__packet__get_packed_size(q) != n ||
-			  (orbit__packet_validate(q) == 0) != (orbit__packet_validate(p) == 0)))
+	if (q != NULL && (q->body_case != p->body_case || orbit__packet__get_packed_size(q) != n ||
+	                  (orbit__packet_validate(q) == 0) != (orbit__packet_validate(p) == 0)))
 		abort();
 	if (q != NULL)
 		orbit__packet__free_unpacked(q, NULL);

@@ -28,13 +28,12 @@
 
 #define MAX_INPUT (4u << 20)
 
-#define FUZZ_CHECK(cond)                                                       \
-	do {                                                                   \
-		if (!(cond)) {                                                 \
-			fprintf(stderr, "segment_fuzz: %s:%d: %s\n", __FILE__, \
-				__LINE__, #cond);                              \
-			abort();                                               \
-		}                                                              \
+#define FUZZ_CHECK(cond)                                                                           \
+	do {                                                                                       \
+		if (!(cond)) {                                                                     \
+			fprintf(stderr, "segment_fuzz: %s:%d: %s\n", __FILE__, __LINE__, #cond);   \
+			abort();                                                                   \
+		}                                                                                  \
 	} while (0)
 
 struct ctx {
@@ -72,7 +71,7 @@ static void on_records(void *vctx, uint32_t ring, uint64_t first, const uint8_t 
 		 * slot of that claim, with the stamp of that claim. */
 		FUZZ_CHECK(atomic_load_explicit(&s->seq, memory_order_relaxed) == claim + 1);
 		FUZZ_CHECK(memcmp(recs + (size_t)i * ORBIT__RECORD_SIZE, (const uint8_t *)s + 8,
-				  ORBIT__RECORD_SIZE) == 0);
+		                  ORBIT__RECORD_SIZE) == 0);
 		struct orbit_record rec;
 		if (orbit__record_decode(recs + (size_t)i * ORBIT__RECORD_SIZE, &rec) == 0) {
 			const uint8_t *name;
@@ -102,14 +101,14 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 	struct orbit__seg_layout l;
 	int err = orbit__segment_validate(buf, size, &l);
 	FUZZ_CHECK(err == 0 || err == ORBIT_ENOTINIT || err == ORBIT_EBADSEG ||
-		   err == ORBIT_EVERSION || err == ORBIT_ETRUNC);
+	           err == ORBIT_EVERSION || err == ORBIT_ETRUNC);
 	if (err != 0) {
 		free(buf);
 		return 0;
 	}
 	FUZZ_CHECK(l.ring_count >= 1 && l.ring_count <= ORBIT__SEG_MAX_RINGS);
 	FUZZ_CHECK(l.slots_per_ring >= ORBIT__SEG_MIN_SLOTS &&
-		   (l.slots_per_ring & (l.slots_per_ring - 1)) == 0);
+	           (l.slots_per_ring & (l.slots_per_ring - 1)) == 0);
 	FUZZ_CHECK(l.total_size <= size);
 	FUZZ_CHECK(l.rings_offset + (uint64_t)l.ring_count * l.ring_stride <= size);
 

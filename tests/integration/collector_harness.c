@@ -56,17 +56,18 @@ void harness_root(struct coll *h)
 }
 
 static void child_exec(struct coll *h, int out, const char *exe, const char *listen,
-		       const char *const *args)
+                       const char *const *args)
 {
 	const char *argv[64];
 	int n = 0;
 
 	prctl(PR_SET_PDEATHSIG, SIGKILL); /* never outlive a failed test */
 	dup2(out, STDOUT_FILENO);
-	int err = h->stderr_fd >= 0 ? h->stderr_fd : open(h->log, O_WRONLY | O_CREAT | O_APPEND, 0644);
+	int err =
+	    h->stderr_fd >= 0 ? h->stderr_fd : open(h->log, O_WRONLY | O_CREAT | O_APPEND, 0644);
 	dup2(err, STDERR_FILENO);
 	if (h->fsize_limit > 0) {
-		struct rlimit r = { (rlim_t)h->fsize_limit, (rlim_t)h->fsize_limit };
+		struct rlimit r = {(rlim_t)h->fsize_limit, (rlim_t)h->fsize_limit};
 		setrlimit(RLIMIT_FSIZE, &r);
 	}
 	argv[n++] = exe;
@@ -90,7 +91,7 @@ static void read_listening(struct coll *h, int fd)
 	uint64_t deadline = harness_now_ms() + HARNESS_WAIT_MS;
 
 	while (n < sizeof line - 1 && (n == 0 || line[n - 1] != '\n')) {
-		struct pollfd p = { fd, POLLIN, 0 };
+		struct pollfd p = {fd, POLLIN, 0};
 		int64_t left = (int64_t)(deadline - harness_now_ms());
 		if (left <= 0 || poll(&p, 1, (int)left) <= 0)
 			break;
@@ -131,7 +132,7 @@ void coll_start(struct coll *h, const char *exe, const char *listen, const char 
 	read_listening(h, p[0]);
 	close(p[0]); /* the collector writes nothing more on stdout */
 	fprintf(stderr, "collector %d listening on %s, captures in %s\n", (int)h->pid, h->listen,
-		h->dir);
+	        h->dir);
 }
 
 int coll_alive(const struct coll *h)
@@ -188,8 +189,8 @@ void coll_check_rss(const struct coll *h, const char *when)
 	const long limit = (HARNESS_ASAN ? 700L : 200L) * 1024;
 	long rss = coll_rss_kib(h, "VmRSS"), hwm = coll_rss_kib(h, "VmHWM");
 
-	fprintf(stderr, "collector memory %s: VmRSS %ld KiB, VmHWM %ld KiB (limit %ld KiB)\n",
-		when, rss, hwm, limit);
+	fprintf(stderr, "collector memory %s: VmRSS %ld KiB, VmHWM %ld KiB (limit %ld KiB)\n", when,
+	        rss, hwm, limit);
 	CHECK(rss > 0 && rss < limit);
 	CHECK(hwm > 0 && hwm < limit);
 }
@@ -263,7 +264,7 @@ void coll_dump_log(const struct coll *h)
 	char *log = read_all(h->log, &len);
 
 	fprintf(stderr, "---- collector log (%s) ----\n%s---- end of log ----\n", h->log,
-		len > 20000 ? log + len - 20000 : log);
+	        len > 20000 ? log + len - 20000 : log);
 	free(log);
 }
 
@@ -297,7 +298,7 @@ int client_connect(const struct coll *h)
 	if (h->listen[0] == '[') {
 		struct sockaddr_in6 *a = (struct sockaddr_in6 *)&ss;
 		snprintf(host, sizeof host, "%.*s", (int)(strchr(h->listen, ']') - h->listen - 1),
-			 h->listen + 1);
+		         h->listen + 1);
 		a->sin6_family = AF_INET6;
 		a->sin6_port = htons((uint16_t)h->port);
 		CHECK(inet_pton(AF_INET6, host, &a->sin6_addr) == 1);
@@ -305,7 +306,7 @@ int client_connect(const struct coll *h)
 	} else {
 		struct sockaddr_in *a = (struct sockaddr_in *)&ss;
 		snprintf(host, sizeof host, "%.*s", (int)(strrchr(h->listen, ':') - h->listen),
-			 h->listen);
+		         h->listen);
 		a->sin_family = AF_INET;
 		a->sin_port = htons((uint16_t)h->port);
 		CHECK(inet_pton(AF_INET, host, &a->sin_addr) == 1);
@@ -355,7 +356,7 @@ int wait_closed(int fd, int timeout_ms)
 	size_t len = 0;
 
 	for (;;) {
-		struct pollfd p = { fd, POLLIN, 0 };
+		struct pollfd p = {fd, POLLIN, 0};
 		int64_t left = (int64_t)(deadline - harness_now_ms());
 		if (left <= 0)
 			return 0;
@@ -442,8 +443,8 @@ void stream_handshake(struct stream *s, uint32_t version, const char *token)
 	Orbit__Handshake hs = ORBIT__HANDSHAKE__INIT;
 	Orbit__ClockDescription clock = ORBIT__CLOCK_DESCRIPTION__INIT;
 	Orbit__Packet p = ORBIT__PACKET__INIT;
-	uint64_t starts[2] = { 0, 0 };
-	char *cmd[2] = { s->name, "--test" };
+	uint64_t starts[2] = {0, 0};
+	char *cmd[2] = {s->name, "--test"};
 
 	hs.protocol_version = version;
 	hs.pid = s->pid;
@@ -477,8 +478,11 @@ void stream_add_batch(struct stream *s, uint32_t ring, uint64_t first, uint32_t 
 
 	CHECK(rec != NULL && enc != NULL);
 	for (uint32_t i = 0; i < n; i++) {
-		struct orbit_record r = { .time = 1000 + (first + i) * 37, .id = first + i,
-					  .tid = 100 + ring, .kind = (i & 1) ? 2 : 1, .len = 4 };
+		struct orbit_record r = {.time = 1000 + (first + i) * 37,
+		                         .id = first + i,
+		                         .tid = 100 + ring,
+		                         .kind = (i & 1) ? 2 : 1,
+		                         .len = 4};
 		memcpy(r.name, "scop", 4);
 		orbit__record_encode(&r, rec + (size_t)i * ORBIT_RECORD_SIZE);
 	}
@@ -524,7 +528,7 @@ void stream_add_end(struct stream *s)
 {
 	Orbit__EndOfStream e = ORBIT__END_OF_STREAM__INIT;
 	Orbit__Packet p = ORBIT__PACKET__INIT;
-	uint64_t claimed[2] = { 0, 0 };
+	uint64_t claimed[2] = {0, 0};
 
 	e.n_claimed_per_ring = 2;
 	e.claimed_per_ring = claimed;
@@ -675,7 +679,7 @@ void capture_verify(const char *path, const struct stream *s, size_t frames)
 
 	if (len != want)
 		fprintf(stderr, "%s: %zu bytes, expected %zu (%zu frames)\n", path, len, want,
-			frames);
+		        frames);
 	CHECK_EQ_U64(len, want);
 	CHECK(memcmp(data, s->bytes, len) == 0);
 	free(data);

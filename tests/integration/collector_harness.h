@@ -46,12 +46,12 @@ struct stream {
 	uint32_t pid;
 	int local_port;
 	struct orbit_frame_writer w;
-	uint8_t *bytes;    /* the good frames sent, back to back */
+	uint8_t *bytes; /* the good frames sent, back to back */
 	size_t len, cap;
-	size_t *frame_end; /* end offset of each good frame in bytes */
+	size_t *frame_end;     /* end offset of each good frame in bytes */
 	size_t *frame_packets; /* packets sent up to and including that frame */
 	size_t frames;
-	uint8_t **packet;  /* each packet packed, in order */
+	uint8_t **packet; /* each packet packed, in order */
 	size_t *packet_len;
 	size_t packets, pending; /* pending: in the frame being built */
 };

@@ -79,7 +79,7 @@ static size_t packets_content(uint8_t *out, size_t n)
 }
 
 static size_t zstd_frame(uint8_t *out, size_t cap, const uint8_t *content, size_t n, int checksum,
-			 int size_flag)
+                         int size_flag)
 {
 	ZSTD_CCtx *cc = ZSTD_createCCtx();
 
@@ -94,7 +94,7 @@ static size_t zstd_frame(uint8_t *out, size_t cap, const uint8_t *content, size_
 /* Rewrites the frame content size field of a frame made by zstd_frame. */
 static void patch_content_size(uint8_t *frame, uint64_t size)
 {
-	static const int did_size[4] = { 0, 1, 2, 4 };
+	static const int did_size[4] = {0, 1, 2, 4};
 	uint8_t fhd = frame[4];
 	int fcs_flag = fhd >> 6, single = (fhd >> 5) & 1;
 	size_t pos = 5 + (single ? 0 : 1) + (size_t)did_size[fhd & 3];
@@ -124,7 +124,7 @@ struct attacker {
 
 /* Connects; with handshake, also sends a handshake and `good` frames. */
 static void attacker_open(struct attacker *a, struct coll *h, const char *name, int handshake,
-			  int good)
+                          int good)
 {
 	memset(a, 0, sizeof *a);
 	stream_open(&a->s, h, name, 6666);
@@ -192,7 +192,7 @@ static void attack_big_content(struct coll *h)
 {
 	struct attacker a;
 	/* magic, FHD: 8-byte content size, single segment, checksum; 128 MiB */
-	uint8_t hdr[16] = { 0x28, 0xB5, 0x2F, 0xFD, 0xE4, 0, 0, 0, 8, 0, 0, 0, 0, 1, 0, 0 };
+	uint8_t hdr[16] = {0x28, 0xB5, 0x2F, 0xFD, 0xE4, 0, 0, 0, 8, 0, 0, 0, 0, 1, 0, 0};
 
 	attacker_open(&a, h, "bigcontent", 1, 2);
 	attacker_send(&a, hdr, sizeof hdr);
@@ -290,8 +290,8 @@ static void attack_bad_packet(struct coll *h)
 {
 	struct attacker a;
 	uint8_t frame[256];
-	const uint8_t overrun[] = { 0x05, 0x08, 0x01 };           /* length past the end */
-	const uint8_t garbage[] = { 0x04, 0xff, 0xff, 0xff, 0xff }; /* not a message */
+	const uint8_t overrun[] = {0x05, 0x08, 0x01};             /* length past the end */
+	const uint8_t garbage[] = {0x04, 0xff, 0xff, 0xff, 0xff}; /* not a message */
 	size_t len;
 
 	len = zstd_frame(frame, sizeof frame, overrun, sizeof overrun, 1, 1);
@@ -325,7 +325,7 @@ static void attack_batch(struct coll *h)
 	struct stream s;
 	Orbit__RingBatch b = ORBIT__RING_BATCH__INIT;
 	Orbit__Packet p = ORBIT__PACKET__INIT;
-	uint8_t records[100] = { 0 };
+	uint8_t records[100] = {0};
 
 	b.ring = 0;
 	b.count = 10; /* 10 records would be 560 bytes */
@@ -529,17 +529,17 @@ static void case_concurrent(void)
 static void case_names(void)
 {
 	static const char *const names[][2] = {
-		{ "../../etc/passwd", "_._.__etc_passwd" },
-		{ "", "unknown" },
-		{ ".hidden", "_hidden" },
-		{ "..", "_." },
-		{ "a b/c\\d", "a_b_c_d" },
-		{ "\xe5\x90\x8d", "___" },
-		{ "x\ny", "x_y" },
-		{ "ok.name-1_2", "ok.name-1_2" },
-		{ "xxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxx"
-		  "xxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxx",
-		  "xxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxx" },
+	    {"../../etc/passwd", "_._.__etc_passwd"},
+	    {"", "unknown"},
+	    {".hidden", "_hidden"},
+	    {"..", "_."},
+	    {"a b/c\\d", "a_b_c_d"},
+	    {"\xe5\x90\x8d", "___"},
+	    {"x\ny", "x_y"},
+	    {"ok.name-1_2", "ok.name-1_2"},
+	    {"xxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxx"
+	     "xxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxx",
+	     "xxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxx"},
 	};
 	const size_t n = sizeof names / sizeof names[0];
 	struct coll h;
@@ -608,10 +608,11 @@ static void case_exists(void)
 		for (int suffix = 0; suffix <= 3; suffix++) {
 			char buf[64] = "";
 			if (suffix == 0)
-				snprintf(path, sizeof path, "%s/clash-42-%s.orbit.zst", h.dir, stamp);
+				snprintf(path, sizeof path, "%s/clash-42-%s.orbit.zst", h.dir,
+				         stamp);
 			else
 				snprintf(path, sizeof path, "%s/clash-42-%s-%d.orbit.zst", h.dir,
-					 stamp, suffix);
+				         stamp, suffix);
 			struct stat st;
 			if (lstat(path, &st) != 0)
 				continue;
@@ -654,13 +655,13 @@ static int ensure_files(int want)
 
 static void case_idle(void)
 {
-	const char *const args[] = { "--max-connections", "512", "--handshake-timeout-ms",
-				     HARNESS_ASAN ? "8000" : "4000", NULL };
+	const char *const args[] = {"--max-connections", "512", "--handshake-timeout-ms",
+	                            HARNESS_ASAN ? "8000" : "4000", NULL};
 	struct coll h;
 	struct stream good;
 	int want = 300, n = ensure_files(300);
 	int fds[300];
-	const uint8_t partial[] = { 0x28, 0xB5, 0x2F, 0xFD, 0xE4 }; /* a header begun */
+	const uint8_t partial[] = {0x28, 0xB5, 0x2F, 0xFD, 0xE4}; /* a header begun */
 
 	if (n < 100)
 		SKIP("ulimit -n too low for hundreds of connections");
@@ -701,14 +702,14 @@ static void case_idle(void)
 /* Sends one byte every 50 ms to each trickler until the collector closes it. */
 static void trickle(int *fd, const uint8_t *const *data, const size_t *len, int n)
 {
-	size_t sent[4] = { 0 };
+	size_t sent[4] = {0};
 	int open = n;
 	uint64_t deadline = harness_now_ms() + HARNESS_WAIT_MS;
 
 	while (open > 0) {
 		struct pollfd p[4];
 		for (int i = 0; i < n; i++)
-			p[i] = (struct pollfd){ fd[i], fd[i] >= 0 ? POLLIN : 0, 0 };
+			p[i] = (struct pollfd){fd[i], fd[i] >= 0 ? POLLIN : 0, 0};
 		CHECK(harness_now_ms() < deadline);
 		if (poll(p, (nfds_t)n, 50) > 0) {
 			for (int i = 0; i < n; i++) {
@@ -732,8 +733,8 @@ static void trickle(int *fd, const uint8_t *const *data, const size_t *len, int 
 
 static void case_trickle(void)
 {
-	const char *const args[] = { "--handshake-timeout-ms", "700", "--frame-timeout-ms", "700",
-				     NULL };
+	const char *const args[] = {"--handshake-timeout-ms", "700", "--frame-timeout-ms", "700",
+	                            NULL};
 	struct coll h;
 	struct stream good, hs, slow, frame;
 	char path[512];
@@ -751,12 +752,13 @@ static void case_trickle(void)
 	struct stream next;
 	stream_init(&next, "x", 1);
 	stream_good_frames(&next, 1);
-	int fds[2] = { hs.fd, slow.fd };
-	const uint8_t *data[2] = { frame.bytes, next.bytes };
-	const size_t len[2] = { frame.len, next.len };
+	int fds[2] = {hs.fd, slow.fd};
+	const uint8_t *data[2] = {frame.bytes, next.bytes};
+	const size_t len[2] = {frame.len, next.len};
 	trickle(fds, data, len, 2);
 	hs.fd = slow.fd = -1;
-	coll_expect_log(&h, needle(":%d: refused: %s", hs.local_port, "no handshake within 700 ms"));
+	coll_expect_log(&h,
+	                needle(":%d: refused: %s", hs.local_port, "no handshake within 700 ms"));
 	coll_expect_log(&h, needle(":%d: closed (%s", slow.local_port, "frame at stream byte"));
 	coll_expect_log(&h, "incomplete after 700 ms");
 	CHECK_EQ_U64(capture_find(&h, "slowhandshake", 7, path, sizeof path), 0);
@@ -775,7 +777,7 @@ static void case_trickle(void)
 
 static void case_idle_timeout(void)
 {
-	const char *const args[] = { "--idle-timeout-ms", "600", NULL };
+	const char *const args[] = {"--idle-timeout-ms", "600", NULL};
 	struct coll h;
 	struct stream s;
 
@@ -791,7 +793,7 @@ static void case_idle_timeout(void)
 
 static void case_max_connections(void)
 {
-	const char *const args[] = { "--max-connections", "3", NULL };
+	const char *const args[] = {"--max-connections", "3", NULL};
 	struct coll h;
 	struct stream first, later;
 	int idle[2], extra;
@@ -969,7 +971,7 @@ static void case_token(const char *which)
 {
 	struct coll h;
 	char tokfile[256];
-	const char *const args[] = { "--token-file", tokfile, NULL };
+	const char *const args[] = {"--token-file", tokfile, NULL};
 	struct attacker a;
 	struct stream s;
 
@@ -983,8 +985,9 @@ static void case_token(const char *which)
 	good_open(&good, &h, "good", 1001);
 	stream_good_frames(&good, 2);
 	if (strcmp(which, "right") != 0) {
-		const char *tok = strcmp(which, "wrong") == 0 ? "s3cret-tokeN" :
-				  strcmp(which, "prefix") == 0 ? "s3cret" : NULL;
+		const char *tok = strcmp(which, "wrong") == 0    ? "s3cret-tokeN"
+		                  : strcmp(which, "prefix") == 0 ? "s3cret"
+		                                                 : NULL;
 		attacker_open(&a, &h, "intruder", 0, 0);
 		stream_init(&s, "intruder", 6666);
 		stream_handshake(&s, ORBIT_PROTOCOL_VERSION, tok);
@@ -1006,7 +1009,7 @@ static void case_ipv6(void)
 	struct coll h;
 	struct stream s;
 	int probe = socket(AF_INET6, SOCK_STREAM, 0);
-	struct sockaddr_in6 a = { .sin6_family = AF_INET6, .sin6_addr = IN6ADDR_LOOPBACK_INIT };
+	struct sockaddr_in6 a = {.sin6_family = AF_INET6, .sin6_addr = IN6ADDR_LOOPBACK_INIT};
 
 	if (probe < 0 || bind(probe, (struct sockaddr *)&a, sizeof a) != 0)
 		SKIP("no IPv6 loopback");
@@ -1106,21 +1109,21 @@ static void case_args(void)
 	char out[8192], err[4096];
 	struct coll h;
 
-	const char *const help[] = { "--help", NULL };
+	const char *const help[] = {"--help", NULL};
 	CHECK_EQ_U64(run(help, out, sizeof out, err, sizeof err), 0);
 	CHECK(strncmp(out, "usage: orbit-collector", 22) == 0 && err[0] == '\0');
 
 	harness_root(&h);
-	const char *const bogus[] = { "--bogus", NULL };
-	const char *const maxc[] = { "--max-connections", "many", NULL };
-	const char *const zero[] = { "--max-connections=0", NULL };
-	const char *const noport[] = { "--listen", "127.0.0.1", NULL };
-	const char *const v6[] = { "--listen", "::1:7411", NULL };
-	const char *const missing[] = { "--dir", h.dir, "--listen", NULL };
-	const char *const timeout[] = { "--idle-timeout-ms", "-5", NULL };
-	const char *const extra[] = { "stray", NULL };
-	const char *const tok[] = { "--listen", "127.0.0.1:0", "--dir", h.dir, "--token-file",
-				    "/nonexistent/token", NULL };
+	const char *const bogus[] = {"--bogus", NULL};
+	const char *const maxc[] = {"--max-connections", "many", NULL};
+	const char *const zero[] = {"--max-connections=0", NULL};
+	const char *const noport[] = {"--listen", "127.0.0.1", NULL};
+	const char *const v6[] = {"--listen", "::1:7411", NULL};
+	const char *const missing[] = {"--dir", h.dir, "--listen", NULL};
+	const char *const timeout[] = {"--idle-timeout-ms", "-5", NULL};
+	const char *const extra[] = {"stray", NULL};
+	const char *const tok[] = {"--listen",     "127.0.0.1:0",        "--dir", h.dir,
+	                           "--token-file", "/nonexistent/token", NULL};
 	expect_bad(bogus, "--bogus");
 	expect_bad(maxc, "--max-connections 'many'");
 	expect_bad(zero, "--max-connections '0'");
@@ -1135,7 +1138,7 @@ static void case_args(void)
 	coll_start(&h, exe, NULL, NULL);
 	char taken[128];
 	snprintf(taken, sizeof taken, "127.0.0.1:%d", h.port);
-	const char *const busy[] = { "--listen", taken, "--dir", h.dir, NULL };
+	const char *const busy[] = {"--listen", taken, "--dir", h.dir, NULL};
 	expect_bad(busy, taken);
 	finish(&h);
 }
@@ -1165,7 +1168,7 @@ static void case_status_tty(void)
 	uint64_t deadline = harness_now_ms() + HARNESS_WAIT_MS;
 	out[0] = '\0';
 	while (strstr(out, "\r1 connection, ") == NULL || strstr(out, "14 events lost") == NULL) {
-		struct pollfd p = { master, POLLIN, 0 };
+		struct pollfd p = {master, POLLIN, 0};
 		if (harness_now_ms() > deadline || n == sizeof out - 1) {
 			fprintf(stderr, "no status line on the terminal:\n%s\n", out);
 			exit(1);
@@ -1188,7 +1191,7 @@ static void case_status_tty(void)
 /* --quiet: errors only. */
 static void case_quiet(void)
 {
-	const char *const args[] = { "--quiet", NULL };
+	const char *const args[] = {"--quiet", NULL};
 	struct coll h;
 	struct stream s;
 	struct attacker a;
@@ -1213,22 +1216,22 @@ static const struct {
 	const char *name;
 	void (*attack)(struct coll *h);
 } attacks[] = {
-	{ "random", attack_random },
-	{ "big_content", attack_big_content },
-	{ "big_compressed", attack_big_compressed },
-	{ "truncated", attack_truncated },
-	{ "past_size", attack_past_size },
-	{ "checksum", attack_checksum },
-	{ "no_checksum", attack_no_checksum },
-	{ "no_size", attack_no_size },
-	{ "bad_packet", attack_bad_packet },
-	{ "version", attack_version },
-	{ "batch", attack_batch },
-	{ "not_handshake", attack_not_handshake },
-	{ "two_in_handshake", attack_two_in_handshake },
-	{ "second_handshake", attack_second_handshake },
-	{ "bomb", attack_bomb },
-	{ "empty", attack_empty },
+    {"random", attack_random},
+    {"big_content", attack_big_content},
+    {"big_compressed", attack_big_compressed},
+    {"truncated", attack_truncated},
+    {"past_size", attack_past_size},
+    {"checksum", attack_checksum},
+    {"no_checksum", attack_no_checksum},
+    {"no_size", attack_no_size},
+    {"bad_packet", attack_bad_packet},
+    {"version", attack_version},
+    {"batch", attack_batch},
+    {"not_handshake", attack_not_handshake},
+    {"two_in_handshake", attack_two_in_handshake},
+    {"second_handshake", attack_second_handshake},
+    {"bomb", attack_bomb},
+    {"empty", attack_empty},
 };
 
 int main(int argc, char **argv)

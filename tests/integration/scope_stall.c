@@ -231,7 +231,7 @@ int main(int argc, char **argv)
 	}
 	for (uint32_t r = 0; r < 2; r++)
 		CHECK_EQ_U64(orbit__ring_claimed(&seg, r),
-			     d.ring[r].drained + orbit__ring_lost(&d.ring[r]));
+		             d.ring[r].drained + orbit__ring_lost(&d.ring[r]));
 	CHECK_EQ_U64(c.other, 0);
 	orbit__segment_close(&seg);
 	return 0;

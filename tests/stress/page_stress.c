@@ -182,8 +182,8 @@ static void *controller_main(void *p)
 
 int main(int argc, char **argv)
 {
-	struct orbit__page_config cfg = {.pages = PAGES, .page_size = PAGE_SIZE,
-					 .clock = test_clock, .hook = hook};
+	struct orbit__page_config cfg = {
+	    .pages = PAGES, .page_size = PAGE_SIZE, .clock = test_clock, .hook = hook};
 	struct orbit__page_loss loss;
 	pthread_t reader, controller;
 	uint64_t attempts = 0, reserved = 0, full = 0, dropped = 0;
@@ -235,8 +235,8 @@ int main(int argc, char **argv)
 
 	printf("%s: attempts %" PRIu64 " reserved %" PRIu64 " full %" PRIu64 " dropped %" PRIu64
 	       " read %" PRIu64 " lost %" PRIu64 " pages %" PRIu64 " (lost-flag %" PRIu64 ")\n",
-	       mode, attempts, reserved, full, dropped, delivered, (uint64_t)lost_total,
-	       pages_read, missed_pages);
+	       mode, attempts, reserved, full, dropped, delivered, (uint64_t)lost_total, pages_read,
+	       missed_pages);
 	CHECK_EQ_U64(attempts, delivered + lost_total); /* guarantee 6 */
 	CHECK(delivered > 0);
 	if (!cycles_mode)

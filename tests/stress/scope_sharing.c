@@ -89,8 +89,8 @@ int main(void)
 		       (unsigned long long)claimed, (unsigned long long)s.records,
 		       (unsigned long long)res.lost, (unsigned long long)s.bad);
 		intact = claimed == THREADS * PER_THREAD && /* no claim handed out twice */
-			 s.bad == 0 && res.lost == 0 &&
-			 s.records == THREADS * PER_THREAD; /* every event, once */
+		         s.bad == 0 && res.lost == 0 &&
+		         s.records == THREADS * PER_THREAD; /* every event, once */
 	}
 #ifdef ORBIT_TEST_PLAIN_CLAIM
 	/* The broken claim must be caught: this build passes only if the

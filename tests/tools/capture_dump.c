@@ -24,9 +24,9 @@
 
 struct thread_check {
 	uint32_t tid;
-	int t;     /* emitter index, from the thread name; -1 unknown */
-	long i;    /* iteration */
-	int step;  /* 0..4 within an iteration */
+	int t;    /* emitter index, from the thread name; -1 unknown */
+	long i;   /* iteration */
+	int step; /* 0..4 within an iteration */
 	int named;
 	uint64_t records;
 };
@@ -63,7 +63,7 @@ static struct thread_check *thread_of(uint32_t tid)
 static int fail(const char *what, const struct orbit_record *r)
 {
 	fprintf(stderr, "emit check: %s (tid %u kind %u id %" PRIu64 " name \"%.*s\")\n", what,
-		r->tid, r->kind, r->id, (int)(r->len < 32 ? r->len : 32), (const char *)r->name);
+	        r->tid, r->kind, r->id, (int)(r->len < 32 ? r->len : 32), (const char *)r->name);
 	S.bad++;
 	return -1;
 }
@@ -142,15 +142,17 @@ static void on_batch(const Orbit__RingBatch *b)
 		}
 		S.decoded++;
 		if (S.records) {
-			printf("ring %u claim %" PRIu64 " time %" PRIu64 " tid %u kind %u id %" PRIu64
-			       " len %u name ", b->ring, b->first_claim + i, r.time, r.tid, r.kind,
-			       r.id, r.len);
+			printf("ring %u claim %" PRIu64 " time %" PRIu64
+			       " tid %u kind %u id %" PRIu64 " len %u name ",
+			       b->ring, b->first_claim + i, r.time, r.tid, r.kind, r.id, r.len);
 			const uint8_t *name;
 			size_t n = orbit__record_head_name(&r, &name);
 			if (r.kind == ORBIT_REC_NAME_CONT)
 				n = 32, name = r.name;
 			for (size_t k = 0; k < n; k++)
-				printf(name[k] >= 32 && name[k] < 127 && name[k] != '\\' ? "%c" : "\\x%02x",
+				printf(name[k] >= 32 && name[k] < 127 && name[k] != '\\'
+				           ? "%c"
+				           : "\\x%02x",
 				       name[k]);
 			printf("\n");
 		}
@@ -181,13 +183,14 @@ static void on_page(const Orbit__FtracePage *f)
 		const char *text = (const char *)rec.data + 8;
 		size_t n = strnlen(text, rec.len - 8);
 		if (S.records)
-			printf("log ring %u time %" PRIu64 " type %u text %.*s\n", f->ring, rec.time,
-			       type, (int)n, text);
+			printf("log ring %u time %" PRIu64 " type %u text %.*s\n", f->ring,
+			       rec.time, type, (int)n, text);
 		int t;
 		long i;
 		char tail;
-		if (S.emit && (type != 1 || (sscanf(text, "t%d at %ld%c", &t, &i, &tail) != 2 &&
-					     !(sscanf(text, "t%d don%c", &t, &tail) == 2 && tail == 'e'))))
+		if (S.emit &&
+		    (type != 1 || (sscanf(text, "t%d at %ld%c", &t, &i, &tail) != 2 &&
+		                   !(sscanf(text, "t%d don%c", &t, &tail) == 2 && tail == 'e'))))
 			S.log_bad++;
 	}
 	if (err < 0) {
@@ -209,7 +212,8 @@ int main(int argc, char **argv)
 		a += 3;
 	}
 	if (a + 1 != argc) {
-		fprintf(stderr, "usage: capture_dump [--records | --emit THREADS ITERATIONS] FILE\n");
+		fprintf(stderr,
+		        "usage: capture_dump [--records | --emit THREADS ITERATIONS] FILE\n");
 		return 3;
 	}
 	int err;
@@ -227,7 +231,7 @@ int main(int argc, char **argv)
 			break;
 		if (err < 0) {
 			fprintf(stderr, "%s: offset %" PRIu64 ": %s\n", argv[a], prob.offset,
-				orbit__frame_strerror(prob.error));
+			        orbit__frame_strerror(prob.error));
 			damaged = 1;
 			if (prob.error != err) /* an I/O error, not a damaged frame */
 				break;
@@ -241,8 +245,9 @@ int main(int argc, char **argv)
 			S.rings = p->handshake->ring_count;
 			printf("handshake: pid %u process %s host %s rings %u slots %u clock %u "
 			       "(%" PRIu64 " ticks/s)\n",
-			       p->handshake->pid, p->handshake->process_name, p->handshake->host_name,
-			       p->handshake->ring_count, p->handshake->slots_per_ring,
+			       p->handshake->pid, p->handshake->process_name,
+			       p->handshake->host_name, p->handshake->ring_count,
+			       p->handshake->slots_per_ring,
 			       p->handshake->clock ? p->handshake->clock->source : 0,
 			       p->handshake->clock ? p->handshake->clock->ticks_per_second : 0);
 		} else if (p->body_case == ORBIT__PACKET__BODY_RING_BATCH) {
@@ -257,7 +262,8 @@ int main(int argc, char **argv)
 			S.lost[l->ring] = l->lapped + l->writer_gone + l->backstop + l->at_end;
 			if (S.records)
 				printf("loss ring %u lapped %" PRIu64 " writer_gone %" PRIu64
-				       " backstop %" PRIu64 " unsent %" PRIu64 " at_end %" PRIu64 "\n",
+				       " backstop %" PRIu64 " unsent %" PRIu64 " at_end %" PRIu64
+				       "\n",
 				       l->ring, l->lapped, l->writer_gone, l->backstop, l->unsent,
 				       l->at_end);
 		} else if (p->body_case == ORBIT__PACKET__BODY_END) {
@@ -277,9 +283,10 @@ int main(int argc, char **argv)
 		delivered += S.delivered[r];
 		lost += S.lost[r];
 		if (S.ended && S.claimed[r] != S.delivered[r] + S.lost[r]) {
-			fprintf(stderr, "ring %u: claimed %" PRIu64 " != delivered %" PRIu64
-					" + lost %" PRIu64 "\n", r, S.claimed[r], S.delivered[r],
-				S.lost[r]);
+			fprintf(stderr,
+			        "ring %u: claimed %" PRIu64 " != delivered %" PRIu64
+			        " + lost %" PRIu64 "\n",
+			        r, S.claimed[r], S.delivered[r], S.lost[r]);
 			S.bad++;
 		}
 	}
@@ -288,37 +295,42 @@ int main(int argc, char **argv)
 	printf("log records %" PRIu64 ", lost %" PRIu64 ", reserved %" PRIu64 "\n", S.log_records,
 	       S.log_lost, S.log_reserved);
 	if (S.ended && S.log_reserved != S.log_records + S.log_lost) {
-		fprintf(stderr, "log records: reserved %" PRIu64 " != read %" PRIu64 " + lost %" PRIu64
-				"\n", S.log_reserved, S.log_records, S.log_lost);
+		fprintf(stderr,
+		        "log records: reserved %" PRIu64 " != read %" PRIu64 " + lost %" PRIu64
+		        "\n",
+		        S.log_reserved, S.log_records, S.log_lost);
 		S.bad++;
 	}
 	printf("records %" PRIu64 ", delivered %" PRIu64 ", lost %" PRIu64 ", claimed %" PRIu64
-	       "%s\n", S.decoded, delivered, lost, claimed, S.ended ? "" : " (no end of stream)");
+	       "%s\n",
+	       S.decoded, delivered, lost, claimed, S.ended ? "" : " (no end of stream)");
 	if (S.emit) {
 		uint64_t want = (uint64_t)S.threads * (5 * (uint64_t)S.iterations + 1);
 		if (delivered != want || lost != 0 || S.nth != S.threads) {
-			fprintf(stderr, "emit check: %" PRIu64 " records from %d threads, want %"
-					PRIu64 " from %ld, lost %" PRIu64 "\n",
-				delivered, S.nth, want, S.threads, lost);
+			fprintf(stderr,
+			        "emit check: %" PRIu64 " records from %d threads, want %" PRIu64
+			        " from %ld, lost %" PRIu64 "\n",
+			        delivered, S.nth, want, S.threads, lost);
 			S.bad++;
 		}
 		uint64_t lines = (uint64_t)S.threads * ((uint64_t)(S.iterations + 999) / 1000 + 1);
 		if (S.log_records != lines || S.log_bad || S.log_lost) {
-			fprintf(stderr, "emit check: %" PRIu64 " log lines (%" PRIu64 " bad, %" PRIu64
-					" lost), want %" PRIu64 "\n",
-				S.log_records, S.log_bad, S.log_lost, lines);
+			fprintf(stderr,
+			        "emit check: %" PRIu64 " log lines (%" PRIu64 " bad, %" PRIu64
+			        " lost), want %" PRIu64 "\n",
+			        S.log_records, S.log_bad, S.log_lost, lines);
 			S.bad++;
 		}
 		for (int i = 0; i < S.nth; i++)
 			if (S.th[i].i != S.iterations || S.th[i].step != 0) {
 				fprintf(stderr, "emit check: thread %u stopped at iteration %ld\n",
-					S.th[i].tid, S.th[i].i);
+				        S.th[i].tid, S.th[i].i);
 				S.bad++;
 			}
 	}
 	if (S.handshakes != 1 || !S.ended) {
 		fprintf(stderr, "%s: %d handshakes, %s end of stream\n", argv[a], S.handshakes,
-			S.ended ? "an" : "no");
+		        S.ended ? "an" : "no");
 		S.bad++;
 	}
 	if (damaged)

@@ -68,20 +68,20 @@ static void on_event(void *ctx, const struct orbit_event *ev)
 	}
 	struct capture_event *e = &events[nevents++];
 	*e = (struct capture_event){
-		.type = (int)ev->type,
-		.tid = ev->tid,
-		.end_tid = ev->end_tid,
-		.depth = ev->depth,
-		.unfinished = ev->unfinished,
-		.id = ev->id,
-		.start = ev->start,
-		.end = ev->end,
-		.name_len = ev->name_len,
-		.has_attrs = ev->has_attrs,
-		.color = ev->color,
-		.group = ev->group,
-		.value_kind = ev->value_kind,
-		.value_bits = ev->value_bits,
+	    .type = (int)ev->type,
+	    .tid = ev->tid,
+	    .end_tid = ev->end_tid,
+	    .depth = ev->depth,
+	    .unfinished = ev->unfinished,
+	    .id = ev->id,
+	    .start = ev->start,
+	    .end = ev->end,
+	    .name_len = ev->name_len,
+	    .has_attrs = ev->has_attrs,
+	    .color = ev->color,
+	    .group = ev->group,
+	    .value_kind = ev->value_kind,
+	    .value_bits = ev->value_bits,
 	};
 	e->name = malloc(ev->name_len + 1);
 	CHECK(e->name != NULL);
@@ -106,7 +106,7 @@ int capture_collect(struct capture_stats *st)
 	st->records = len / ORBIT_RECORD_SIZE;
 	for (size_t i = 0; i < nruns; i++)
 		CHECK(orbit__reconstruct_batch(rc, runs[i].ring, runs[i].first, bytes + runs[i].off,
-					       runs[i].n) == 0);
+		                               runs[i].n) == 0);
 	len = 0;
 	nruns = 0;
 	pthread_mutex_unlock(&mu);

@@ -31,9 +31,9 @@ struct capture_event {
 };
 
 struct capture_stats {
-	uint64_t records;   /* reached the sink */
-	uint64_t claimed;   /* the agent's sum of ring cursors */
-	uint64_t lost;      /* lapped + dead + backstop */
+	uint64_t records; /* reached the sink */
+	uint64_t claimed; /* the agent's sum of ring cursors */
+	uint64_t lost;    /* lapped + dead + backstop */
 	uint64_t bad_records, unmatched_stops, unfinished, incomplete_names, gaps;
 };
 

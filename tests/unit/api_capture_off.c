@@ -42,11 +42,12 @@ static void use_every_macro(void)
 		ORBIT_SCOPE(name_of("scope"));
 		ORBIT_SCOPE_WITH_COLOR(name_of("scope color"), (uint32_t)val(1));
 		ORBIT_SCOPE_WITH_GROUP_AND_COLOR(name_of("scope group"), (uint64_t)val(2),
-						 (uint32_t)val(3));
+		                                 (uint32_t)val(3));
 	}
 	ORBIT_START(name_of("start"));
 	ORBIT_START_WITH_COLOR(name_of("start color"), (uint32_t)val(4));
-	ORBIT_START_WITH_GROUP_AND_COLOR(name_of("start group"), (uint64_t)val(5), (uint32_t)val(6));
+	ORBIT_START_WITH_GROUP_AND_COLOR(name_of("start group"), (uint64_t)val(5),
+	                                 (uint32_t)val(6));
 	ORBIT_STOP();
 	ORBIT_STOP();
 	ORBIT_STOP();
@@ -165,8 +166,11 @@ static void case_fork_child(void)
 	if (r == 0) {
 		use_every_macro();
 		/* Exit status: which expectation failed. */
-		_exit(evaluated != 0 ? 1 : orbit__own_segment() != NULL ? 2
-			: orbit__thread_self.ring != NULL ? 3 : claimed(&parent_seg) != RECORDS_PER_USE ? 4 : 0);
+		_exit(evaluated != 0                            ? 1
+		      : orbit__own_segment() != NULL            ? 2
+		      : orbit__thread_self.ring != NULL         ? 3
+		      : claimed(&parent_seg) != RECORDS_PER_USE ? 4
+		                                                : 0);
 	}
 	int st;
 	CHECK(waitpid(r, &st, 0) == r);

@@ -26,7 +26,7 @@ static const capture_event *scope(const char *name, uint32_t depth, size_t from 
 	const capture_event *e = capture_get((size_t)i);
 	if (e->depth != depth || e->unfinished || e->tid != g_tid || e->end < e->start) {
 		fprintf(stderr, "scope \"%s\": depth %u (want %u), unfinished %d, tid %u\n", name,
-			e->depth, depth, e->unfinished, e->tid);
+		        e->depth, depth, e->unfinished, e->tid);
 		exit(1);
 	}
 	return e;
@@ -42,8 +42,8 @@ static const capture_event *value(const char *name, uint8_t kind, uint64_t bits)
 	const capture_event *e = capture_get((size_t)i);
 	if (e->value_kind != kind || e->value_bits != bits) {
 		fprintf(stderr, "value \"%s\": kind %u bits %016llx, want %u %016llx\n", name,
-			e->value_kind, (unsigned long long)e->value_bits, kind,
-			(unsigned long long)bits);
+		        e->value_kind, (unsigned long long)e->value_bits, kind,
+		        (unsigned long long)bits);
 		exit(1);
 	}
 	return e;
@@ -183,7 +183,8 @@ int main()
 	long a = capture_find(2, "async", 0);
 	CHECK(a >= 0 && capture_get((size_t)a)->id == 99u && !capture_get((size_t)a)->unfinished);
 	a = capture_find(2, "async color", 0);
-	CHECK(a >= 0 && capture_get((size_t)a)->id == 100u && capture_get((size_t)a)->color == 0x01020304u);
+	CHECK(a >= 0 && capture_get((size_t)a)->id == 100u &&
+	      capture_get((size_t)a)->color == 0x01020304u);
 
 	value("int", 5, (uint64_t)-3);
 	value("int64", 6, (uint64_t)-4000000000ll);

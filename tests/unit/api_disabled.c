@@ -35,10 +35,12 @@ static void use_every_macro(void)
 {
 	ORBIT_SCOPE(name_of("scope"));
 	ORBIT_SCOPE_WITH_COLOR(name_of("scope color"), (uint32_t)val(1));
-	ORBIT_SCOPE_WITH_GROUP_AND_COLOR(name_of("scope group"), (uint64_t)val(2), (uint32_t)val(3));
+	ORBIT_SCOPE_WITH_GROUP_AND_COLOR(name_of("scope group"), (uint64_t)val(2),
+	                                 (uint32_t)val(3));
 	ORBIT_START(name_of("start"));
 	ORBIT_START_WITH_COLOR(name_of("start color"), (uint32_t)val(4));
-	ORBIT_START_WITH_GROUP_AND_COLOR(name_of("start group"), (uint64_t)val(5), (uint32_t)val(6));
+	ORBIT_START_WITH_GROUP_AND_COLOR(name_of("start group"), (uint64_t)val(5),
+	                                 (uint32_t)val(6));
 	ORBIT_STOP();
 	ORBIT_STOP();
 	ORBIT_STOP();

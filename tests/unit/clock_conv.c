@@ -56,7 +56,7 @@ static int interpolate(void)
 static struct orbit_rec {
 	uint64_t time, id;
 	uint32_t tid;
-} *recs;
+} * recs;
 static uint64_t nrecs;
 
 static void on_records(void *ctx, uint32_t ring, uint64_t first, const uint8_t *r, uint32_t n)

@@ -61,8 +61,8 @@ static void expect(int want, int want_records, uint32_t want_off)
 
 	if (r != want || n != want_records || (want < 0 && off != want_off)) {
 		fprintf(stderr, "got %d (%s) records %d off %u; want %d records %d off %u\n", r,
-			r < 0 ? orbit__ftrace_strerror(r) : "ok", n, off, want, want_records,
-			want_off);
+		        r < 0 ? orbit__ftrace_strerror(r) : "ok", n, off, want, want_records,
+		        want_off);
 		exit(1);
 	}
 }
@@ -236,18 +236,18 @@ static const struct {
 	const char *name;
 	void (*fn)(void);
 } cases[] = {
-	{"short", case_short},
-	{"commit_oversized", case_commit_oversized},
-	{"commit_zero", case_commit_zero},
-	{"commit_noise", case_commit_noise},
-	{"lost_outside", case_lost_outside},
-	{"zero_length_type0", case_zero_length_type0},
-	{"type0_overrun", case_type0_overrun},
-	{"truncated_header", case_truncated_header},
-	{"data_overrun", case_data_overrun},
-	{"padding", case_padding},
-	{"time_records", case_time_records},
-	{"all_ones", case_all_ones},
+    {"short", case_short},
+    {"commit_oversized", case_commit_oversized},
+    {"commit_zero", case_commit_zero},
+    {"commit_noise", case_commit_noise},
+    {"lost_outside", case_lost_outside},
+    {"zero_length_type0", case_zero_length_type0},
+    {"type0_overrun", case_type0_overrun},
+    {"truncated_header", case_truncated_header},
+    {"data_overrun", case_data_overrun},
+    {"padding", case_padding},
+    {"time_records", case_time_records},
+    {"all_ones", case_all_ones},
 };
 
 int main(int argc, char **argv)

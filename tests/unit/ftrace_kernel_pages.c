@@ -41,23 +41,26 @@ int main(void)
 		long long lost;
 		char *p;
 
-		if (sscanf(line, "page %u: page_ts=%" SCNu64 " commit=0x%" SCNx64
-				 " size=%u missed_flag=%u stored_flag=%u",
-			   &idx, &ts, &commit, &size, &missed, &stored) == 6) {
+		if (sscanf(line,
+		           "page %u: page_ts=%" SCNu64 " commit=0x%" SCNx64
+		           " size=%u missed_flag=%u stored_flag=%u",
+		           &idx, &ts, &commit, &size, &missed, &stored) == 6) {
 			if (page >= 0)
 				CHECK(orbit__ftrace_next(&it, &rec) == 0); /* no extra */
 			page = (int)idx;
 			nrec = 0;
 			CHECK(page < 4);
-			CHECK(orbit__ftrace_open(&it, pages + (size_t)page * PAGE, PAGE, &hdr) == 0);
+			CHECK(orbit__ftrace_open(&it, pages + (size_t)page * PAGE, PAGE, &hdr) ==
+			      0);
 			CHECK_EQ_U64(hdr.timestamp, ts);
 			CHECK_EQ_U64(hdr.commit_raw, commit);
 			CHECK_EQ_U64(hdr.size, size);
 			CHECK_EQ_U64(hdr.missed, missed);
 			CHECK_EQ_U64(hdr.missed_stored, stored);
 		} else if ((p = strstr(line, "kbuffer: subbuf_ts=")) != NULL &&
-			   sscanf(p, "kbuffer: subbuf_ts=%" SCNu64 " missed_events=%lld data_size=%u",
-				  &ts, &lost, &size) == 3) {
+		           sscanf(p,
+		                  "kbuffer: subbuf_ts=%" SCNu64 " missed_events=%lld data_size=%u",
+		                  &ts, &lost, &size) == 3) {
 			CHECK_EQ_U64(hdr.timestamp, ts);
 			CHECK_EQ_U64(hdr.size, size);
 			if (!hdr.missed)
@@ -66,9 +69,10 @@ int main(void)
 				CHECK(lost == -1);
 			else
 				CHECK_EQ_U64(hdr.missed_count, (uint64_t)lost);
-		} else if (sscanf(line, "  rec %u ts=%" SCNu64 " (+%" SCNu64 ") off=%u payload_len=%u"
-					" common_type=%u",
-				  &idx, &ts, &a, &off, &len, &type) == 6) {
+		} else if (sscanf(line,
+		                  "  rec %u ts=%" SCNu64 " (+%" SCNu64 ") off=%u payload_len=%u"
+		                  " common_type=%u",
+		                  &idx, &ts, &a, &off, &len, &type) == 6) {
 			uint16_t ct;
 
 			CHECK(orbit__ftrace_next(&it, &rec) == 1);
@@ -81,7 +85,7 @@ int main(void)
 			nrec++;
 			total++;
 		} else if ((p = strstr(line, "kbuffer: ")) != NULL &&
-			   sscanf(p, "kbuffer: %" SCNu64 " records", &c) == 1) {
+		           sscanf(p, "kbuffer: %" SCNu64 " records", &c) == 1) {
 			CHECK_EQ_U64(nrec, c);
 		} else if (sscanf(line, "total pages=%" SCNu64 " records=%" SCNu64, &a, &b) == 2) {
 			CHECK_EQ_U64(a, 4);

@@ -56,7 +56,7 @@ static uint64_t cal_to_ns(void *ctx, uint64_t t)
 	__int128 dt = (__int128)t - (__int128)c->a.ticks;
 
 	return (uint64_t)((__int128)c->a.ns +
-			  dt * (__int128)(c->b.ns - c->a.ns) / (__int128)(c->b.ticks - c->a.ticks));
+	                  dt * (__int128)(c->b.ns - c->a.ns) / (__int128)(c->b.ticks - c->a.ticks));
 }
 
 /* For cases that do not check times: any increasing map will do. */
@@ -110,14 +110,14 @@ static int pin(unsigned i)
 struct got {
 	uint32_t ntid;
 	int32_t tid[MAXT];
-	int64_t next[MAXT];         /* next sequence expected per thread */
-	int64_t first[MAXT];        /* first sequence delivered per thread */
-	uint64_t per_thread[MAXT];  /* records delivered */
+	int64_t next[MAXT];        /* next sequence expected per thread */
+	int64_t first[MAXT];       /* first sequence delivered per thread */
+	uint64_t per_thread[MAXT]; /* records delivered */
 	uint64_t per_ring[MAXRING];
 	uint64_t total;
 	uint64_t pages, missed_pages;
-	int exact;                  /* no gaps allowed */
-	int ring_of[MAXT];          /* -1: any */
+	int exact;         /* no gaps allowed */
+	int ring_of[MAXT]; /* -1: any */
 	/* times (threads case) */
 	const uint64_t *before[MAXT], *after[MAXT];
 	uint64_t worst_early, worst_late;
@@ -155,7 +155,8 @@ static int64_t check_payload(const struct orbit__ftrace_record *rec, int *thread
 		text[n] = '\0';
 		CHECK(sscanf(text, "t%u s%u", &t, &s) == 2);
 		char want[256];
-		snprintf(want, sizeof(want), "t%u s%u %.*s", t, s, (int)(s % 40), "abcdefghijklmnopqrstuvwxyz0123456789ABCDEFG");
+		snprintf(want, sizeof(want), "t%u s%u %.*s", t, s, (int)(s % 40),
+		         "abcdefghijklmnopqrstuvwxyz0123456789ABCDEFG");
 		CHECK(strcmp(text, want) == 0);
 		CHECK(s % 2 == 0);
 	} else {
@@ -232,8 +233,9 @@ static void check_totals(const struct got *g, uint64_t *lost_all, uint64_t *page
 
 		orbit__logs_totals(i, &res, &lost, &pages);
 		if (res != g->per_ring[i] + lost)
-			fprintf(stderr, "ring %u: reserved %" PRIu64 " read %" PRIu64 " lost %" PRIu64
-					"\n", i, res, g->per_ring[i], lost);
+			fprintf(stderr,
+			        "ring %u: reserved %" PRIu64 " read %" PRIu64 " lost %" PRIu64 "\n",
+			        i, res, g->per_ring[i], lost);
 		CHECK_EQ_U64(res, g->per_ring[i] + lost);
 		*lost_all += lost;
 		*pages_all += pages;
@@ -246,15 +248,15 @@ static void check_totals(const struct got *g, uint64_t *lost_all, uint64_t *page
 
 struct writer {
 	unsigned index;
-	unsigned cpu;         /* index into the allowed CPUs */
+	unsigned cpu; /* index into the allowed CPUs */
 	int pinned;
 	int32_t tid;
-	uint32_t count;       /* records to write */
+	uint32_t count; /* records to write */
 	int timed;
-	int paced;            /* pause now and then, so the reader keeps up */
+	int paced; /* pause now and then, so the reader keeps up */
 	uint64_t *before, *after;
 	uint64_t ok, full, dropped;
-	int ran_on;           /* sched_getcpu after pinning */
+	int ran_on; /* sched_getcpu after pinning */
 	pthread_barrier_t *go;
 };
 
@@ -386,10 +388,11 @@ static void case_threads(void)
 				sum += K;
 		CHECK_EQ_U64(g.per_ring[ring], sum);
 	}
-	fprintf(stderr, "%u threads on %u CPUs, clock %s: %" PRIu64 " records, %" PRIu64
-			" pages; worst %" PRIu64 " ns early, %" PRIu64 " ns late\n",
-		n, nc, orbit__clock_kind == ORBIT__CLOCK_TSC ? "tsc" : "monotonic", g.total,
-		g.pages, g.worst_early, g.worst_late);
+	fprintf(stderr,
+	        "%u threads on %u CPUs, clock %s: %" PRIu64 " records, %" PRIu64
+	        " pages; worst %" PRIu64 " ns early, %" PRIu64 " ns late\n",
+	        n, nc, orbit__clock_kind == ORBIT__CLOCK_TSC ? "tsc" : "monotonic", g.total,
+	        g.pages, g.worst_early, g.worst_late);
 	CHECK(g.worst_early <= 1000);
 	CHECK(g.worst_late <= 1000);
 	/* Nothing left. */
@@ -498,9 +501,10 @@ static void run_concurrent(int overwrite)
 	CHECK_EQ_U64(g.total + lost, (uint64_t)n * K);
 	if (lost > 0)
 		CHECK(g.missed_pages > 0);
-	fprintf(stderr, "%u writers, overwrite %d: %" PRIu64 " delivered in %" PRIu64
-			" pages (%" PRIu64 " reads), %" PRIu64 " lost, %" PRIu64 " pages lost\n",
-		n, overwrite, g.total, g.pages, rd.reads, lost, pages);
+	fprintf(stderr,
+	        "%u writers, overwrite %d: %" PRIu64 " delivered in %" PRIu64 " pages (%" PRIu64
+	        " reads), %" PRIu64 " lost, %" PRIu64 " pages lost\n",
+	        n, overwrite, g.total, g.pages, rd.reads, lost, pages);
 	orbit__logs_stop();
 	check_totals(&g, &lost, &pages);
 	CHECK_EQ_U64(g.total + lost, (uint64_t)n * K);
@@ -545,7 +549,7 @@ static void case_overwrite(void)
 	for (uint32_t s = 0; s < N; s++)
 		CHECK(write_one(0, s) == 0);
 	CHECK(orbit__logs_read(live_to_ns, NULL, on_page, &g, 0) > 0);
-	CHECK_EQ_U64(g.next[0], N);          /* the last one is there */
+	CHECK_EQ_U64(g.next[0], N); /* the last one is there */
 	CHECK(g.total < N);
 	check_totals(&g, &lost, &pages);
 	CHECK_EQ_U64(g.total + lost, N);
@@ -764,8 +768,8 @@ static void case_env(const char *arg)
 		else if (strcmp(arg + 3, "0") != 0) {
 			bad = 1;
 			snprintf(want, sizeof(want),
-				 "orbit: ORBIT_PAGE_RING_OVERWRITE=%s is not 0 or 1; using 0\n",
-				 arg + 3);
+			         "orbit: ORBIT_PAGE_RING_OVERWRITE=%s is not 0 or 1; using 0\n",
+			         arg + 3);
 		}
 	} else if (strcmp(arg, "unset") != 0) {
 		char *end;
@@ -777,8 +781,9 @@ static void case_env(const char *arg)
 		} else {
 			bad = 1;
 			snprintf(want, sizeof(want),
-				 "orbit: ORBIT_PAGE_RING_PAGES=%s is not a number of pages from 2 "
-				 "to 1048576; using 64\n", arg);
+			         "orbit: ORBIT_PAGE_RING_PAGES=%s is not a number of pages from 2 "
+			         "to 1048576; using 64\n",
+			         arg);
 		}
 	}
 	fflush(stderr);
@@ -862,14 +867,14 @@ int main(int argc, char **argv)
 		const char *name;
 		void (*fn)(void);
 	} cases[] = {
-		{"threads", case_threads},
-		{"concurrent", case_concurrent},
-		{"concurrent_overwrite", case_concurrent_overwrite},
-		{"overwrite", case_overwrite},
-		{"full", case_full},
-		{"errors", case_errors},
-		{"start_fails", case_start_fails},
-		{"flush_age", case_flush_age},
+	    {"threads", case_threads},
+	    {"concurrent", case_concurrent},
+	    {"concurrent_overwrite", case_concurrent_overwrite},
+	    {"overwrite", case_overwrite},
+	    {"full", case_full},
+	    {"errors", case_errors},
+	    {"start_fails", case_start_fails},
+	    {"flush_age", case_flush_age},
 	};
 
 	ncpu(); /* before any thread: the list is read without a lock */

@@ -47,7 +47,8 @@ static void parse(const uint8_t *p, struct times *out)
 static void count_extends(const uint8_t *p, int *all, int *nonzero)
 {
 	uint32_t size = (uint32_t)(((uint64_t)p[8] | (uint64_t)p[9] << 8 | (uint64_t)p[10] << 16 |
-				    (uint64_t)p[11] << 24) & ORBIT__FTRACE_SIZE_MASK);
+	                            (uint64_t)p[11] << 24) &
+	                           ORBIT__FTRACE_SIZE_MASK);
 	uint32_t off = 16, end = 16 + size;
 
 	*all = *nonzero = 0;
@@ -311,11 +312,11 @@ int main(int argc, char **argv)
 		const char *name;
 		void (*fn)(void);
 	} cases[] = {
-		{"identity", case_identity},       {"identity_extend", case_identity_extend},
-		{"scale", case_scale},             {"scale_extend", case_scale_extend},
-		{"scale_up", case_scale_up},       {"clamp", case_clamp},
-		{"backwards", case_backwards},     {"kernel", case_kernel},
-		{"hostile", case_hostile},
+	    {"identity", case_identity},   {"identity_extend", case_identity_extend},
+	    {"scale", case_scale},         {"scale_extend", case_scale_extend},
+	    {"scale_up", case_scale_up},   {"clamp", case_clamp},
+	    {"backwards", case_backwards}, {"kernel", case_kernel},
+	    {"hostile", case_hostile},
 	};
 
 	if (argc != 2) {

@@ -39,7 +39,7 @@ static void collect(void *arg, const struct orbit__ftrace_record *rec)
 
 /* Reads one page and walks it; returns its record count, or -errno. */
 static int read_page(struct orbit__page_ring *ring, struct seen *s,
-		     struct orbit__ftrace_header *hdr)
+                     struct orbit__ftrace_header *hdr)
 {
 	int r = orbit__page_read(ring, buf, sizeof(buf));
 
@@ -271,8 +271,8 @@ static void *reader_thread(void *arg)
 
 static void case_busy(void)
 {
-	struct orbit__page_config cfg = {.pages = 3, .page_size = SMALL, .overwrite = 1,
-					 .clock = test_clock, .hook = gate_hook};
+	struct orbit__page_config cfg = {
+	    .pages = 3, .page_size = SMALL, .overwrite = 1, .clock = test_clock, .hook = gate_hook};
 	struct orbit__page_ring *ring;
 	pthread_t t;
 	void *ret;
@@ -320,8 +320,8 @@ static void *flaky_alloc(size_t align, size_t size)
 
 static void case_enable_oom(void)
 {
-	struct orbit__page_config cfg = {.pages = 4, .page_size = 4096, .clock = test_clock,
-					 .alloc = flaky_alloc, .free = free};
+	struct orbit__page_config cfg = {
+	    .pages = 4, .page_size = 4096, .clock = test_clock, .alloc = flaky_alloc, .free = free};
 	struct orbit__page_ring *ring;
 	struct orbit__page_reservation res;
 
@@ -438,8 +438,8 @@ static void case_uncommitted(void)
 /* Guarantee 7: gaps over 27 bits get a TIME_EXTEND and decode exactly. */
 static void case_time_extend(void)
 {
-	static const uint64_t gaps[] = {0, 200000000ull, 134217726ull, 134217728ull, 5,
-					3600000000000ull, (1ull << 44), 1};
+	static const uint64_t gaps[] = {0, 200000000ull,     134217726ull, 134217728ull,
+	                                5, 3600000000000ull, (1ull << 44), 1};
 	struct orbit__page_ring *ring = make_ring(2, 4096, 0);
 	struct orbit__page_reservation res[8];
 	struct orbit__ftrace_header hdr;
@@ -560,15 +560,23 @@ static const struct {
 	const char *name;
 	void (*fn)(void);
 } cases[] = {
-	{"roundtrip", case_roundtrip},       {"invalid_size", case_invalid_size},
-	{"type0", case_type0},               {"disabled", case_disabled},
-	{"full", case_full},                 {"overwrite", case_overwrite},
-	{"dropped", case_dropped},           {"busy", case_busy},
-	{"small_buffer", case_small_buffer}, {"enable_oom", case_enable_oom},
-	{"reenable", case_reenable},         {"disable_waits", case_disable_waits},
-	{"uncommitted", case_uncommitted},   {"time_extend", case_time_extend},
-	{"time_gaps", case_time_gaps},       {"flush", case_flush},
-	{"order", case_order},
+    {"roundtrip", case_roundtrip},
+    {"invalid_size", case_invalid_size},
+    {"type0", case_type0},
+    {"disabled", case_disabled},
+    {"full", case_full},
+    {"overwrite", case_overwrite},
+    {"dropped", case_dropped},
+    {"busy", case_busy},
+    {"small_buffer", case_small_buffer},
+    {"enable_oom", case_enable_oom},
+    {"reenable", case_reenable},
+    {"disable_waits", case_disable_waits},
+    {"uncommitted", case_uncommitted},
+    {"time_extend", case_time_extend},
+    {"time_gaps", case_time_gaps},
+    {"flush", case_flush},
+    {"order", case_order},
 };
 
 int main(int argc, char **argv)

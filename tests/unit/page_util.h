@@ -48,10 +48,10 @@ static inline void sleep_ms(unsigned ms)
 static inline struct orbit__page_ring *make_ring(uint32_t pages, uint32_t page_size, int overwrite)
 {
 	struct orbit__page_config cfg = {
-		.pages = pages,
-		.page_size = page_size,
-		.overwrite = overwrite,
-		.clock = test_clock,
+	    .pages = pages,
+	    .page_size = page_size,
+	    .overwrite = overwrite,
+	    .clock = test_clock,
 	};
 	struct orbit__page_ring *ring;
 
@@ -121,8 +121,8 @@ static inline int payload_check(const uint8_t *p, uint32_t avail, uint16_t *writ
 }
 
 /* Reserves and commits one payload; returns reserve's result. */
-static inline int put_record(struct orbit__page_ring *ring, uint16_t writer, uint32_t len, uint64_t seq,
-		      struct orbit__page_reservation *out)
+static inline int put_record(struct orbit__page_ring *ring, uint16_t writer, uint32_t len,
+                             uint64_t seq, struct orbit__page_reservation *out)
 {
 	struct orbit__page_reservation res;
 	int r = orbit__page_reserve(ring, len, &res);
@@ -142,8 +142,8 @@ static inline int put_record(struct orbit__page_ring *ring, uint16_t writer, uin
  * records; fn (may be NULL) sees each. */
 typedef void (*page_record_fn)(void *arg, const struct orbit__ftrace_record *rec);
 
-static inline uint64_t page_walk(const uint8_t *page, uint32_t page_size, page_record_fn fn, void *arg,
-			  struct orbit__ftrace_header *hdr_out)
+static inline uint64_t page_walk(const uint8_t *page, uint32_t page_size, page_record_fn fn,
+                                 void *arg, struct orbit__ftrace_header *hdr_out)
 {
 	struct orbit__ftrace_iter it;
 	struct orbit__ftrace_header hdr;
@@ -159,8 +159,8 @@ static inline uint64_t page_walk(const uint8_t *page, uint32_t page_size, page_r
 	while ((r = orbit__ftrace_next(&it, &rec)) == 1) {
 		if (n == 0)
 			CHECK_EQ_U64(rec.time, hdr.timestamp); /* guarantee 8 */
-		CHECK(rec.time >= last);                     /* guarantee 7 */
-		CHECK(rec.offset + rec.len <= 16 + hdr.size); /* guarantee 3 */
+		CHECK(rec.time >= last);                       /* guarantee 7 */
+		CHECK(rec.offset + rec.len <= 16 + hdr.size);  /* guarantee 3 */
 		last = rec.time;
 		n++;
 		if (fn != NULL)

@@ -171,10 +171,14 @@ static void on_event(void *ctx, const struct orbit_event *ev)
 static const char *type_name(enum orbit_event_type t)
 {
 	switch (t) {
-	case ORBIT_EVENT_SCOPE: return "scope";
-	case ORBIT_EVENT_ASYNC: return "async";
-	case ORBIT_EVENT_VALUE: return "value";
-	case ORBIT_EVENT_THREAD_NAME: return "thread name";
+	case ORBIT_EVENT_SCOPE:
+		return "scope";
+	case ORBIT_EVENT_ASYNC:
+		return "async";
+	case ORBIT_EVENT_VALUE:
+		return "value";
+	case ORBIT_EVENT_THREAD_NAME:
+		return "thread name";
 	}
 	return "?";
 }
@@ -186,17 +190,18 @@ static void fail_event(size_t i, const char *what)
 	size_t diff = 0;
 	while (diff < e->name_len && diff < ev->name_len && e->name[diff] == ev->name[diff])
 		diff++;
-	fprintf(stderr,
-		"event %zu: %s differs\n"
-		"  want %s depth %u name_len %zu attrs %d color %08x group %llu kind %u bits %016llx\n"
-		"  got  %s depth %u name_len %zu attrs %d color %08x group %llu kind %u bits %016llx"
-		" id %llu unfinished %d incomplete %d\n"
-		"  names agree on their first %zu bytes; want starts \"%.40s\"\n",
-		i, what, type_name(e->type), e->depth, e->name_len, e->has_attrs, e->color,
-		(unsigned long long)e->group, e->value_kind, (unsigned long long)e->value_bits,
-		type_name(ev->type), ev->depth, ev->name_len, ev->has_attrs, ev->color,
-		(unsigned long long)ev->group, ev->value_kind, (unsigned long long)ev->value_bits,
-		(unsigned long long)ev->id, ev->unfinished, ev->name_incomplete, diff, e->name);
+	fprintf(
+	    stderr,
+	    "event %zu: %s differs\n"
+	    "  want %s depth %u name_len %zu attrs %d color %08x group %llu kind %u bits %016llx\n"
+	    "  got  %s depth %u name_len %zu attrs %d color %08x group %llu kind %u bits %016llx"
+	    " id %llu unfinished %d incomplete %d\n"
+	    "  names agree on their first %zu bytes; want starts \"%.40s\"\n",
+	    i, what, type_name(e->type), e->depth, e->name_len, e->has_attrs, e->color,
+	    (unsigned long long)e->group, e->value_kind, (unsigned long long)e->value_bits,
+	    type_name(ev->type), ev->depth, ev->name_len, ev->has_attrs, ev->color,
+	    (unsigned long long)ev->group, ev->value_kind, (unsigned long long)ev->value_bits,
+	    (unsigned long long)ev->id, ev->unfinished, ev->name_incomplete, diff, e->name);
 	exit(1);
 }
 
@@ -224,7 +229,8 @@ static void finish_and_check(void)
 	/* In the sink's batches, as a capture carries them. */
 	for (size_t i = 0; i < nruns; i++)
 		CHECK_EQ_U64(orbit__reconstruct_batch(rc, runs[i].ring, runs[i].first,
-						      sink_bytes + runs[i].off, runs[i].n), 0);
+		                                      sink_bytes + runs[i].off, runs[i].n),
+		             0);
 	pthread_mutex_unlock(&sink_mu);
 	orbit__reconstruct_finish(rc);
 	const struct orbit_reconstruct_stats *rs = orbit__reconstruct_stats(rc);
@@ -253,7 +259,8 @@ static void finish_and_check(void)
 			fail_event(i, "thread");
 		/* CLOCK_MONOTONIC ns from within the test (1 ms of slack for
 		 * the conversion), and never ending before starting. */
-		if (ev->start + 1000000 < t_begin || ev->end > t_end + 1000000 || ev->end < ev->start)
+		if (ev->start + 1000000 < t_begin || ev->end > t_end + 1000000 ||
+		    ev->end < ev->start)
 			fail_event(i, "time");
 		switch (e->type) {
 		case ORBIT_EVENT_SCOPE:
@@ -333,16 +340,17 @@ static void make_names(void)
 	add_name("31", filled(31, 3));
 	add_name("32", filled(32, 4));
 	add_name("33", filled(33, 5));
-	add_name("52", filled(52, 6));  /* attrs: 20 inline + one whole continuation */
+	add_name("52", filled(52, 6)); /* attrs: 20 inline + one whole continuation */
 	add_name("53", filled(53, 7));
 	add_name("64", filled(64, 8));
 	add_name("65", filled(65, 9));
 	add_name("1000", filled(1000, 10));
 	add_name("65535", filled(ORBIT_NAME_MAX, 11));
 	add_name("70000", filled(70000, 12)); /* cut to 65535 */
-	add_name("utf8", dup_str("na\xc3\xafve \xe2\x80\x94 \xe6\x97\xa5\xe6\x9c\xac\xe8\xaa\x9e "
-				 "\xf0\x9f\x9a\x80 \xd0\x9f\xd1\x80\xd0\xb8\xd0\xb2\xd0\xb5\xd1\x82 "
-				 "\xce\xb1\xce\xb2\xce\xb3"));
+	add_name("utf8",
+	         dup_str("na\xc3\xafve \xe2\x80\x94 \xe6\x97\xa5\xe6\x9c\xac\xe8\xaa\x9e "
+	                 "\xf0\x9f\x9a\x80 \xd0\x9f\xd1\x80\xd0\xb8\xd0\xb2\xd0\xb5\xd1\x82 "
+	                 "\xce\xb1\xce\xb2\xce\xb3"));
 	/* A three-byte character across the 32-byte record boundary, and a
 	 * two-byte one across the 20-byte boundary of the attrs path. */
 	char *x31 = filled(31, 13), *x19 = filled(19, 14);
@@ -454,13 +462,13 @@ static void case_values(void)
 {
 	start_capture();
 	struct expect *e;
-#define VAL(macro, kind, v, bits)                                              \
-	do {                                                                   \
-		for (size_t i_ = 0; i_ < nnames; i_ += 3) {                    \
-			macro(names[i_].s, v);                                 \
-			e = expect_add(ORBIT_EVENT_VALUE, names[i_].s, names[i_].len); \
-			e->value_kind = (kind), e->value_bits = (bits);        \
-		}                                                              \
+#define VAL(macro, kind, v, bits)                                                                  \
+	do {                                                                                       \
+		for (size_t i_ = 0; i_ < nnames; i_ += 3) {                                        \
+			macro(names[i_].s, v);                                                     \
+			e = expect_add(ORBIT_EVENT_VALUE, names[i_].s, names[i_].len);             \
+			e->value_kind = (kind), e->value_bits = (bits);                            \
+		}                                                                                  \
 	} while (0)
 	VAL(ORBIT_INT, ORBIT_REC_INT, 0, 0);
 	VAL(ORBIT_INT, ORBIT_REC_INT, -1, UINT64_MAX);
@@ -501,10 +509,12 @@ static void case_values(void)
 	e->has_attrs = 1, e->color = 0xabcdef01u;
 	ORBIT_UINT_WITH_COLOR("u32", UINT32_MAX, 1u);
 	e = expect_add(ORBIT_EVENT_VALUE, "u32", 3);
-	e->value_kind = ORBIT_REC_UINT, e->value_bits = 0xffffffffull, e->has_attrs = 1, e->color = 1;
+	e->value_kind = ORBIT_REC_UINT, e->value_bits = 0xffffffffull, e->has_attrs = 1,
+	e->color = 1;
 	ORBIT_UINT64_WITH_COLOR("u64", UINT64_MAX, 2u);
 	e = expect_add(ORBIT_EVENT_VALUE, "u64", 3);
-	e->value_kind = ORBIT_REC_UINT64, e->value_bits = UINT64_MAX, e->has_attrs = 1, e->color = 2;
+	e->value_kind = ORBIT_REC_UINT64, e->value_bits = UINT64_MAX, e->has_attrs = 1,
+	e->color = 2;
 	ORBIT_FLOAT_WITH_COLOR("f32", -1.5f, 3u);
 	e = expect_add(ORBIT_EVENT_VALUE, "f32", 3);
 	e->value_kind = ORBIT_REC_FLOAT, e->value_bits = 0xbff8000000000000ull;
@@ -663,7 +673,8 @@ static void case_runtime(void)
 	static char buf[200];
 	char *want[40];
 	for (int i = 0; i < 40; i++) {
-		int n = snprintf(buf, sizeof buf, "frame %d of %s/%0*d", i, "level\t\"x\"", i * 4, i);
+		int n =
+		    snprintf(buf, sizeof buf, "frame %d of %s/%0*d", i, "level\t\"x\"", i * 4, i);
 		CHECK(n > 0 && (size_t)n < sizeof buf);
 		want[i] = dup_str(buf);
 		switch (i % 5) {
@@ -698,7 +709,8 @@ static void case_runtime(void)
 			ORBIT_START_ASYNC(buf, (uint64_t)i);
 			memset(buf, 'V', sizeof buf - 1);
 			ORBIT_STOP_ASYNC((uint64_t)i);
-			expect_add(ORBIT_EVENT_ASYNC, want[i], strlen(want[i]))->value_bits = (uint64_t)i;
+			expect_add(ORBIT_EVENT_ASYNC, want[i], strlen(want[i]))->value_bits =
+			    (uint64_t)i;
 			break;
 		}
 	}
@@ -714,7 +726,7 @@ static void nest_scopes(int level, int max)
 	ORBIT_SCOPE(names[level % nnames].s);
 	nest_scopes(level + 1, max);
 	expect_add(ORBIT_EVENT_SCOPE, names[level % nnames].s, names[level % nnames].len)->depth =
-		(uint32_t)level;
+	    (uint32_t)level;
 }
 
 static void case_deep(void)
@@ -725,7 +737,7 @@ static void case_deep(void)
 	for (int i = 63; i >= 0; i--) {
 		ORBIT_STOP();
 		expect_add(ORBIT_EVENT_SCOPE, names[i % nnames].s, names[i % nnames].len)->depth =
-			(uint32_t)i;
+		    (uint32_t)i;
 	}
 	nest_scopes(0, 200);
 	/* Siblings come back at the same depth. */
@@ -809,7 +821,8 @@ static void case_migrate(void)
 		labels[round] = dup_str(name);
 		struct expect *e;
 		e = expect_add(ORBIT_EVENT_VALUE, "round", 5);
-		e->tid = e->end_tid = m.tid, e->value_kind = ORBIT_REC_INT, e->value_bits = (uint64_t)round;
+		e->tid = e->end_tid = m.tid, e->value_kind = ORBIT_REC_INT,
+		e->value_bits = (uint64_t)round;
 		e = expect_add(ORBIT_EVENT_ASYNC, "migrating span", 14);
 		e->tid = e->end_tid = m.tid, e->value_bits = (uint64_t)round;
 		e = expect_add(ORBIT_EVENT_SCOPE, names[13].s, names[13].len);
@@ -826,15 +839,11 @@ static const struct {
 	const char *name;
 	void (*fn)(void);
 } cases[] = {
-	{"scopes", case_scopes},
-	{"colors", case_colors},
-	{"values", case_values},
-	{"async", case_async},
-	{"async_rings", case_async_rings},
-	{"thread_names", case_thread_names},
-	{"runtime", case_runtime},
-	{"deep", case_deep},
-	{"migrate", case_migrate},
+    {"scopes", case_scopes},           {"colors", case_colors},
+    {"values", case_values},           {"async", case_async},
+    {"async_rings", case_async_rings}, {"thread_names", case_thread_names},
+    {"runtime", case_runtime},         {"deep", case_deep},
+    {"migrate", case_migrate},
 };
 
 int main(int argc, char **argv)

@@ -34,12 +34,12 @@ struct image {
 
 static uint64_t layout_total(uint32_t page, uint32_t rings, uint32_t slots)
 {
-	return 2ull * page + (uint64_t)rings * (ORBIT__RING_HEADER + (uint64_t)slots * ORBIT__SLOT_SIZE);
+	return 2ull * page +
+	       (uint64_t)rings * (ORBIT__RING_HEADER + (uint64_t)slots * ORBIT__SLOT_SIZE);
 }
 
 /* A header as orbit__segment_create writes it, for the given dimensions. */
-static void fill_header(struct orbit__seg_header *h, uint32_t page, uint32_t rings,
-			uint32_t slots)
+static void fill_header(struct orbit__seg_header *h, uint32_t page, uint32_t rings, uint32_t slots)
 {
 	memset(h, 0, sizeof *h);
 	h->version = ORBIT__SEG_VERSION;
@@ -79,19 +79,19 @@ static int validate(const struct image *im)
 }
 
 /* Expects err from validating im, with a readable report if not. */
-#define EXPECT(im, want)                                                       \
-	do {                                                                   \
-		int got_ = validate(im);                                       \
-		if (got_ != (want)) {                                          \
-			fprintf(stderr, "%s:%d: validate gave %d (%s), want %d (%s)\n", \
-				__FILE__, __LINE__, got_, orbit_strerror(got_), (want), \
-				orbit_strerror(want));                         \
-			exit(1);                                               \
-		}                                                              \
+#define EXPECT(im, want)                                                                           \
+	do {                                                                                       \
+		int got_ = validate(im);                                                           \
+		if (got_ != (want)) {                                                              \
+			fprintf(stderr, "%s:%d: validate gave %d (%s), want %d (%s)\n", __FILE__,  \
+			        __LINE__, got_, orbit_strerror(got_), (want),                      \
+			        orbit_strerror(want));                                             \
+			exit(1);                                                                   \
+		}                                                                                  \
 	} while (0)
 
 static void check_layout(const struct orbit__seg_layout *l, uint32_t page, uint32_t rings,
-			 uint32_t slots, uint32_t pid, uint32_t clock)
+                         uint32_t slots, uint32_t pid, uint32_t clock)
 {
 	CHECK_EQ_U64(l->page_size, page);
 	CHECK_EQ_U64(l->ring_count, rings);
@@ -119,8 +119,8 @@ static int layout_eq(const struct orbit__seg_layout *a, const struct orbit__seg_
  * does the hand-built image the other cases damage. */
 static void case_valid(void)
 {
-	struct orbit__seg_params p = {.ring_count = 3, .slots_per_ring = 64,
-				      .clock_source = ORBIT__CLOCK_MONOTONIC};
+	struct orbit__seg_params p = {
+	    .ring_count = 3, .slots_per_ring = 64, .clock_source = ORBIT__CLOCK_MONOTONIC};
 	struct orbit__segment seg;
 	CHECK_EQ_U64(orbit__segment_create(&p, &seg), 0);
 	uint32_t page = (uint32_t)sysconf(_SC_PAGESIZE);
@@ -189,13 +189,18 @@ static void case_truncated(void)
 	}
 	/* Header complete, rings cut: every length short of the layout. */
 	const size_t total = im.len;
-	const size_t cuts[] = {sizeof(struct orbit__seg_header), PAGE - 1, PAGE, 2 * PAGE,
-			       2 * PAGE + ORBIT__RING_HEADER, total - ORBIT__SLOT_SIZE, total - 1};
+	const size_t cuts[] = {sizeof(struct orbit__seg_header),
+	                       PAGE - 1,
+	                       PAGE,
+	                       2 * PAGE,
+	                       2 * PAGE + ORBIT__RING_HEADER,
+	                       total - ORBIT__SLOT_SIZE,
+	                       total - 1};
 	for (size_t i = 0; i < sizeof cuts / sizeof cuts[0]; i++) {
 		int err = orbit__segment_validate(im.bytes, cuts[i], &l);
 		if (err != ORBIT_ETRUNC) {
 			fprintf(stderr, "mapped_len %zu of %zu: got %d, want ORBIT_ETRUNC\n",
-				cuts[i], total, err);
+			        cuts[i], total, err);
 			exit(1);
 		}
 	}
@@ -223,12 +228,12 @@ static void case_magic_wrong(void)
 {
 	struct image im = image_new(1, 16);
 	const uint64_t bad[] = {
-		__builtin_bswap64(ORBIT__SEG_MAGIC), /* the other endianness */
-		ORBIT__SEG_MAGIC + 1,
-		ORBIT__SEG_MAGIC ^ (1ull << 63),
-		0x324745535442524full, /* "ORBTSEG2" */
-		UINT64_MAX,
-		1,
+	    __builtin_bswap64(ORBIT__SEG_MAGIC), /* the other endianness */
+	    ORBIT__SEG_MAGIC + 1,
+	    ORBIT__SEG_MAGIC ^ (1ull << 63),
+	    0x324745535442524full, /* "ORBTSEG2" */
+	    UINT64_MAX,
+	    1,
 	};
 	for (size_t i = 0; i < sizeof bad / sizeof bad[0]; i++) {
 		atomic_store_explicit(&im.h->magic, bad[i], memory_order_relaxed);
@@ -268,7 +273,7 @@ static void case_sizes(void)
 		EXPECT(&im, ORBIT_EBADSEG);
 	}
 	const uint32_t bad_header[] = {0, sizeof(struct orbit__seg_header) - 8,
-				       sizeof(struct orbit__seg_header) + 8, PAGE, UINT32_MAX};
+	                               sizeof(struct orbit__seg_header) + 8, PAGE, UINT32_MAX};
 	for (size_t i = 0; i < sizeof bad_header / sizeof bad_header[0]; i++) {
 		fill_header(im.h, PAGE, 1, 16);
 		im.h->header_size = bad_header[i];
@@ -329,8 +334,9 @@ static void case_slots_huge(void)
 {
 	struct image im = image_new(1, 16);
 	struct orbit__seg_layout l;
-	const uint32_t bad[] = {ORBIT__SEG_MAX_SLOTS * 2u, 1u << 30, 1u << 31, UINT32_MAX,
-				ORBIT__SEG_MAX_SLOTS + 1u, ORBIT__SEG_MAX_SLOTS - 1u};
+	const uint32_t bad[] = {
+	    ORBIT__SEG_MAX_SLOTS * 2u, 1u << 30, 1u << 31, UINT32_MAX, ORBIT__SEG_MAX_SLOTS + 1u,
+	    ORBIT__SEG_MAX_SLOTS - 1u};
 	for (size_t i = 0; i < sizeof bad / sizeof bad[0]; i++) {
 		fill_header(im.h, PAGE, 1, bad[i]);
 		int err = orbit__segment_validate(im.bytes, SIZE_MAX, &l);
@@ -382,8 +388,8 @@ static void case_offsets(void)
 		EXPECT(&im, ORBIT_EBADSEG);
 	}
 	/* Rings over the header or the control page, or past them. */
-	const uint64_t bad_rings[] = {0, PAGE, 2ull * PAGE - 8, 2ull * PAGE + 64, 3ull * PAGE,
-				      UINT64_MAX - PAGE};
+	const uint64_t bad_rings[] = {
+	    0, PAGE, 2ull * PAGE - 8, 2ull * PAGE + 64, 3ull * PAGE, UINT64_MAX - PAGE};
 	for (size_t i = 0; i < sizeof bad_rings / sizeof bad_rings[0]; i++) {
 		fill_header(im.h, PAGE, 2, 16);
 		im.h->rings_offset = bad_rings[i];
@@ -398,8 +404,8 @@ static void case_offsets(void)
 	}
 	/* total_size must be exactly the layout: shorter would let a reader
 	 * trust a file smaller than its rings, longer is a lie about it. */
-	const uint64_t bad_total[] = {0, total - 1, total + 1, total - stride, 2 * total,
-				      UINT64_MAX};
+	const uint64_t bad_total[] = {0,         total - 1, total + 1, total - stride,
+	                              2 * total, UINT64_MAX};
 	for (size_t i = 0; i < sizeof bad_total / sizeof bad_total[0]; i++) {
 		fill_header(im.h, PAGE, 2, 16);
 		im.h->total_size = bad_total[i];
@@ -474,16 +480,21 @@ static void case_open_truncated(void)
 	orbit__segment_close(&seg);
 	CHECK(seg.base == NULL);
 
-	const off_t cuts[] = {0, 8, 100, (off_t)sizeof(struct orbit__seg_header) - 1,
-			      (off_t)sizeof(struct orbit__seg_header), PAGE, 2 * PAGE,
-			      total - 1};
+	const off_t cuts[] = {0,
+	                      8,
+	                      100,
+	                      (off_t)sizeof(struct orbit__seg_header) - 1,
+	                      (off_t)sizeof(struct orbit__seg_header),
+	                      PAGE,
+	                      2 * PAGE,
+	                      total - 1};
 	for (size_t i = 0; i < sizeof cuts / sizeof cuts[0]; i++) {
 		size_t keep = (size_t)cuts[i] < im.len ? (size_t)cuts[i] : im.len;
 		shm_write(&im, keep, cuts[i]);
 		int err = open_err();
 		if (err != ORBIT_ETRUNC) {
 			fprintf(stderr, "file of %lld bytes: got %d (%s), want ORBIT_ETRUNC\n",
-				(long long)cuts[i], err, orbit_strerror(err));
+			        (long long)cuts[i], err, orbit_strerror(err));
 			exit(1);
 		}
 	}
@@ -505,8 +516,8 @@ static void case_open_truncated(void)
 	CHECK_EQ_U64(open_err(), (uint64_t)(int64_t)ORBIT_EBADSEG);
 
 	/* A segment made by orbit__segment_create, cut by someone else. */
-	struct orbit__seg_params p = {.ring_count = 2, .slots_per_ring = 16,
-				      .clock_source = ORBIT__CLOCK_MONOTONIC};
+	struct orbit__seg_params p = {
+	    .ring_count = 2, .slots_per_ring = 16, .clock_source = ORBIT__CLOCK_MONOTONIC};
 	struct orbit__segment own;
 	CHECK_EQ_U64(orbit__segment_create(&p, &own), 0);
 	CHECK_EQ_U64(orbit__segment_open(own.name, &seg), 0);
@@ -526,8 +537,8 @@ static void case_open_truncated(void)
 /* A reader maps the rings read-only and only the control page writable. */
 static void case_readonly(void)
 {
-	struct orbit__seg_params p = {.ring_count = 2, .slots_per_ring = 16,
-				      .clock_source = ORBIT__CLOCK_MONOTONIC};
+	struct orbit__seg_params p = {
+	    .ring_count = 2, .slots_per_ring = 16, .clock_source = ORBIT__CLOCK_MONOTONIC};
 	struct orbit__segment own, rd;
 	CHECK_EQ_U64(orbit__segment_create(&p, &own), 0);
 	CHECK_EQ_U64(orbit__segment_open(own.name, &rd), 0);
@@ -539,7 +550,7 @@ static void case_readonly(void)
 
 	/* Writes through the reader's mapping of the header or a ring fault. */
 	uint8_t *targets[] = {rd.base, (uint8_t *)orbit__segment_ring(&rd, 0),
-			      (uint8_t *)&orbit__segment_ring(&rd, 1)->slots[15]};
+	                      (uint8_t *)&orbit__segment_ring(&rd, 1)->slots[15]};
 	for (size_t i = 0; i < sizeof targets / sizeof targets[0]; i++) {
 		pid_t pid = fork();
 		CHECK(pid >= 0);
@@ -554,17 +565,18 @@ static void case_readonly(void)
 		CHECK(waitpid(pid, &st, 0) == pid);
 		if (!WIFSIGNALED(st) || (WTERMSIG(st) != SIGSEGV && WTERMSIG(st) != SIGBUS)) {
 			fprintf(stderr, "write to reader mapping %zu did not fault (status %d)\n",
-				i, st);
+			        i, st);
 			exit(1);
 		}
 	}
 	/* Nothing reached the writer's copy. */
-	CHECK_EQ_U64(atomic_load_explicit(&orbit__segment_ring(&own, 0)->cursor,
-					  memory_order_relaxed), 0);
+	CHECK_EQ_U64(
+	    atomic_load_explicit(&orbit__segment_ring(&own, 0)->cursor, memory_order_relaxed), 0);
 	const struct orbit__seg_header *h = (const struct orbit__seg_header *)own.base;
 	CHECK_EQ_U64(atomic_load_explicit(&h->magic, memory_order_relaxed), ORBIT__SEG_MAGIC);
 	CHECK_EQ_U64(atomic_load_explicit(&orbit__segment_ring(&own, 1)->slots[15].meta,
-					  memory_order_relaxed), 0);
+	                                  memory_order_relaxed),
+	             0);
 	orbit__segment_close(&rd);
 	orbit__segment_close(&own);
 }
@@ -573,7 +585,7 @@ static void case_readonly(void)
 static void case_strerror(void)
 {
 	const int codes[] = {ORBIT_EBADSEG, ORBIT_ENOTINIT, ORBIT_EVERSION, ORBIT_ETRUNC,
-			     ORBIT_EDISABLED};
+	                     ORBIT_EDISABLED};
 	const size_t n = sizeof codes / sizeof codes[0];
 	/* orbit_strerror() of an errno value is strerror()'s text, whose
 	 * buffer the next call may reuse: keep a copy. */
@@ -599,21 +611,21 @@ static const struct {
 	const char *name;
 	void (*fn)(void);
 } cases[] = {
-	{"valid", case_valid},
-	{"truncated", case_truncated},
-	{"magic_zero", case_magic_zero},
-	{"magic_wrong", case_magic_wrong},
-	{"version", case_version},
-	{"sizes", case_sizes},
-	{"ring_count", case_ring_count},
-	{"slots_pow2", case_slots_pow2},
-	{"slots_huge", case_slots_huge},
-	{"layout_larger", case_layout_larger},
-	{"offsets", case_offsets},
-	{"clock", case_clock},
-	{"open_truncated", case_open_truncated},
-	{"readonly", case_readonly},
-	{"strerror", case_strerror},
+    {"valid", case_valid},
+    {"truncated", case_truncated},
+    {"magic_zero", case_magic_zero},
+    {"magic_wrong", case_magic_wrong},
+    {"version", case_version},
+    {"sizes", case_sizes},
+    {"ring_count", case_ring_count},
+    {"slots_pow2", case_slots_pow2},
+    {"slots_huge", case_slots_huge},
+    {"layout_larger", case_layout_larger},
+    {"offsets", case_offsets},
+    {"clock", case_clock},
+    {"open_truncated", case_open_truncated},
+    {"readonly", case_readonly},
+    {"strerror", case_strerror},
 };
 
 int main(int argc, char **argv)
