@@ -11,6 +11,7 @@
 
 #include "capture.h"
 #include "clock.h"
+#include "config.h"
 #include "logs.h"
 #include "transport.h"
 
@@ -51,6 +52,7 @@ static struct {
 	int wedged; /* a stop timed out: the thread may still run the loop */
 	uint64_t last_end[ORBIT__SEG_MAX_RINGS]; /* cursors at the last pass */
 	uint64_t last_pass_ns;
+	struct orbit__config cfg; /* read at every start */
 } A = {.mu = PTHREAD_MUTEX_INITIALIZER};
 
 static pthread_once_t cv_once = PTHREAD_ONCE_INIT;
@@ -305,24 +307,6 @@ static void *agent_main(void *arg)
 	return NULL;
 }
 
-static uint64_t env_ms(const char *name, uint64_t def, uint64_t max)
-{
-	static int said; /* once per process, not at every start */
-	const char *s = getenv(name);
-	if (s == NULL)
-		return def;
-	char *end;
-	unsigned long long v = strtoull(s, &end, 10);
-	if (*s == '\0' || *end != '\0' || v == 0 || v > max) {
-		if (said++)
-			return def;
-		fprintf(stderr, "orbit: %s=%s is not a number of ms from 1 to %llu; using %llu\n",
-		        name, s, (unsigned long long)max, (unsigned long long)def);
-		return def;
-	}
-	return v;
-}
-
 int orbit__agent_start(struct orbit__segment *seg, uint32_t clock_source)
 {
 	pthread_once(&cv_once, init_cv);
@@ -339,17 +323,18 @@ int orbit__agent_start(struct orbit__segment *seg, uint32_t clock_source)
 		orbit__clock_calibrate(&A.clock);
 		A.seg = seg;
 	}
-	A.period_ms = env_ms("ORBIT_DRAIN_MS", 10, 60000);
+	orbit__config_read(&A.cfg);
+	A.period_ms = A.cfg.drain_ms;
 	int err = uv_loop_init(&A.loop);
 	if (err) {
 		fprintf(stderr, "orbit: cannot start the agent's event loop: %s; tracing is off\n",
 		        uv_strerror(err));
 		return err;
 	}
-	A.transport = orbit__transport_wanted();
+	A.transport = orbit__transport_wanted(&A.cfg);
 	if (A.transport) {
 		calibrate(); /* the handshake states the clock's rate */
-		err = orbit__transport_start(&A.loop, &A.drain, &A.clock);
+		err = orbit__transport_start(&A.loop, &A.cfg, &A.drain, &A.clock);
 		if (err) {
 			orbit__transport_close();
 			uv_run(&A.loop, UV_RUN_DEFAULT);

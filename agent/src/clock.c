@@ -1,6 +1,8 @@
 /* clock.c — choosing the producers' clock and converting it; see clock.h. */
 #include "clock.h"
 
+#include "config.h"
+
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -31,7 +33,7 @@ static int clocksource_is(const char *want)
 
 uint32_t orbit__clock_choose(void)
 {
-	const char *env = getenv("ORBIT_CLOCK");
+	const char *env = orbit__config_clock();
 	if (env != NULL && strcmp(env, "monotonic") == 0)
 		return ORBIT__CLOCK_MONOTONIC;
 	int force = env != NULL && strcmp(env, "tsc") == 0;

@@ -1,7 +1,13 @@
 /*
  * transport.h — frames out of the process: to orbit-collector over TCP
  * (ORBIT_COLLECTOR=host:port) or into a capture file (ORBIT_CAPTURE=path),
- * the same bytes either way. Runs on the agent thread's loop only.
+ * the same bytes either way; with both, the file is a local copy of the
+ * first stream. Runs on the agent thread's loop only.
+ *
+ * The parts: stream.c says what a stream says, ledger.c accounts for every
+ * claim (its header has the equation), output_tcp.c and output_file.c carry
+ * the frames (output.h is their interface), and this file decides which
+ * outputs a process has and which stream each one carries.
  *
  * A stream starts with a Handshake frame whose ring_start is the drain's
  * position on each ring; from there every claim is delivered in a RingBatch
@@ -18,13 +24,15 @@
 #include <uv.h>
 
 #include "clock.h"
+#include "config.h"
 #include "scope_ring.h"
 
 /* 1 if ORBIT_COLLECTOR or ORBIT_CAPTURE asks for a transport. */
-int orbit__transport_wanted(void);
-/* Starts it on loop: opens the file or begins connecting. 0 or -errno. */
-int orbit__transport_start(uv_loop_t *loop, struct orbit__drain *drain,
-                           struct orbit__clock_conv *clock);
+int orbit__transport_wanted(const struct orbit__config *cfg);
+/* Starts it on loop: opens the file or begins connecting. 0 or -errno. cfg
+ * must stay valid until orbit__transport_close. */
+int orbit__transport_start(uv_loop_t *loop, const struct orbit__config *cfg,
+                           struct orbit__drain *drain, struct orbit__clock_conv *clock);
 /* Whether a drain pass may run now: a stream is open and the queue has room
  * (for the final pass, room is not needed). */
 int orbit__transport_ready(int final);

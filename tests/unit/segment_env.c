@@ -8,6 +8,7 @@
 #include <unistd.h>
 
 #include "check.h"
+#include "config.h"
 #include "segment.h"
 
 struct expect {
@@ -29,9 +30,9 @@ static void run(const struct expect *e)
 			setenv("ORBIT_RINGS", e->rings, 1);
 		if (e->budget)
 			setenv("ORBIT_RING_BUDGET", e->budget, 1);
-		struct orbit__seg_params p;
-		orbit__segment_params_from_env(&p);
-		_exit(p.ring_count == e->ring_count && p.slots_per_ring == e->slots ? 0 : 1);
+		static struct orbit__config c;
+		orbit__config_read(&c);
+		_exit(c.rings == e->ring_count && c.slots_per_ring == e->slots ? 0 : 1);
 	}
 	close(fds[1]);
 	char buf[1024];
