@@ -20,7 +20,7 @@
 #define ORBIT_FRAME_MAX_CONTENT (64u << 20)   /* its decompressed content */
 #define ORBIT_PACKET_MAX (1u << 20)           /* one packet */
 #define ORBIT_FRAME_WINDOW_LOG_MAX 23         /* zstd window: 8 MiB */
-#define ORBIT_PROTOCOL_VERSION 1u
+#define ORBIT_PROTOCOL_VERSION 2u /* 2: ring batches in encoding 2 */
 
 /* Protobuf varints, as packets and their length prefixes use them. */
 static inline size_t orbit__varint_size(uint64_t v)

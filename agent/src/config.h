@@ -22,12 +22,14 @@
 #include <stdint.h>
 
 #define ORBIT__CONFIG_RINGS 16u
-#define ORBIT__CONFIG_BUDGET (8ull << 20)
+/* 16 rings of 32768 slots: one thread's burst of 32k records fits its ring
+ * whatever the drain does (docs/design.md, default capacity). */
+#define ORBIT__CONFIG_BUDGET (32ull << 20)
 #define ORBIT__CONFIG_MAX_BUDGET (4ull << 30)
 #define ORBIT__CONFIG_SEND_BUFFER (64ull << 20)
 #define ORBIT__CONFIG_ZSTD_LEVEL (-1)
 #define ORBIT__CONFIG_DRAIN_MS 10u
-#define ORBIT__CONFIG_FLUSH_TIMEOUT_MS 2000u
+#define ORBIT__CONFIG_FLUSH_TIMEOUT_MS 3000u
 #define ORBIT__CONFIG_TOKEN_MAX 4096u
 
 enum orbit__config_clock {

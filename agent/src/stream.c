@@ -20,6 +20,7 @@
 #endif
 
 #define FRAME_TARGET (1u << 20) /* content of one frame, about */
+#define FRAME_AGE_MS 100u       /* a frame goes out this long after its first packet */
 #define KEEPALIVE_MS 30000u     /* well inside the collector's idle timeout */
 
 static struct {
@@ -30,11 +31,14 @@ static struct {
 	struct orbit__stream_sink sink;
 	uint32_t rings;
 	struct orbit_frame_writer fw;
+	struct orbit_batch_encoder *enc; /* made at the first batch */
 	int init;
 	int open;
-	uint64_t seq;           /* of the next frame */
-	uint64_t last_frame_ms; /* when the last frame went out */
-	int framed;             /* a frame went out since the last pass */
+	uint64_t seq;            /* of the next frame */
+	uint64_t last_frame_ms;  /* when the last frame went out */
+	int framed;              /* a frame went out since the last pass */
+	uint64_t frame_since_ms; /* when the frame being built got its first packet */
+	uint64_t now_ms;         /* as of the last pass */
 } S;
 
 /* ---- frames ---- */
@@ -58,8 +62,15 @@ static void finish_frame(enum orbit__frame_kind kind)
 		orbit__ledger_lost(S.ledger, f.seq);
 }
 
+static void note_first(void)
+{
+	if (S.fw.len == 0)
+		S.frame_since_ms = S.now_ms;
+}
+
 static void add_packet(const Orbit__Packet *p)
 {
+	note_first();
 	if (orbit__frame_add(&S.fw, p) != 0)
 		return;
 	if (S.fw.len >= FRAME_TARGET)
@@ -241,6 +252,7 @@ void orbit__stream_free(void)
 {
 	if (S.init)
 		orbit__frame_writer_free(&S.fw);
+	orbit__batch_encoder_free(S.enc);
 	memset(&S, 0, sizeof S);
 }
 
@@ -251,7 +263,7 @@ void orbit__stream_begin(uint64_t now_ms)
 	S.fw.len = 0;
 	S.fw.packets = 0;
 	S.open = 1;
-	S.last_frame_ms = now_ms;
+	S.last_frame_ms = S.now_ms = now_ms;
 	send_handshake();
 }
 
@@ -270,23 +282,41 @@ int orbit__stream_open(void)
 	return S.open;
 }
 
+/* One batch of k records, encoded straight into the frame (no protobuf-c
+ * copy); a batch whose encoding would not fit a packet is cut in two. */
+static void add_batch(uint32_t ring, uint64_t first, const uint8_t *records, uint32_t k)
+{
+	orbit__batch_compact(S.enc, records, k);
+	size_t len = orbit__batch_packet_size(S.enc, ring, first);
+	if (len > ORBIT_PACKET_MAX && k > 1) {
+		add_batch(ring, first, records, k / 2);
+		add_batch(ring, first + k / 2, records + (size_t)(k / 2) * ORBIT_RECORD_SIZE,
+		          k - k / 2);
+		return;
+	}
+	note_first();
+	uint8_t *p = orbit__frame_append(&S.fw, len);
+	if (p == NULL) {
+		orbit__ledger_unsent(S.ledger, ring, k);
+		return;
+	}
+	orbit__batch_packet_write(p, S.enc, ring, first);
+	orbit__ledger_framed(S.ledger, ring, k);
+	if (S.fw.len >= FRAME_TARGET)
+		finish_frame(ORBIT__FRAME_DATA);
+}
+
 void orbit__stream_records(uint32_t ring, uint64_t first, const uint8_t *records, uint32_t n)
 {
 	if (!S.open)
 		return;
+	if (S.enc == NULL && (S.enc = orbit__batch_encoder_new()) == NULL) {
+		orbit__ledger_unsent(S.ledger, ring, n);
+		return;
+	}
 	while (n > 0) {
 		uint32_t k = n < ORBIT_BATCH_MAX ? n : ORBIT_BATCH_MAX;
-		/* Encoded straight into the frame: no protobuf-c copy. */
-		size_t len = orbit__batch_packet_size(ring, first, k);
-		uint8_t *p = orbit__frame_append(&S.fw, len);
-		if (p == NULL) {
-			orbit__ledger_unsent(S.ledger, ring, n);
-			return;
-		}
-		orbit__batch_packet_write(p, ring, first, records, k);
-		orbit__ledger_framed(S.ledger, ring, k);
-		if (S.fw.len >= FRAME_TARGET)
-			finish_frame(ORBIT__FRAME_DATA);
+		add_batch(ring, first, records, k);
 		records += (size_t)k * ORBIT_RECORD_SIZE;
 		first += k;
 		n -= k;
@@ -308,10 +338,11 @@ void orbit__stream_page(uint32_t ring, const uint8_t *page, size_t len)
 	add_packet(&p);
 }
 
-void orbit__stream_pass_done(uint64_t now_ms)
+void orbit__stream_pass_done(uint64_t now_ms, int cut)
 {
 	if (!S.open)
 		return;
+	S.now_ms = now_ms;
 	send_losses(0);
 	send_page_losses();
 	/* A quiet process still says it is there, before the collector's idle
@@ -320,7 +351,8 @@ void orbit__stream_pass_done(uint64_t now_ms)
 		struct orbit__ring_loss now = orbit__ledger_loss(S.ledger, 0);
 		add_loss(0, &now);
 	}
-	finish_frame(ORBIT__FRAME_DATA);
+	if (cut || now_ms - S.frame_since_ms >= FRAME_AGE_MS)
+		finish_frame(ORBIT__FRAME_DATA);
 	if (S.framed)
 		S.last_frame_ms = now_ms;
 	S.framed = 0;

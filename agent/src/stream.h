@@ -6,9 +6,11 @@
  * ledger's (ledger.h); where the frames go is the outputs' (output.h).
  *
  * Packets are collected in a frame writer and compressed into one zstd frame
- * once the frame is big enough (FRAME_TARGET of content) or a pass ends
- * (orbit__stream_pass_done); every finished frame goes to the stream's frame
- * callback with its sequence number. Runs on the agent thread only.
+ * once the frame is big enough (FRAME_TARGET of content), or old enough at
+ * the end of a pass (FRAME_AGE_MS since its first packet), or when asked
+ * (a flush, the end): frames are cut by size and age, not one per pass.
+ * Every finished frame goes to the stream's frame callback with its
+ * sequence number. Runs on the agent thread only.
  */
 #ifndef ORBIT_AGENT_STREAM_H
 #define ORBIT_AGENT_STREAM_H
@@ -48,8 +50,9 @@ void orbit__stream_records(uint32_t ring, uint64_t first_claim, const uint8_t *r
  * stream is open). */
 void orbit__stream_page(uint32_t ring, const uint8_t *page, size_t len);
 /* End of a drain pass: Loss and PageLoss packets for what changed, a
- * keepalive if nothing was said for a while, then the frame. */
-void orbit__stream_pass_done(uint64_t now_ms);
+ * keepalive if nothing was said for a while; the frame goes out if it is
+ * old enough, or now with cut. */
+void orbit__stream_pass_done(uint64_t now_ms, int cut);
 /* The stream's last packets (thread names, final losses, EndOfStream) in
  * its last frame. */
 void orbit__stream_end(void);

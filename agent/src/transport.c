@@ -29,6 +29,11 @@ static struct {
 	struct orbit__output *copy; /* the local copy beside a collector */
 	int copy_on;                /* the copy takes the open stream's frames */
 	int copy_used;              /* the copy had its one stream */
+	int copy_alone;             /* ... of its own, the collector never reached */
+	int dead;                   /* refused, or the file failed: tracing is off */
+	int blocked;                /* the queue held the drain back */
+	int streams;                /* streams begun on the main output */
+	const struct orbit__transport_events *tev;
 	void (*idle_cb)(void);
 } X;
 
@@ -36,6 +41,15 @@ static void tracing_off(void)
 {
 	atomic_store_explicit(&X.drain->seg->control->capture, 0, memory_order_relaxed);
 	atomic_store_explicit(&orbit__capture_flag, 0, memory_order_relaxed);
+}
+
+/* The queue fell under its limit after holding the drain back. */
+static void check_room(void)
+{
+	if (X.blocked && X.main->ops->pending(X.main) < X.cfg->send_buffer) {
+		X.blocked = 0;
+		X.tev->can_drain();
+	}
 }
 
 static void check_idle(void)
@@ -65,14 +79,19 @@ static void on_ready(void *ctx, struct orbit__output *o)
 		X.copy_used = 1;
 		X.copy_on = X.copy->ops->start(X.copy) == 0;
 	}
+	X.streams++;
 	orbit__stream_begin(uv_now(X.loop));
+	X.blocked = 0;
+	X.tev->can_drain(); /* the first pass, at once */
 }
 
 static void on_settled(void *ctx, struct orbit__output *o, uint64_t seq, int ok)
 {
 	(void)ctx;
-	if (o == X.main) /* the copy's fate does not change the stream's */
-		orbit__ledger_settled(&X.ledger, seq, ok);
+	if (o != X.main) /* the copy's fate does not change the stream's */
+		return;
+	orbit__ledger_settled(&X.ledger, seq, ok);
+	check_room();
 }
 
 static void on_broken(void *ctx, struct orbit__output *o, int fatal)
@@ -85,8 +104,10 @@ static void on_broken(void *ctx, struct orbit__output *o, int fatal)
 	orbit__stream_abort();
 	orbit__ledger_settle_all(&X.ledger, 0);
 	copy_end();
-	if (fatal)
+	if (fatal) {
+		X.dead = 1;
 		tracing_off();
+	}
 	check_idle();
 }
 
@@ -108,9 +129,12 @@ static const struct orbit__output_events events = {
 static int on_frame(void *ctx, const struct orbit__frame *f)
 {
 	(void)ctx;
-	int err = X.main->ops->send(X.main, f);
-	if (X.copy_on && X.copy->ops->send(X.copy, f) != 0)
+	int err = X.copy_alone ? 0 : X.main->ops->send(X.main, f);
+	if (X.copy_on && X.copy->ops->send(X.copy, f) != 0) {
 		X.copy_on = 0;
+		if (X.copy_alone)
+			return -EIO;
+	}
 	return err;
 }
 
@@ -134,9 +158,11 @@ static void release(void)
 }
 
 int orbit__transport_start(uv_loop_t *loop, const struct orbit__config *cfg,
-                           struct orbit__drain *drain, struct orbit__clock_conv *clock)
+                           struct orbit__drain *drain, struct orbit__clock_conv *clock,
+                           const struct orbit__transport_events *ev)
 {
 	memset(&X, 0, sizeof X);
+	X.tev = ev;
 	X.loop = loop;
 	X.drain = drain;
 	X.cfg = cfg;
@@ -188,9 +214,9 @@ void orbit__transport_page(uint32_t ring, const uint8_t *page, size_t len)
 	orbit__stream_page(ring, page, len);
 }
 
-void orbit__transport_pass_done(void)
+void orbit__transport_pass_done(int cut)
 {
-	orbit__stream_pass_done(uv_now(X.loop));
+	orbit__stream_pass_done(uv_now(X.loop), cut);
 }
 
 void orbit__transport_end(void)
@@ -199,7 +225,50 @@ void orbit__transport_end(void)
 		return;
 	orbit__stream_end();
 	copy_end();
-	X.main->ops->end(X.main);
+	if (!X.copy_alone)
+		X.main->ops->end(X.main);
+}
+
+int orbit__transport_coming(void)
+{
+	return !X.dead && X.main != NULL && X.main->ops->coming(X.main);
+}
+
+void orbit__transport_hurry(void)
+{
+	if (X.main != NULL)
+		X.main->ops->hurry(X.main);
+}
+
+int orbit__transport_fallback(void)
+{
+	if (orbit__stream_open())
+		return 1;
+	if (X.dead || X.copy == NULL || X.copy_used)
+		return 0;
+	X.copy_used = 1;
+	if (X.copy->ops->start(X.copy) != 0)
+		return 0;
+	X.copy_on = 1;
+	X.copy_alone = 1;
+	fprintf(stderr,
+	        "orbit: collector %s not reached within %u ms; the trace is in the local "
+	        "copy only\n",
+	        X.cfg->collector, X.cfg->flush_timeout_ms);
+	orbit__stream_begin(uv_now(X.loop));
+	return 1;
+}
+
+int orbit__transport_why_not(char *buf, size_t len, uint32_t waited_ms)
+{
+	if (X.dead) /* refused, or the file failed: said then */
+		return 0;
+	if (X.cfg->collector_set)
+		snprintf(buf, len, "collector %s %s within %u ms", X.cfg->collector,
+		         X.streams ? "not reached again" : "not reached", waited_ms);
+	else
+		snprintf(buf, len, "no capture file");
+	return 1;
 }
 
 int orbit__transport_idle(void)

@@ -27,12 +27,20 @@
 #include "config.h"
 #include "scope_ring.h"
 
+/* What the transport tells the agent (on the loop). */
+struct orbit__transport_events {
+	/* Records may be drained again: a stream began, or the send queue
+	 * fell under ORBIT_SEND_BUFFER after it had held the drain back. */
+	void (*can_drain)(void);
+};
+
 /* 1 if ORBIT_COLLECTOR or ORBIT_CAPTURE asks for a transport. */
 int orbit__transport_wanted(const struct orbit__config *cfg);
 /* Starts it on loop: opens the file or begins connecting. 0 or -errno. cfg
  * must stay valid until orbit__transport_close. */
 int orbit__transport_start(uv_loop_t *loop, const struct orbit__config *cfg,
-                           struct orbit__drain *drain, struct orbit__clock_conv *clock);
+                           struct orbit__drain *drain, struct orbit__clock_conv *clock,
+                           const struct orbit__transport_events *ev);
 /* Whether a drain pass may run now: a stream is open and the queue has room
  * (for the final pass, room is not needed). */
 int orbit__transport_ready(int final);
@@ -41,8 +49,9 @@ void orbit__transport_records(uint32_t ring, uint64_t first_claim, const uint8_t
                               uint32_t n);
 /* One log page (times already ns). */
 void orbit__transport_page(uint32_t ring, const uint8_t *page, size_t len);
-/* End of a drain pass: loss packets, then the frame is made and queued. */
-void orbit__transport_pass_done(void);
+/* End of a drain pass: loss packets; the frame is made and queued when it is
+ * big or old enough, or now with cut (a flush, the final pass). */
+void orbit__transport_pass_done(int cut);
 /* The stream's last packets (thread names, EndOfStream), after the final
  * drain pass. */
 void orbit__transport_end(void);
@@ -50,6 +59,17 @@ void orbit__transport_end(void);
 int orbit__transport_idle(void);
 /* Calls done once the queue is idle or was dropped (on the loop). */
 void orbit__transport_on_idle(void (*done)(void));
+/* 1 while no stream is open but one may begin soon (connecting, or waiting
+ * to retry): worth waiting for at exit. */
+int orbit__transport_coming(void);
+/* Exit is near: a pending retry is made now. */
+void orbit__transport_hurry(void);
+/* At exit, when no stream began: the local copy, if it never had its
+ * stream, gets one of its own (what the rings hold). 1 if a stream is open. */
+int orbit__transport_fallback(void);
+/* Why records are not being delivered, for the end-of-run line (waited_ms:
+ * how long the stop waited for a stream); 0 if that was said already. */
+int orbit__transport_why_not(char *buf, size_t len, uint32_t waited_ms);
 /* In a forked child: closes its copies of the parent's socket and file and
  * forgets the rest, without touching the parent's loop. */
 void orbit__transport_forget(void);
