@@ -443,12 +443,13 @@ static void say_at_end(int streamed)
 	if (lapped > 0) {
 		uint64_t budget =
 		    (uint64_t)A.seg->layout.ring_count * A.seg->layout.slots_per_ring * 64;
+		int mib = budget % (1u << 20) == 0;
 		fprintf(stderr,
 		        "orbit: %llu of %llu event(s) (%.2f%%) were overwritten before the agent "
-		        "read them; ORBIT_RING_BUDGET (now %lluM) gives the rings more room\n",
+		        "read them; ORBIT_RING_BUDGET (now %llu%c) gives the rings more room\n",
 		        (unsigned long long)lapped, (unsigned long long)claimed,
 		        claimed ? 100.0 * (double)lapped / (double)claimed : 0.0,
-		        (unsigned long long)(budget >> 20));
+		        (unsigned long long)(mib ? budget >> 20 : budget >> 10), mib ? 'M' : 'K');
 	}
 }
 

@@ -8,6 +8,10 @@
  *                                      checks the capture holds exactly what
  *                                      examples/emit.c emitted, in each
  *                                      thread's order, names intact, no loss
+ *   capture_dump --spread K FILE       also checks that each of K equal
+ *                                      slices of the time from the first
+ *                                      record to the last holds records
+ * Every form also prints how many threads the busiest ring carried.
  * Exit: 0 good, 1 check failed, 2 damaged capture, 3 usage.
  */
 #include <inttypes.h>
@@ -24,15 +28,20 @@
 
 struct thread_check {
 	uint32_t tid;
-	int t;    /* emitter index, from the thread name; -1 unknown */
-	long i;   /* iteration */
-	int step; /* 0..4 within an iteration */
+	uint32_t ring; /* where its records were */
+	int t;         /* emitter index, from the thread name; -1 unknown */
+	long i;        /* iteration */
+	int step;      /* 0..4 within an iteration */
 	int named;
 	uint64_t records;
 };
 
+#define SPREAD_MS 65536 /* records per ms since the first, for --spread */
+
 static struct {
-	int records, emit;
+	int records, emit, spread;
+	uint64_t first_time, last_time;
+	uint32_t per_ms[SPREAD_MS];
 	long threads, iterations;
 	uint64_t delivered[ORBIT_MAX_RINGS];
 	uint64_t lost[ORBIT_MAX_RINGS];
@@ -141,6 +150,15 @@ static void on_batch(const Orbit__RingBatch *b)
 			continue;
 		}
 		S.decoded++;
+		struct thread_check *tc = thread_of(r.tid);
+		if (tc != NULL)
+			tc->ring = b->ring;
+		if (S.decoded == 1)
+			S.first_time = r.time;
+		if (r.time > S.last_time)
+			S.last_time = r.time;
+		if (r.time >= S.first_time && (r.time - S.first_time) / 1000000 < SPREAD_MS)
+			S.per_ms[(r.time - S.first_time) / 1000000]++;
 		if (S.records) {
 			printf("ring %u claim %" PRIu64 " time %" PRIu64
 			       " tid %u kind %u id %" PRIu64 " len %u name ",
@@ -205,6 +223,9 @@ int main(int argc, char **argv)
 	if (a < argc && strcmp(argv[a], "--records") == 0) {
 		S.records = 1;
 		a++;
+	} else if (a + 1 < argc && strcmp(argv[a], "--spread") == 0) {
+		S.spread = atoi(argv[a + 1]);
+		a += 2;
 	} else if (a + 2 < argc && strcmp(argv[a], "--emit") == 0) {
 		S.emit = 1;
 		S.threads = atol(argv[a + 1]);
@@ -213,7 +234,8 @@ int main(int argc, char **argv)
 	}
 	if (a + 1 != argc) {
 		fprintf(stderr,
-		        "usage: capture_dump [--records | --emit THREADS ITERATIONS] FILE\n");
+		        "usage: capture_dump [--records | --emit THREADS ITERATIONS | --spread K] "
+		        "FILE\n");
 		return 3;
 	}
 	int err;
@@ -304,6 +326,26 @@ int main(int argc, char **argv)
 	printf("records %" PRIu64 ", delivered %" PRIu64 ", lost %" PRIu64 ", claimed %" PRIu64
 	       "%s\n",
 	       S.decoded, delivered, lost, claimed, S.ended ? "" : " (no end of stream)");
+	uint32_t per_ring[ORBIT_MAX_RINGS] = {0}, busiest = 0;
+	for (int i = 0; i < S.nth; i++)
+		if (S.th[i].ring < ORBIT_MAX_RINGS && ++per_ring[S.th[i].ring] > busiest)
+			busiest = per_ring[S.th[i].ring];
+	printf("threads %d, at most %u on one ring\n", S.nth, busiest);
+	if (S.spread > 0) {
+		uint64_t span_ms = (S.last_time - S.first_time) / 1000000 + 1, held = 0;
+		for (int k = 0; k < S.spread; k++) {
+			uint64_t from = span_ms * (uint64_t)k / (uint64_t)S.spread,
+			         to = span_ms * (uint64_t)(k + 1) / (uint64_t)S.spread, n = 0;
+			for (uint64_t m = from; m < to && m < SPREAD_MS; m++)
+				n += S.per_ms[m];
+			printf("slice %d: %" PRIu64 " records\n", k, n);
+			held += n > 0;
+		}
+		printf("spread: %" PRIu64 " of %d slices of %" PRIu64 " ms hold records\n", held,
+		       S.spread, span_ms);
+		if (held != (uint64_t)S.spread)
+			S.bad++;
+	}
 	if (S.emit) {
 		uint64_t want = (uint64_t)S.threads * (5 * (uint64_t)S.iterations + 1);
 		if (delivered != want || lost != 0 || S.nth != S.threads) {
