@@ -70,6 +70,8 @@ struct orbit_frame_writer {
 
 int orbit__frame_writer_init(struct orbit_frame_writer *w, int level);
 void orbit__frame_writer_free(struct orbit_frame_writer *w);
+/* Gives back the buffers of an empty writer (they grow again when used). */
+void orbit__frame_writer_trim(struct orbit_frame_writer *w);
 /* Appends one packet; -E2BIG if it is over ORBIT_PACKET_MAX. */
 int orbit__frame_add(struct orbit_frame_writer *w, const Orbit__Packet *p);
 /* Room for one packet of exactly len bytes that the caller writes itself

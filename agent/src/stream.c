@@ -22,6 +22,7 @@
 #define FRAME_TARGET (1u << 20) /* content of one frame, about */
 #define FRAME_AGE_MS 100u       /* a frame goes out this long after its first packet */
 #define KEEPALIVE_MS 30000u     /* well inside the collector's idle timeout */
+#define TRIM_MS 2000u           /* buffers of a stream quiet this long are freed */
 
 static struct {
 	const struct orbit__config *cfg;
@@ -356,6 +357,12 @@ void orbit__stream_pass_done(uint64_t now_ms, int cut)
 	if (S.framed)
 		S.last_frame_ms = now_ms;
 	S.framed = 0;
+	/* A quiet stream holds no buffers: they grow again with traffic. */
+	if (S.fw.len == 0 && S.fw.cap != 0 && now_ms - S.last_frame_ms >= TRIM_MS) {
+		orbit__frame_writer_trim(&S.fw);
+		orbit__batch_encoder_free(S.enc);
+		S.enc = NULL;
+	}
 }
 
 void orbit__stream_end(void)
