@@ -60,8 +60,11 @@ static struct tcp_output {
 	char reply[REPLY_MAX];
 	size_t reply_len;
 	struct qframe *head, *tail;
-	size_t queued;   /* bytes of this stream's frames not yet written */
-	uint64_t stream; /* connections made: the current stream's number */
+	size_t queued;                /* bytes of this stream's frames not yet written */
+	uint64_t stream;              /* connections made: the current stream's number */
+	struct sockaddr_storage addr; /* the address last resolved */
+	int have_addr;
+	int hurried; /* exit is near: connect to addr, resolve no more */
 } T;
 
 static void check_idle(void)
@@ -242,6 +245,8 @@ static void on_connect(uv_connect_t *req, int status)
 	T.o.ev->ready(T.o.ev->ctx, &T.o);
 }
 
+static void connect_addr(void);
+
 static void on_resolved(uv_getaddrinfo_t *req, int status, struct addrinfo *res)
 {
 	(void)req;
@@ -253,17 +258,34 @@ static void on_resolved(uv_getaddrinfo_t *req, int status, struct addrinfo *res)
 		connect_failed(uv_strerror(status));
 		return;
 	}
+	if (res->ai_addrlen <= sizeof T.addr) {
+		memcpy(&T.addr, res->ai_addr, res->ai_addrlen);
+		T.have_addr = 1;
+	}
+	uv_freeaddrinfo(res);
+	connect_addr();
+}
+
+/* Connects to the address resolved last. */
+static void connect_addr(void)
+{
 	uv_tcp_init(T.o.loop, &T.tcp);
 	T.tcp_open = 1;
 	T.state = CONNECTING;
-	int err = uv_tcp_connect(&T.conn, &T.tcp, res->ai_addr, on_connect);
-	uv_freeaddrinfo(res);
+	int err = uv_tcp_connect(&T.conn, &T.tcp, (const struct sockaddr *)&T.addr, on_connect);
 	if (err)
 		connect_failed(uv_strerror(err));
 }
 
 static void start_connect(void)
 {
+	/* Near exit, no new resolution: libuv resolves on its thread pool,
+	 * which its own destructor may already have stopped, and the address
+	 * of a collector that refused a moment ago has not changed. */
+	if (T.hurried && T.have_addr) {
+		connect_addr();
+		return;
+	}
 	struct addrinfo hints = {.ai_family = AF_UNSPEC, .ai_socktype = SOCK_STREAM};
 	T.state = RESOLVING;
 	int err = uv_getaddrinfo(T.o.loop, &T.gai, on_resolved, T.host, T.port, &hints);
@@ -283,7 +305,10 @@ static void schedule_retry(void)
 	if (T.state != IDLE || !T.retry_open)
 		return;
 	uv_timer_start(&T.retry, on_retry, T.backoff_ms, 0);
-	T.backoff_ms = T.backoff_ms * 2 > BACKOFF_MAX_MS ? BACKOFF_MAX_MS : T.backoff_ms * 2;
+	/* While exit waits for a stream, retries do not back off. */
+	if (!T.hurried)
+		T.backoff_ms =
+		    T.backoff_ms * 2 > BACKOFF_MAX_MS ? BACKOFF_MAX_MS : T.backoff_ms * 2;
 }
 
 static int tcp_start(struct orbit__output *o)
@@ -305,7 +330,9 @@ static int tcp_coming(const struct orbit__output *o)
 static void tcp_hurry(struct orbit__output *o)
 {
 	(void)o;
-	if (T.state == IDLE && T.retry_open) {
+	T.hurried = 1;
+	T.backoff_ms = BACKOFF_MIN_MS;
+	if (T.state == IDLE && T.retry_open && T.have_addr) {
 		uv_timer_stop(&T.retry);
 		start_connect();
 	}
