@@ -43,6 +43,7 @@
 #define STAGE_RECORDS 32768u          /* one pass copies at most this many */
 #define MIN_GAP_NS 200000ull          /* passes at most this close (and pairs) */
 #define RATE_FADE_NS 500000000.0      /* a ring's rate fades to half in 0.5 s */
+#define RATE_WINDOW_NS 500000.0       /* the shortest time a rate is measured over */
 #define SHRINK_NS 2000000000ull       /* staging freed after 2 s without records */
 #define TIMER_SLACK_NS 10000ul        /* the agent thread's wake-up slack */
 
@@ -217,9 +218,13 @@ static uint64_t plan(uint64_t now)
 	double dt = (double)(now - A.last_pass_ns);
 	double fade = RATE_FADE_NS / (RATE_FADE_NS + dt);
 	double soonest = (double)A.period_ns;
+	/* A rate seen over less than RATE_WINDOW_NS counts as over that long:
+	 * a producer that writes in bursts would otherwise look faster than it
+	 * is between two close passes, and the remembered rate is a maximum. */
+	double window = dt > RATE_WINDOW_NS ? dt : RATE_WINDOW_NS;
 	for (uint32_t i = 0; i < rings; i++) {
 		const struct orbit__ring_state *s = &A.drain.ring[i];
-		double seen = dt > 0 ? (double)(s->end - A.last_end[i]) / dt : 0;
+		double seen = (double)(s->end - A.last_end[i]) / window;
 		A.last_end[i] = s->end;
 		A.rate[i] = seen > A.rate[i] * fade ? seen : A.rate[i] * fade;
 		if (A.rate[i] <= 0)

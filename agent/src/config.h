@@ -21,9 +21,10 @@
 #include <stddef.h>
 #include <stdint.h>
 
-#define ORBIT__CONFIG_RINGS 16u
-/* 16 rings of 32768 slots: one thread's burst of 32k records fits its ring
- * whatever the drain does (docs/design.md, default capacity). */
+#define ORBIT__CONFIG_RINGS 8u
+/* 8 rings of 65536 slots: one thread's burst of 64k records fits its ring
+ * whatever the drain does, and so do three threads' 20k each on one ring
+ * (docs/design.md, default capacity). */
 #define ORBIT__CONFIG_BUDGET (32ull << 20)
 #define ORBIT__CONFIG_MAX_BUDGET (4ull << 30)
 #define ORBIT__CONFIG_SEND_BUFFER (64ull << 20)

@@ -11,9 +11,10 @@
 #                 ring on every pass: the loss is counted exactly, and records
 #                 are delivered from every tenth of the run
 #   burst         4 threads x 20000 records as fast as they can, nested
-#                 scopes, long names, values and logs: nothing lost, when the
-#                 threads' rings are their own (the guarantee: a ring holds
-#                 32768 records whatever the drain does)
+#                 scopes, long names, values and logs: nothing lost (the
+#                 guarantee: a ring holds 65536 records whatever the drain
+#                 does, so up to 3 of the threads may share one; 4 consecutive
+#                 tids never do)
 set -eu
 build=$1
 case_=$2
@@ -133,10 +134,10 @@ burst)
 		echo "pipeline burst: ok"
 		exit 0
 	fi
-	if grep -q "^threads 4, at most 1 on one ring$" "$dir/out"; then
-		fail "lost records with every thread on a ring of its own: $(cat "$dir/err")"
+	if grep -q "^threads 4, at most [123] on one ring$" "$dir/out"; then
+		fail "lost records with at most 3 threads (60000 records) on a ring of 65536: $(cat "$dir/err")"
 	fi
-	echo "pipeline burst: threads shared a ring (their tids were not consecutive);" \
+	echo "pipeline burst: all 4 threads on one ring (80000 records > 65536 slots);" \
 		"the loss is counted exactly but not guaranteed to be zero"
 	exit 77
 	;;
