@@ -208,7 +208,7 @@ static void arm(uint64_t delay_ns)
 
 /*
  * When the next pass comes: for each ring, the time until it is a quarter
- * full at its remembered rate, counting the claims it still holds unread;
+ * full at its remembered rate, counting the claims it holds unread now;
  * the soonest of them, between MIN_GAP_NS and ORBIT_DRAIN_MS.
  */
 static uint64_t plan(uint64_t now)
@@ -229,7 +229,11 @@ static uint64_t plan(uint64_t now)
 		A.rate[i] = seen > A.rate[i] * fade ? seen : A.rate[i] * fade;
 		if (A.rate[i] <= 0)
 			continue;
-		double unread = s->end > s->next ? (double)(s->end - s->next) : 0;
+		/* What the ring holds now, not when the pass began: a long pass
+		 * (a frame compressed, the thread descheduled) brings the next
+		 * one forward. */
+		uint64_t cursor = orbit__ring_claimed(A.seg, i);
+		double unread = cursor > s->next ? (double)(cursor - s->next) : 0;
 		double t = unread >= quarter ? 0 : (quarter - unread) / A.rate[i];
 		if (t < soonest)
 			soonest = t;

@@ -19,10 +19,10 @@
 #define ORBIT_VERSION "0"
 #endif
 
-#define FRAME_TARGET (1u << 20) /* content of one frame, about */
-#define FRAME_AGE_MS 100u       /* a frame goes out this long after its first packet */
-#define KEEPALIVE_MS 30000u     /* well inside the collector's idle timeout */
-#define TRIM_MS 2000u           /* buffers of a stream quiet this long are freed */
+#define FRAME_TARGET (128u << 10) /* content of one frame, about: compressed inside a pass */
+#define FRAME_AGE_MS 100u         /* a frame goes out this long after its first packet */
+#define KEEPALIVE_MS 30000u       /* well inside the collector's idle timeout */
+#define TRIM_MS 2000u             /* buffers of a stream quiet this long are freed */
 
 static struct {
 	const struct orbit__config *cfg;

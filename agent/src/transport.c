@@ -46,6 +46,8 @@ static void tracing_off(void)
 /* The queue fell under its limit after holding the drain back. */
 static void check_room(void)
 {
+	if (X.copy_alone)
+		return;
 	if (X.blocked && X.main->ops->pending(X.main) < X.cfg->send_buffer) {
 		X.blocked = 0;
 		X.tev->can_drain();
@@ -85,10 +87,17 @@ static void on_ready(void *ctx, struct orbit__output *o)
 	X.tev->can_drain(); /* the first pass, at once */
 }
 
+/* The output whose fate is the stream's: the main one, or the copy when it
+ * carries a stream of its own. */
+static struct orbit__output *carrier(void)
+{
+	return X.copy_alone ? X.copy : X.main;
+}
+
 static void on_settled(void *ctx, struct orbit__output *o, uint64_t seq, int ok)
 {
 	(void)ctx;
-	if (o != X.main) /* the copy's fate does not change the stream's */
+	if (o != carrier()) /* the copy's fate does not change the stream's */
 		return;
 	orbit__ledger_settled(&X.ledger, seq, ok);
 	check_room();
@@ -97,7 +106,7 @@ static void on_settled(void *ctx, struct orbit__output *o, uint64_t seq, int ok)
 static void on_broken(void *ctx, struct orbit__output *o, int fatal)
 {
 	(void)ctx;
-	if (o != X.main) {
+	if (o != carrier()) {
 		X.copy_on = 0; /* the copy stops; the stream goes on */
 		return;
 	}
@@ -201,7 +210,12 @@ int orbit__transport_start(uv_loop_t *loop, const struct orbit__config *cfg,
 
 int orbit__transport_ready(int final)
 {
-	return orbit__stream_open() && (final || X.main->ops->pending(X.main) < X.cfg->send_buffer);
+	if (!orbit__stream_open())
+		return 0;
+	if (final || X.copy_alone || X.main->ops->pending(X.main) < X.cfg->send_buffer)
+		return 1;
+	X.blocked = 1; /* the settlement that makes room brings the next pass */
+	return 0;
 }
 
 void orbit__transport_records(uint32_t ring, uint64_t first, const uint8_t *records, uint32_t n)
