@@ -46,6 +46,7 @@
 #define RATE_WINDOW_NS 500000.0       /* the shortest time a rate is measured over */
 #define SHRINK_NS 2000000000ull       /* staging freed after 2 s without records */
 #define TIMER_SLACK_NS 10000ul        /* the agent thread's wake-up slack */
+#define FIRST_GAP_NS 1000000ull       /* the first planned gap; gaps at most double */
 
 struct run {
 	uint32_t ring;
@@ -88,7 +89,8 @@ static struct {
 	uint64_t last_end[ORBIT__SEG_MAX_RINGS]; /* cursors at the last pass */
 	double rate[ORBIT__SEG_MAX_RINGS];       /* claims per ns, remembered */
 	uint64_t last_pass_ns;
-	int planned; /* a pass is armed */
+	uint64_t last_gap_ns; /* the gap planned last */
+	int planned;          /* a pass is armed */
 	uint64_t lapped_at_start;
 	struct orbit__config cfg; /* read at every start */
 } A = {.mu = PTHREAD_MUTEX_INITIALIZER, .tfd = -1};
@@ -239,9 +241,16 @@ static uint64_t plan(uint64_t now)
 			soonest = t;
 	}
 	A.last_pass_ns = now;
-	if (soonest < (double)MIN_GAP_NS)
-		return MIN_GAP_NS;
-	return (uint64_t)soonest;
+	/* Gaps shrink at once but grow at most twofold a pass, from 1 ms at
+	 * the start: a rate measured over a window the producer entered half
+	 * way (the first pass of a program that writes flat out from
+	 * orbit_init on) reads low, and the next pass must come before the
+	 * ring laps, not ORBIT_DRAIN_MS later. */
+	uint64_t gap = soonest < (double)MIN_GAP_NS ? MIN_GAP_NS : (uint64_t)soonest;
+	if (gap > 2 * A.last_gap_ns)
+		gap = 2 * A.last_gap_ns;
+	A.last_gap_ns = gap;
+	return gap;
 }
 
 /* ---- a pass ---- */
@@ -564,6 +573,7 @@ int orbit__agent_start(struct orbit__segment *seg, uint32_t clock_source)
 		memset(A.last_end, 0, sizeof A.last_end);
 	}
 	memset(A.rate, 0, sizeof A.rate);
+	A.last_gap_ns = FIRST_GAP_NS / 2;
 	A.lapped_at_start = 0;
 	for (uint32_t i = 0; i < seg->layout.ring_count; i++)
 		A.lapped_at_start += A.drain.ring[i].lost_lapped;

@@ -277,12 +277,29 @@ static void connect_addr(void)
 		connect_failed(uv_strerror(err));
 }
 
+/* A numeric address needs no resolution (and no thread pool): the first
+ * connection of a program that writes at once comes sooner. */
+static int numeric_address(void)
+{
+	struct sockaddr_in v4;
+	struct sockaddr_in6 v6;
+	int port = atoi(T.port);
+	if (uv_ip4_addr(T.host, port, &v4) == 0)
+		memcpy(&T.addr, &v4, sizeof v4);
+	else if (strchr(T.host, ':') != NULL && uv_ip6_addr(T.host, port, &v6) == 0)
+		memcpy(&T.addr, &v6, sizeof v6);
+	else
+		return 0;
+	T.have_addr = 1;
+	return 1;
+}
+
 static void start_connect(void)
 {
 	/* Near exit, no new resolution: libuv resolves on its thread pool,
 	 * which its own destructor may already have stopped, and the address
 	 * of a collector that refused a moment ago has not changed. */
-	if (T.hurried && T.have_addr) {
+	if ((T.hurried && T.have_addr) || numeric_address()) {
 		connect_addr();
 		return;
 	}
