@@ -88,18 +88,20 @@ struct orbit_rp_line {
 	const struct orbit_rp_location *loc;
 };
 
-/* Records lost on one ring, where the capture counted them: a Loss (or
- * PageLoss) packet that raised the ring's totals. The position is the last
- * record time read from that ring before it (the stream's start if none):
- * a ring holds the records of several threads, so the loss belongs to the
+/* Records lost on one ring, where they were lost. For a scope ring: a
+ * gap in the ring's claims between two batches (from: the last record
+ * time read from the ring before it, or the stream's start; to: the first
+ * record time after it), or at the stream's end the claims that never came
+ * (to == from). For a page ring (ORBIT_RP_LOG_RING), when a PageLoss
+ * raised the ring's count: from == to, the last log time read from it. A
+ * ring holds the records of several threads, so a loss belongs to the
  * ring, not to one thread. Not filtered. */
 struct orbit_rp_loss_mark {
 	const struct orbit_rp_stream *stream;
 	uint32_t ring;
 	uint32_t flags; /* ORBIT_RP_LOG_RING */
-	uint64_t time;
-	uint64_t count; /* records lost since the ring's previous mark */
-	uint64_t total; /* records lost on this ring in the stream so far */
+	uint64_t from, to;
+	uint64_t count; /* records lost there */
 };
 
 #endif

@@ -19,10 +19,13 @@
  *   free                       always, for every exporter that began
  *
  * Order of spans: scope gets each scope as it ends, children before their
- * parent (the reconstructor's order); slice gets each scope's begin and end
- * in the order a trace viewer needs to nest them when timestamps tie
- * (replay_order.c), with the begin no later than every event inside it. An
- * exporter has one of the two. async gets async spans as they end.
+ * parent (the reconstructor's order), with its depth. slice gets each
+ * scope's begin and end for trace viewers, which sort events by time and
+ * keep the file order of equal times: sorted that way, the calls nest
+ * exactly into the scopes and depths, parents first where times tie
+ * (replay_order.c). The calls themselves are not in time order (a begin
+ * may be held after its own end). An exporter has one of the two. async
+ * gets async spans as they end.
  *
  * Adding an exporter: a file replay_export_NAME.c defining one const
  * struct orbit_rp_exporter (NULL for the callbacks it does not need), a

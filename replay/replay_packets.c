@@ -98,19 +98,21 @@ static struct orbit_rp_stream *stream_of(struct orbit_rp_timeline *tl, struct or
 }
 
 static void loss_mark(struct orbit_rp_timeline *tl, const struct orbit_rp_stream *s, uint32_t ring,
-                      uint32_t flags, uint64_t time, uint64_t before, uint64_t after)
+                      uint32_t flags, uint64_t from, uint64_t to, uint64_t count)
 {
-	if (tl->d == NULL || after <= before)
+	if (tl->d == NULL || count == 0)
 		return;
-	struct orbit_rp_loss_mark m = {
-	    .stream = s,
-	    .ring = ring,
-	    .flags = flags,
-	    .time = time ? time : s->monotonic_ns,
-	    .count = after - before,
-	    .total = after,
-	};
+	from = from ? from : s->monotonic_ns;
+	struct orbit_rp_loss_mark m = {s, ring, flags, from, to ? to : from, count};
 	orbit__rp_dispatch_loss(tl->d, &m);
+}
+
+/* Claims of ring r the batch at first_claim skips: lost there. */
+static void ring_gap(struct orbit_rp_timeline *tl, struct orbit_rp_stream *s, uint32_t r,
+                     uint64_t first_claim, uint64_t first_time)
+{
+	if (s->claim_known[r] && first_claim > s->next_claim[r])
+		loss_mark(tl, s, r, 0, s->ring_time[r], first_time, first_claim - s->next_claim[r]);
 }
 
 /* ---- the packets ---- */
@@ -135,11 +137,17 @@ static void on_batch(struct orbit_rp_timeline *tl, struct orbit_rp_source *src,
 		src->cap->invalid++;
 		return;
 	}
-	s->delivered[b->ring] += b->count;
+	uint32_t r = b->ring;
+	s->delivered[r] += b->count;
 	s->records += b->count;
-	if (b->count > 0) /* the record layout: time is bytes 0..7 (format/record.h) */
-		s->ring_time[b->ring] =
+	if (b->count > 0) { /* the record layout: time is bytes 0..7 (format/record.h) */
+		ring_gap(tl, s, r, b->first_claim, orbit__le64(tl->batch));
+		s->ring_time[r] =
 		    orbit__le64(tl->batch + (size_t)(b->count - 1) * ORBIT_RECORD_SIZE);
+		if (!s->claim_known[r] || b->first_claim + b->count > s->next_claim[r])
+			s->next_claim[r] = b->first_claim + b->count;
+		s->claim_known[r] = 1;
+	}
 	if (s->rc != NULL &&
 	    orbit__reconstruct_batch(s->rc, b->ring, b->first_claim, tl->batch, b->count) != 0)
 		orbit__rp_problem(tl->rep, "%s: out of memory rebuilding scopes", src->cap->path);
@@ -159,11 +167,8 @@ static void on_loss(struct orbit_rp_timeline *tl, struct orbit_rp_source *src, c
 	struct orbit_rp_stream *s = stream_of(tl, src);
 	if (s == NULL)
 		return;
-	uint64_t before = orbit__rp_loss_sum(&s->loss[l->ring]);
 	s->loss[l->ring] =
 	    (struct orbit_rp_loss){l->lapped, l->writer_gone, l->backstop, l->unsent, l->at_end};
-	loss_mark(tl, s, l->ring, 0, s->ring_time[l->ring], before,
-	          orbit__rp_loss_sum(&s->loss[l->ring]));
 }
 
 static void on_end(struct orbit_rp_timeline *tl, struct orbit_rp_source *src,
@@ -174,8 +179,15 @@ static void on_end(struct orbit_rp_timeline *tl, struct orbit_rp_source *src,
 		return;
 	s->ended = 1;
 	s->nclaimed = (uint32_t)e->n_claimed_per_ring;
-	for (uint32_t r = 0; r < s->nclaimed; r++)
+	for (uint32_t r = 0; r < s->nclaimed; r++) {
 		s->claimed[r] = e->claimed_per_ring[r];
+		/* The claims after the ring's last batch never came. */
+		uint64_t end = s->ring_start[r] + s->claimed[r];
+		if (s->handshake && end > s->next_claim[r]) {
+			loss_mark(tl, s, r, 0, s->ring_time[r], 0, end - s->next_claim[r]);
+			s->next_claim[r] = end;
+		}
+	}
 	size_t n = e->n_reserved_per_page_ring;
 	if (n > ORBIT_RP_PAGE_RINGS) {
 		orbit__rp_problem(tl->rep,
@@ -212,7 +224,9 @@ static void on_page_loss(struct orbit_rp_timeline *tl, struct orbit_rp_source *s
 	s->page_lost[l->ring] = l->records;
 	s->page_pages[l->ring] = l->pages;
 	s->page_unsent[l->ring] = l->unsent;
-	loss_mark(tl, s, l->ring, ORBIT_RP_LOG_RING, s->page_time[l->ring], before, l->records);
+	if (l->records > before)
+		loss_mark(tl, s, l->ring, ORBIT_RP_LOG_RING, s->page_time[l->ring], 0,
+		          l->records - before);
 }
 
 static void on_thread_name(struct orbit_rp_timeline *tl, struct orbit_rp_source *src,

@@ -56,8 +56,11 @@ void orbit__rp_stream_info(struct orbit_rp_stream *s, const Orbit__Handshake *h)
 	s->ring_count = h->ring_count;
 	s->page_ring_count = h->page_ring_count;
 	s->page_size = h->page_size;
-	for (uint32_t r = 0; r < h->n_ring_start && r < ORBIT_MAX_RINGS; r++)
+	for (uint32_t r = 0; r < h->n_ring_start && r < ORBIT_MAX_RINGS; r++) {
 		s->ring_start[r] = h->ring_start[r];
+		s->next_claim[r] = h->ring_start[r];
+		s->claim_known[r] = 1;
+	}
 }
 
 static void *grow_zero(void *p, size_t old, size_t n, size_t size)

@@ -38,7 +38,9 @@ struct orbit_rp_stream {
 	uint64_t ring_start[ORBIT_MAX_RINGS];
 	uint64_t delivered[ORBIT_MAX_RINGS];
 	struct orbit_rp_loss loss[ORBIT_MAX_RINGS];
-	uint64_t ring_time[ORBIT_MAX_RINGS]; /* last record time read from each ring */
+	uint64_t ring_time[ORBIT_MAX_RINGS];  /* last record time read from each ring */
+	uint64_t next_claim[ORBIT_MAX_RINGS]; /* the claim each ring's next batch should start at */
+	uint8_t claim_known[ORBIT_MAX_RINGS]; /* next_claim is known (from the handshake) */
 	uint64_t claimed[ORBIT_MAX_RINGS];
 	uint32_t nclaimed;
 	int ended;
