@@ -192,11 +192,6 @@ void orbit__rp_dispatch_event(void *ctx, const struct orbit_event *ev)
 {
 	struct orbit_rp_stream *s = ctx;
 	struct orbit_rp_dispatch *d = s->to;
-	uint64_t end = ev->end > ev->start ? ev->end : ev->start;
-	if (s->first > ev->start)
-		s->first = ev->start;
-	if (s->last < end)
-		s->last = end;
 	switch (ev->type) {
 	case ORBIT_EVENT_SCOPE:
 		s->scopes++;

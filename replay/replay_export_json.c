@@ -90,6 +90,7 @@ static void json_stream(struct orbit_rp_out *o, const struct orbit_rp_stream *s)
 	orbit__rp_out_c(o, ']');
 	orbit__rp_wallclock(s, first, wall, sizeof wall);
 	jstr(o, "start_utc", wall, &f);
+	ju64(o, "handshake_ns", s->monotonic_ns, &f);
 	ju64(o, "start_ns", first, &f);
 	ju64(o, "end_ns", last, &f);
 	ju64(o, "duration_ns", last - first, &f);
@@ -202,7 +203,8 @@ static void json_end(struct orbit_rp_export *x)
 		orbit__rp_out_c(o, '\n');
 		json_capture(o, &v->caps[i]);
 	}
-	orbit__rp_out_printf(o, "],\n\"sort\":\"%s\",\n\"scopes\":", by[v->o->sort]);
+	orbit__rp_out_printf(o, "],\n\"origin_ns\":%" PRIu64 ",\n\"sort\":\"%s\",\n\"scopes\":",
+	                     v->origin, by[v->o->sort]);
 	json_rows(v, o, 0);
 	orbit__rp_out_s(o, ",\n\"async_spans\":");
 	json_rows(v, o, 1);

@@ -157,7 +157,7 @@ static const char *log_wanted(const struct orbit_replay_options *o)
 const struct orbit_rp_exporter orbit__rp_export_log = {
     .name = "log",
     .wanted = log_wanted,
-    .needs = ORBIT_RP_NEED_STDOUT | ORBIT_RP_NEED_EARLY_NAMES,
+    .needs = ORBIT_RP_NEED_STDOUT | ORBIT_RP_NEED_EARLY_NAMES | ORBIT_RP_NEED_ORIGIN,
     .state_size = sizeof(struct window),
     .line = log_line,
     .end = log_end,

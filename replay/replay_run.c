@@ -32,7 +32,8 @@ struct run {
 	struct orbit_rp_export ex[ORBIT_RP_EXPORTS];
 	struct orbit_rp_out files[ORBIT_RP_EXPORTS];
 	size_t nex;
-	int begun; /* every exporter began */
+	int begun;   /* every exporter began */
+	int scanned; /* the origin was found before the run */
 	unsigned needs;
 };
 
@@ -125,7 +126,6 @@ static void read_inputs(struct run *r)
 		return;
 	r->view.caps = tl->caps;
 	r->view.ncaps = tl->n;
-	r->view.origin = orbit__rp_origin(tl);
 	orbit__rp_dispatch_filter(&r->d, o, bound(r->view.origin, &o->from, 0),
 	                          bound(r->view.origin, &o->to, UINT64_MAX));
 	for (size_t i = 0; (r->needs & ORBIT_RP_NEED_EARLY_NAMES) && i < tl->n; i++)
@@ -134,6 +134,16 @@ static void read_inputs(struct run *r)
 			                     orbit__rp_timeline_first_pid(tl, i));
 	tl->progress = want_progress(r);
 	orbit__rp_timeline_read(tl);
+	if (!r->scanned)
+		r->view.origin = orbit__rp_origin_of(tl->caps, tl->n);
+}
+
+/* Whether the origin is needed before the captures are read. */
+static int origin_early(const struct run *r)
+{
+	const struct orbit_replay_options *o = r->o;
+	return (r->needs & ORBIT_RP_NEED_ORIGIN) || (o->from.set && o->from.relative) ||
+	       (o->to.set && o->to.relative);
 }
 
 /* ---- a run ---- */
@@ -188,8 +198,13 @@ int orbit__replay_run(const struct orbit_replay_options *o)
 	if (status == 0 && o->pages_path != NULL)
 		status = orbit__rp_pages(&r->out, &r->rep, o->pages_path,
 		                         o->page_size ? o->page_size : 4096);
-	if (status != ORBIT_REPLAY_OUTPUT && o->ninputs > 0)
+	if (status != ORBIT_REPLAY_OUTPUT && o->ninputs > 0) {
+		if (origin_early(r)) {
+			r->view.origin = orbit__rp_origin_scan(o->inputs, o->ninputs);
+			r->scanned = 1;
+		}
 		read_inputs(r);
+	}
 	status = finish(r, status);
 	cleanup(r);
 	free(r);

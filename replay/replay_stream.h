@@ -53,7 +53,8 @@ struct orbit_rp_stream {
 	uint64_t records, scopes, spans, values, thread_names, logs, markers;
 	uint64_t bad_logs;
 	uint32_t threads;
-	uint64_t first, last; /* times of the events seen, first > last: none */
+	uint64_t first, last; /* earliest and latest time of its records and log lines;
+	                         first > last: none */
 };
 
 /* One input file. */
@@ -104,8 +105,8 @@ struct orbit_rp_loss orbit__rp_stream_loss(const struct orbit_rp_stream *s);
 /* Page rings: records and pages lost, records delivered. */
 void orbit__rp_stream_page_loss(const struct orbit_rp_stream *s, uint64_t *records, uint64_t *pages,
                                 uint64_t *delivered);
-/* The stream's first and last time: its events' if it had any, else its
- * handshake's. */
+/* The stream's start and end: the first and last time of its records and
+ * log lines if it had any, else its handshake's time. */
 void orbit__rp_stream_span(const struct orbit_rp_stream *s, uint64_t *first, uint64_t *last);
 /* Wall-clock text of a CLOCK_MONOTONIC time of a stream, "2026-...Z". */
 void orbit__rp_wallclock(const struct orbit_rp_stream *s, uint64_t mono, char *buf, size_t len);
