@@ -3,7 +3,8 @@
  * chrome://tracing and Perfetto UI open.
  *
  *   scopes       "X" complete events (ts, dur), in the tie order of
- *                replay_order.c; unfinished: dur 0, args.unfinished
+ *                replay_order.c; unfinished: dur 0, args.unfinished;
+ *                args.color "#rrggbbaa" and args.group when given
  *   async spans  "b" / "e" nestable async events, id as a hex string
  *   values       "C" counters, one series per name and process
  *   log lines    "i" instants on their thread, markers with their bytes
@@ -69,18 +70,33 @@ static void chrome_process(struct orbit_rp_export *x, const struct orbit_rp_stre
 	orbit__rp_out_s(o, "}}");
 }
 
-static void span_flags(struct orbit_rp_out *o, const struct orbit_rp_span *s)
+/* The args of a scope or an async begin: what the reconstruction found
+ * (unfinished, name_incomplete), and the colour and group it was given
+ * (the group as a string: a 64-bit id is not exact in a JavaScript number). */
+static void span_args(struct orbit_rp_out *o, const struct orbit_rp_span *s)
 {
-	int unfinished = (s->flags & ORBIT_RP_UNFINISHED) != 0;
-	int incomplete = (s->flags & ORBIT_RP_NAME_INCOMPLETE) != 0;
-	if (!unfinished && !incomplete)
-		return;
-	orbit__rp_out_s(o, ",\"args\":{");
-	if (unfinished)
-		orbit__rp_out_s(o, incomplete ? "\"unfinished\":true," : "\"unfinished\":true");
-	if (incomplete)
+	const char *sep = ",\"args\":{";
+	if (s->flags & ORBIT_RP_UNFINISHED) {
+		orbit__rp_out_s(o, sep);
+		orbit__rp_out_s(o, "\"unfinished\":true");
+		sep = ",";
+	}
+	if (s->flags & ORBIT_RP_NAME_INCOMPLETE) {
+		orbit__rp_out_s(o, sep);
 		orbit__rp_out_s(o, "\"name_incomplete\":true");
-	orbit__rp_out_c(o, '}');
+		sep = ",";
+	}
+	if (s->flags & ORBIT_RP_ATTRS) {
+		orbit__rp_out_s(o, sep);
+		orbit__rp_out_s(o, "\"color\":\"");
+		orbit__rp_out_color(o, s->color);
+		orbit__rp_out_s(o, "\",\"group\":\"");
+		orbit__rp_out_u64(o, s->group);
+		orbit__rp_out_c(o, '"');
+		sep = ",";
+	}
+	if (sep[0] == ',' && sep[1] == '\0')
+		orbit__rp_out_c(o, '}');
 }
 
 static void chrome_slice(struct orbit_rp_export *x, const struct orbit_rp_span *s, int end)
@@ -94,7 +110,7 @@ static void chrome_slice(struct orbit_rp_export *x, const struct orbit_rp_span *
 	put_ts(o, ",\"dur\":", s->end - s->start);
 	orbit__rp_out_s(o, ",\"cat\":\"scope\"");
 	put_name(o, s->name, s->name_len);
-	span_flags(o, s);
+	span_args(o, s);
 	orbit__rp_out_c(o, '}');
 }
 
@@ -107,7 +123,7 @@ static void async_event(struct orbit_rp_export *x, const struct orbit_rp_span *s
 	orbit__rp_out_printf(o, ",\"cat\":\"async\",\"id\":\"0x%" PRIx64 "\"", s->id);
 	put_name(o, s->name, s->name_len);
 	if (!end)
-		span_flags(o, s);
+		span_args(o, s);
 	orbit__rp_out_c(o, '}');
 }
 

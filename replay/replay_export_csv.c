@@ -4,13 +4,16 @@
  * quoted, quotes doubled). Rows come in the order scopes end (a scope after
  * the scopes inside it); sort by start_ns for a timeline. An unfinished
  * scope has empty end_ns and duration_ns: its end is unknown, not zero.
+ * color ("#rrggbbaa") and group_id are empty unless the event was written
+ * with ..._WITH_COLOR or ..._WITH_GROUP_AND_COLOR.
  */
 #include "replay_export.h"
 
 static int csv_begin(struct orbit_rp_export *x)
 {
-	orbit__rp_out_s(x->out,
-	                "pid,tid,thread_name,depth,name,start_ns,end_ns,duration_ns,kind\r\n");
+	orbit__rp_out_s(
+	    x->out,
+	    "pid,tid,thread_name,depth,name,start_ns,end_ns,duration_ns,kind,color,group_id\r\n");
 	return 0;
 }
 
@@ -40,7 +43,15 @@ static void csv_span(struct orbit_rp_export *x, const struct orbit_rp_span *s)
 	} else {
 		orbit__rp_out_c(o, ',');
 	}
-	orbit__rp_out_s(o, async ? ",async\r\n" : ",scope\r\n");
+	orbit__rp_out_s(o, async ? ",async," : ",scope,");
+	if (s->flags & ORBIT_RP_ATTRS) {
+		orbit__rp_out_color(o, s->color);
+		orbit__rp_out_c(o, ',');
+		orbit__rp_out_u64(o, s->group);
+	} else {
+		orbit__rp_out_c(o, ',');
+	}
+	orbit__rp_out_s(o, "\r\n");
 }
 
 static const char *csv_wanted(const struct orbit_replay_options *o)

@@ -13,7 +13,9 @@
  *    its name changes;
  *  - scopes: TYPE_SLICE_BEGIN / TYPE_SLICE_END on the thread track, in the
  *    tie order of replay_order.c; names interned (InternedData.event_names,
- *    iid = name id + 1) the first time they are used;
+ *    iid = name id + 1) the first time they are used; debug annotations
+ *    unfinished, name_incomplete, and color ("#rrggbbaa") and group when
+ *    the scope was given them;
  *  - async spans: a track per (pid, id) under the process track;
  *  - values: TYPE_COUNTER on a counter track per (pid, name);
  *  - log lines: TYPE_INSTANT on the thread track, the text as the name.
@@ -327,15 +329,27 @@ static void put_event(struct orbit_rp_export *x, Packet *pk, Event *ev, uint64_t
 	put_packet(x, pk);
 }
 
+/* A bool debug annotation. */
+static Perfetto__Protos__DebugAnnotation *flag_arg(Perfetto__Protos__DebugAnnotation *a,
+                                                   const char *name)
+{
+	a->name = (char *)name;
+	a->value_case = PERFETTO__PROTOS__DEBUG_ANNOTATION__VALUE_BOOL_VALUE;
+	a->bool_value = 1;
+	return a;
+}
+
 static void slice(struct orbit_rp_export *x, const struct orbit_rp_span *s, uint64_t track, int end)
 {
 	Packet pk = PERFETTO__PROTOS__TRACE_PACKET__INIT;
 	Event ev = PERFETTO__PROTOS__TRACK_EVENT__INIT;
 	Perfetto__Protos__InternedData in = PERFETTO__PROTOS__INTERNED_DATA__INIT;
 	Perfetto__Protos__EventName en = PERFETTO__PROTOS__EVENT_NAME__INIT, *ens[1];
-	Perfetto__Protos__DebugAnnotation a[2] = {PERFETTO__PROTOS__DEBUG_ANNOTATION__INIT,
-	                                          PERFETTO__PROTOS__DEBUG_ANNOTATION__INIT};
-	Perfetto__Protos__DebugAnnotation *ap[2];
+	Perfetto__Protos__DebugAnnotation a[4] = {
+	    PERFETTO__PROTOS__DEBUG_ANNOTATION__INIT, PERFETTO__PROTOS__DEBUG_ANNOTATION__INIT,
+	    PERFETTO__PROTOS__DEBUG_ANNOTATION__INIT, PERFETTO__PROTOS__DEBUG_ANNOTATION__INIT};
+	Perfetto__Protos__DebugAnnotation *ap[4];
+	char color[10];
 	ev.has_type = 1;
 	ev.type = end ? PERFETTO__PROTOS__TRACK_EVENT__TYPE__TYPE_SLICE_END
 	              : PERFETTO__PROTOS__TRACK_EVENT__TYPE__TYPE_SLICE_BEGIN;
@@ -345,12 +359,19 @@ static void slice(struct orbit_rp_export *x, const struct orbit_rp_span *s, uint
 		event_name(x, &pk, &ev, &in, &en, ens, s);
 		size_t na = 0;
 		if (s->flags & ORBIT_RP_UNFINISHED)
-			a[na].name = (char *)"unfinished", ap[na] = &a[na], na++;
+			ap[na] = flag_arg(&a[na], "unfinished"), na++;
 		if (s->flags & ORBIT_RP_NAME_INCOMPLETE)
-			a[na].name = (char *)"name_incomplete", ap[na] = &a[na], na++;
-		for (size_t i = 0; i < na; i++) {
-			a[i].value_case = PERFETTO__PROTOS__DEBUG_ANNOTATION__VALUE_BOOL_VALUE;
-			a[i].bool_value = 1;
+			ap[na] = flag_arg(&a[na], "name_incomplete"), na++;
+		if (s->flags & ORBIT_RP_ATTRS) { /* TrackEvent has no colour of its own */
+			orbit__rp_color_text(s->color, color);
+			a[na].name = (char *)"color";
+			a[na].value_case = PERFETTO__PROTOS__DEBUG_ANNOTATION__VALUE_STRING_VALUE;
+			a[na].string_value = color;
+			ap[na] = &a[na], na++;
+			a[na].name = (char *)"group";
+			a[na].value_case = PERFETTO__PROTOS__DEBUG_ANNOTATION__VALUE_UINT_VALUE;
+			a[na].uint_value = s->group;
+			ap[na] = &a[na], na++;
 		}
 		ev.n_debug_annotations = na;
 		ev.debug_annotations = ap;

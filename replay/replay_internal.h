@@ -72,6 +72,10 @@ void orbit__rp_out_csv(struct orbit_rp_out *o, const char *s, size_t n);
  * everything else as \xNN. */
 void orbit__rp_out_text(struct orbit_rp_out *o, const char *s, size_t n);
 
+/* A colour given as 0xRRGGBBAA, as text: "#rrggbbaa" and its NUL. */
+void orbit__rp_color_text(uint32_t color, char text[10]);
+void orbit__rp_out_color(struct orbit_rp_out *o, uint32_t color);
+
 /* Length of the valid UTF-8 prefix of s (n when all of it is valid). */
 size_t orbit__rp_utf8_valid(const char *s, size_t n);
 /* Writes s into dst (room for 3 * n bytes) with invalid bytes replaced by
