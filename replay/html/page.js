@@ -59,7 +59,7 @@ class Page {
       timeline: () => this.tl,
       onHover: (h, x, y) => this.tip(h, x, y),
     });
-    this.stats = new Stats(this.M, $("stats"), $("statsmore"), { onPick: r => this.pick(r) });
+    this.stats = new Stats(this.M, $("stats"), $("statsmore"), { onPick: r => this.pick(r), onStep: d => this.stepFound(d) });
     this.tabs();
     this.searchBox();
     this.themeButton();

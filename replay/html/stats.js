@@ -1,7 +1,8 @@
 /* stats.js — the statistics table: per name count, total, self, mean,
  * p50, p95, p99, max (orbit-replay's own statistics of every span, not
  * only the ones the page keeps); sortable by any column; a click on a row
- * highlights that name's instances on the timeline (page.js). */
+ * highlights that name's instances on the timeline (page.js), Enter on
+ * it then steps through them. */
 
 const STAT_COLUMNS = [
   ["name", "Name", false],
@@ -76,7 +77,12 @@ class Stats {
       if (r.unfinished > 0) tr.title = fmtCount(r.unfinished) + " unfinished";
       const pick = () => this.hooks.onPick(this.active === r ? null : r);
       tr.addEventListener("click", pick);
-      tr.addEventListener("keydown", e => { if (e.key === "Enter") pick(); });
+      tr.addEventListener("keydown", e => {
+        if (e.key !== "Enter") return;
+        e.stopPropagation();
+        if (this.active === r) this.hooks.onStep(e.shiftKey ? -1 : 1); /* Enter again: the instances */
+        else pick();
+      });
       if (this.active === r) tr.classList.add("on");
       this.rows.set(r, tr);
       tbody.appendChild(tr);

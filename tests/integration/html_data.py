@@ -120,7 +120,8 @@ def case_data(exe, captures):
     missing = sum(s["claimed"] - s["delivered"] for c in summary["captures"] for s in c["streams"])
     L = T["LOSS"][1]
     marked = sum(c for c, f in zip(L["cnt"], L["flag"]) if not f & 32)
-    check(marked == missing, "loss marks count %d records, the summary %d missing" % (marked, missing))
+    ended = all(s["complete"] for c in summary["captures"] for s in c["streams"])
+    check(marked == missing or not ended, "loss marks count %d records, the summary %d missing" % (marked, missing))
     rp.cleanup()
     print("ok: %d spans, %d values, %d log lines, %d loss marks, %d bytes" %
           (len(p.spans), values, logs, T["LOSS"][0], len(text)))
