@@ -249,12 +249,14 @@ class Timeline {
     this.redraw();
   }
 
+  /* Widths by font and text: drawing names costs one measure each. */
   textWidth(s) {
-    let w = this.widthCache.get(s);
+    const key = this.ctx.font + "\u0000" + s;
+    let w = this.widthCache.get(key);
     if (w === undefined) {
       w = this.ctx.measureText(s).width;
       if (this.widthCache.size > 20000) this.widthCache.clear();
-      this.widthCache.set(s, w);
+      this.widthCache.set(key, w);
     }
     return w;
   }
@@ -422,14 +424,25 @@ class Timeline {
         title = lane.name !== null ? lane.name : "value";
         sub = "value";
       }
+      const hgt = tr.laneBottom - tr.laneTop;
       ctx.fillStyle = C.lane;
-      ctx.fillRect(0, y, GUTTER_W - 1, tr.laneBottom - tr.laneTop);
+      ctx.fillRect(0, y, GUTTER_W - 1, hgt);
       ctx.fillStyle = C.fg;
       ctx.font = "600 " + FONT;
-      ctx.fillText(this.fitText(title, GUTTER_W - 24), 16, y + 9);
-      ctx.font = FONT;
-      ctx.fillStyle = C.dim;
-      ctx.fillText(sub, 16, y + 22 > tr.laneBottom - top - 2 ? y + 9 : y + 22);
+      if (hgt >= 30) {
+        ctx.fillText(this.fitText(title, GUTTER_W - 24), 16, y + 9);
+        ctx.font = FONT;
+        ctx.fillStyle = C.dim;
+        ctx.fillText(sub, 16, y + 22);
+      } else {
+        /* one row: the title, then what it is, on one line */
+        const t = this.fitText(title, GUTTER_W - 24 - 40);
+        ctx.fillText(t, 16, y + 9);
+        const x = 16 + ctx.measureText(t).width + 8;
+        ctx.font = FONT;
+        ctx.fillStyle = C.dim;
+        ctx.fillText(this.fitText(sub, GUTTER_W - 8 - x), x, y + 9);
+      }
     }
   }
 
@@ -439,17 +452,20 @@ class Timeline {
     ctx.fillRect(0, y, w, PROC_H);
     ctx.fillStyle = C.border;
     ctx.fillRect(0, y + PROC_H - 1, w, 1);
+    /* its name and pid in the gutter; host, command line: the tooltip */
     ctx.fillStyle = C.fg;
     ctx.font = "600 12px system-ui, sans-serif";
+    const pid = "pid " + p.pid;
+    ctx.font = FONT;
+    const pw = ctx.measureText(pid).width;
+    ctx.font = "600 12px system-ui, sans-serif";
     const name = (p.collapsed ? "▸ " : "▾ ") + (p.name !== null ? p.name : "process");
-    const head = this.fitText(name, 300);
+    const head = this.fitText(name, GUTTER_W - 22 - pw);
     ctx.fillText(head, 6, y + PROC_H / 2);
-    let x = 6 + this.textWidth(head) + 12;
+    const hw = this.textWidth(head);
     ctx.font = FONT;
     ctx.fillStyle = C.dim;
-    const threads = p.lanes.filter(l => l.kind === LANE_THREAD).length;
-    const info = "pid " + p.pid + (p.host ? " · " + p.host : "") + " · " + threads + (threads === 1 ? " thread" : " threads");
-    ctx.fillText(this.fitText(info, Math.max(0, GUTTER_W + 240 - x)), x, y + PROC_H / 2);
+    ctx.fillText(pid, Math.min(6 + hw + 8, GUTTER_W - 8 - pw), y + PROC_H / 2);
     /* loss marks, on the process: a ring holds several threads' records */
     ctx.save();
     ctx.beginPath();

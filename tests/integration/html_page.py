@@ -394,7 +394,7 @@ def case_loss(env):
 def case_million(env):
     capture = env.path("million.orbit.zst")
     demo = os.path.join(env.build, "examples", "demo")
-    env.run([demo, "--threads", "4", "--frames", "42000"], env=dict(os.environ, ORBIT_CAPTURE=capture))
+    env.run([demo, "--threads", "4", "--frames", "45000"], env=dict(os.environ, ORBIT_CAPTURE=capture))
     js = env.path("million.json")
     env.run([env.replay, "-q", "--json", js, capture], want=None)
     summary = json.load(open(js))
