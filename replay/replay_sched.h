@@ -209,11 +209,11 @@ struct orbit__rp_sched_times {
 };
 
 struct orbit__rp_sched_stats {
-	uint64_t events;       /* events added */
-	uint64_t gaps;         /* lost-events windows (flagged pages) */
-	uint64_t lost_known;   /* sum of the counts those pages stored */
-	uint64_t lost_unknown; /* flagged pages without a stored count */
-	uint64_t inconsistent; /* switches whose prev was not the CPU's last next */
+	uint64_t events;          /* events added */
+	uint64_t gaps;            /* lost-events windows (flagged pages) */
+	uint64_t lost_known;      /* sum of the counts those pages stored */
+	uint64_t lost_unknown;    /* flagged pages without a stored count */
+	uint64_t unseen_switches; /* switches the events imply and the pages lack */
 	uint64_t pages, bad_pages, short_records, other_records;
 };
 

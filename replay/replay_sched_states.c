@@ -60,8 +60,9 @@ struct orbit__rp_sched_timeline {
 	size_t gap_count;
 	size_t **cpu_gaps; /* per CPU */
 	size_t *cpu_gap_count;
-	size_t *last_pos; /* per thread: position of its last item + 1; 0 none */
-	int32_t *cur;     /* per CPU: the tid switched in last, -1 unknown */
+	size_t *last_pos;   /* per thread: position of its last item + 1; 0 none */
+	int32_t *cur;       /* per CPU: the task current there, 0 idle, -1 unknown */
+	uint64_t *cpu_time; /* per CPU: the time of its last item */
 };
 
 struct orbit__rp_sched_timeline *orbit__rp_sched_timeline_new(void)
@@ -465,29 +466,72 @@ static long touch(struct orbit__rp_sched_timeline *tl, int32_t tid, size_t pos, 
 	return i;
 }
 
-static int run_switch(struct orbit__rp_sched_timeline *tl, const struct item *it, size_t pos)
+/* Time of thread i's last item. */
+static uint64_t last_time(const struct orbit__rp_sched_timeline *tl, long i)
+{
+	return tl->last_pos[i] ? tl->items[tl->last_pos[i] - 1].time : 0;
+}
+
+/* The thread of index i is no longer known to run on cpu: it was switched
+ * out at some point since its last item, unseen. */
+static int lost_track(struct orbit__rp_sched_timeline *tl, long i, uint16_t cpu)
+{
+	struct orbit__rp_sched_thread *th = &tl->threads[i];
+
+	if (state_of(th) != ORBIT__RP_SCHED_RUNNING || th->spans[th->span_count - 1].cpu != cpu)
+		return 0;
+	th->has_pending = 0;
+	return push_span(th, last_time(tl, i), ORBIT__RP_SCHED_UNKNOWN, 0, 0, -1, 0);
+}
+
+/* Every event names the task current on its CPU (common_pid; a switch's
+ * prev). When that is not what the switches so far say, a switch was not
+ * seen (a task outside the filter or hidden from tracing ran in between,
+ * or events were lost unflagged): the CPU's previous task stopped at some
+ * unseen point, and this one started at some unseen point after both its
+ * own last item and the CPU's; both are unknown over what was not seen. */
+static int current_is(struct orbit__rp_sched_timeline *tl, uint16_t cpu, int32_t tid, uint64_t t,
+                      size_t pos)
 {
 	int err = 0;
-	long prev = touch(tl, it->a, pos, &err), next;
-	int32_t cur = tl->cur[it->cpu];
+	int32_t cur = tl->cur[cpu];
+	long i, c;
+	struct orbit__rp_sched_thread *th;
+	uint64_t from;
 
-	/* The CPU's last next is not this prev: its switch-out was never seen
-	 * (a thread outside the filter, or events lost without a flag). It
-	 * stopped running on this CPU at some point since its last item. */
-	if (cur > 0 && cur != it->a) {
-		long c = touch(tl, cur, pos, &err);
+	if (cur == tid)
+		return 0;
+	if (cur != -1)
+		tl->stats.unseen_switches++;
+	c = touch(tl, cur, pos, &err);
+	if (c >= 0 && lost_track(tl, c, cpu) < 0)
+		return -ENOMEM;
+	tl->cur[cpu] = tid;
+	i = touch(tl, tid, pos, &err);
+	if (i < 0)
+		return err;
+	th = &tl->threads[i];
+	if (state_of(th) == ORBIT__RP_SCHED_RUNNING && th->spans[th->span_count - 1].cpu == cpu)
+		return err;
+	from = last_time(tl, i) > tl->cpu_time[cpu] ? last_time(tl, i) : tl->cpu_time[cpu];
+	if (state_of(th) != ORBIT__RP_SCHED_UNKNOWN && from < t &&
+	    push_span(th, from, ORBIT__RP_SCHED_UNKNOWN, 0, 0, -1, 0) < 0)
+		return -ENOMEM;
+	th->has_pending = 0;
+	tl->last_pos[i] = pos + 1;
+	if (push_span(th, t, ORBIT__RP_SCHED_RUNNING, cpu, 0, -1, 0) < 0)
+		return -ENOMEM;
+	return err;
+}
 
-		tl->stats.inconsistent++;
-		if (c >= 0) {
-			struct orbit__rp_sched_thread *th = &tl->threads[c];
+static int run_switch(struct orbit__rp_sched_timeline *tl, const struct item *it, size_t pos)
+{
+	int err = current_is(tl, it->cpu, it->a, it->time, pos);
+	long prev, next;
 
-			if (state_of(th) == ORBIT__RP_SCHED_RUNNING &&
-			    th->spans[th->span_count - 1].cpu == it->cpu &&
-			    push_span(th, tl->items[tl->last_pos[c] - 1].time,
-			              ORBIT__RP_SCHED_UNKNOWN, 0, 0, -1, 0) < 0)
-				return -ENOMEM;
-		}
-	}
+	if (err < 0)
+		return err;
+	prev = thread_index(tl, it->a);
 	if (prev >= 0) {
 		struct orbit__rp_sched_thread *th = &tl->threads[prev];
 		uint32_t ks = (uint32_t)it->arg;
@@ -509,6 +553,10 @@ static int run_switch(struct orbit__rp_sched_timeline *tl, const struct item *it
 	if (next >= 0) {
 		struct orbit__rp_sched_thread *th = &tl->threads[next];
 
+		/* Running elsewhere by what we know: that switch-out was unseen. */
+		if (state_of(th) == ORBIT__RP_SCHED_RUNNING &&
+		    th->spans[th->span_count - 1].cpu != it->cpu)
+			tl->stats.unseen_switches++;
 		err |= push_span(th, it->time, ORBIT__RP_SCHED_RUNNING, it->cpu, 0, -1, 0);
 		th->has_pending = 0;
 		tl->last_pos[next] = pos + 1;
@@ -519,11 +567,14 @@ static int run_switch(struct orbit__rp_sched_timeline *tl, const struct item *it
 
 static int run_wake(struct orbit__rp_sched_timeline *tl, const struct item *it, size_t pos)
 {
-	int err = 0;
-	long i = touch(tl, it->a, pos, &err);
+	int err = current_is(tl, it->cpu, it->b, it->time, pos);
+	long i;
 	struct orbit__rp_sched_thread *th;
 	uint8_t st, wf = (it->flags & IRQ_FLAGS) ? ORBIT__RP_SCHED_WAKER_IRQ : 0;
 
+	if (err < 0)
+		return err;
+	i = touch(tl, it->a, pos, &err);
 	if (i < 0)
 		return err;
 	th = &tl->threads[i];
@@ -544,15 +595,17 @@ static int run_wake(struct orbit__rp_sched_timeline *tl, const struct item *it, 
 		th->spans[th->span_count - 1].waker = it->b;
 		th->spans[th->span_count - 1].waker_flags = wf;
 	}
-	if (push_span(th, it->time, ORBIT__RP_SCHED_RUNNABLE, (uint16_t)0, 0, it->b, wf) < 0)
+	if (push_span(th, it->time, ORBIT__RP_SCHED_RUNNABLE, 0, 0, it->b, wf) < 0)
 		return -ENOMEM;
 	return err;
 }
 
+/* Nothing is known about the CPU from the window's start on. */
 static int run_gap(struct orbit__rp_sched_timeline *tl, const struct item *it, size_t pos)
 {
 	(void)pos;
 	tl->cur[it->cpu] = -1;
+	tl->cpu_time[it->cpu] = it->arg;
 	return 0;
 }
 
@@ -566,6 +619,8 @@ static void free_finish(struct orbit__rp_sched_timeline *tl)
 	free(tl->gaps);
 	free(tl->last_pos);
 	free(tl->cur);
+	free(tl->cpu_time);
+	tl->cpu_time = NULL;
 	tl->cpu_gaps = NULL;
 	tl->cpu_gap_count = NULL;
 	tl->gaps = NULL;
@@ -659,7 +714,8 @@ int orbit__rp_sched_finish(struct orbit__rp_sched_timeline *tl, uint64_t end)
 		}
 	tl->last_pos = calloc(tl->thread_count ? tl->thread_count : 1, sizeof *tl->last_pos);
 	tl->cur = malloc((tl->cpu_cap ? tl->cpu_cap : 1) * sizeof *tl->cur);
-	if (tl->last_pos == NULL || tl->cur == NULL || index_gaps(tl) < 0) {
+	tl->cpu_time = calloc(tl->cpu_cap ? tl->cpu_cap : 1, sizeof *tl->cpu_time);
+	if (tl->last_pos == NULL || tl->cur == NULL || tl->cpu_time == NULL || index_gaps(tl) < 0) {
 		free_finish(tl);
 		return -ENOMEM;
 	}
@@ -674,6 +730,8 @@ int orbit__rp_sched_finish(struct orbit__rp_sched_timeline *tl, uint64_t end)
 			err = run_gap(tl, it, pos);
 		else
 			err = run_wake(tl, it, pos);
+		if (it->kind != GAP_KIND)
+			tl->cpu_time[it->cpu] = it->time;
 	}
 	if (end == 0 && tl->count > 0)
 		end = tl->items[tl->count - 1].time;
