@@ -137,8 +137,8 @@ int orbit__rp_sched_header_page(struct orbit__rp_sched_decoder *d, const char *t
 
 /* One event's format text and its system ("sched"). Returns 0 (also for an
  * event the decoder does not use: it is known, not decoded), -E2BIG,
- * -EINVAL (libtraceevent rejects it), -ENOSPC (MAX_FORMATS reached),
- * -ENOMEM. */
+ * -EINVAL (libtraceevent rejects it, or ran out of memory parsing it: it
+ * does not tell the two apart), -ENOSPC (MAX_FORMATS reached), -ENOMEM. */
 int orbit__rp_sched_format(struct orbit__rp_sched_decoder *d, const char *system, const char *text,
                            size_t len);
 

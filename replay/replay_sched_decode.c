@@ -203,8 +203,10 @@ int orbit__rp_sched_format(struct orbit__rp_sched_decoder *d, const char *system
 		return -ENOMEM;
 	r = tep_parse_event(d->tep, c, len, system[0] != '\0' ? system : "unknown");
 	free(c);
+	/* libtraceevent says MEM_ALLOC_FAILED for a text without a name too,
+	 * so its errors are all "rejected". */
 	if (r != 0)
-		return r == TEP_ERRNO__MEM_ALLOC_FAILED ? -ENOMEM : -EINVAL;
+		return -EINVAL;
 	d->formats++;
 	d->ready = 0;
 	return 0;

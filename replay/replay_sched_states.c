@@ -499,8 +499,12 @@ static int current_is(struct orbit__rp_sched_timeline *tl, uint16_t cpu, int32_t
 	struct orbit__rp_sched_thread *th;
 	uint64_t from;
 
-	if (cur == tid)
+	if (cur == tid) {
+		i = thread_index(tl, tid);
+		if (i >= 0)
+			tl->last_pos[i] = pos + 1; /* seen running here again */
 		return 0;
+	}
 	if (cur != -1)
 		tl->stats.unseen_switches++;
 	c = touch(tl, cur, pos, &err);
@@ -579,7 +583,8 @@ static int run_wake(struct orbit__rp_sched_timeline *tl, const struct item *it, 
 		return err;
 	th = &tl->threads[i];
 	st = state_of(th);
-	tl->last_pos[i] = pos + 1;
+	/* Only a waking that changes the state says something about it: the
+	 * position of a thread's last item is that of its last known state. */
 	if (st == ORBIT__RP_SCHED_RUNNING) {
 		if (it->kind == ORBIT__RP_SCHED_WAKING) {
 			/* Woken before its switch-out was recorded. */
@@ -591,6 +596,7 @@ static int run_wake(struct orbit__rp_sched_timeline *tl, const struct item *it, 
 	}
 	if (st == ORBIT__RP_SCHED_RUNNABLE)
 		return err;
+	tl->last_pos[i] = pos + 1;
 	if (st == ORBIT__RP_SCHED_BLOCKED) {
 		th->spans[th->span_count - 1].waker = it->b;
 		th->spans[th->span_count - 1].waker_flags = wf;

@@ -25,8 +25,8 @@
  *   loss          a 16 KiB buffer that is not read overflows: flagged pages,
  *                 overruns, and records read == the kernel's read events (5)
  *
- * ORBIT_SCHED_SAVE=DIR with interop writes the pages and formats there
- * (that is how tests/data/sched was made).
+ * ORBIT_SCHED_SAVE=DIR with interop writes the pages and formats there, with
+ * loss the flagged pages (that is how tests/data/sched was made).
  */
 #include <errno.h>
 #include <fcntl.h>
@@ -356,6 +356,10 @@ static void save(const char *dir, const struct orbit__sched_formats *f)
 	snprintf(path, sizeof path, "%s/header_page", dir);
 	CHECK((out = fopen(path, "w")) != NULL);
 	fwrite(f->header_page, 1, f->header_page_len, out);
+	fclose(out);
+	snprintf(path, sizeof path, "%s/header_event", dir);
+	CHECK((out = fopen(path, "w")) != NULL);
+	fwrite(f->header_event, 1, f->header_event_len, out);
 	fclose(out);
 	for (uint32_t i = 0; i < f->event_count; i++) {
 		snprintf(path, sizeof path, "%s/%s.%s.format", dir, f->events[i].system,
@@ -783,6 +787,24 @@ static void case_loss(const char *tracefs)
 	CHECK_EQ_U64(pages.records, read_events);
 	tl = decode_all(f);
 	CHECK(orbit__rp_sched_stats(tl)->gaps == flagged);
+	if (getenv("ORBIT_SCHED_SAVE") != NULL) {
+		/* The flagged pages, for tests/data/sched/lost.cpuN.pages. */
+		for (size_t i = 0; i < pages.n; i++) {
+			struct orbit__ftrace_iter it;
+			struct orbit__ftrace_header h;
+			char path[1024];
+			FILE *out;
+
+			CHECK(orbit__ftrace_open(&it, pages.bytes[i], pages.len[i], &h) == 0);
+			if (!h.missed)
+				continue;
+			snprintf(path, sizeof path, "%s/lost.cpu%u.pages",
+			         getenv("ORBIT_SCHED_SAVE"), pages.cpu[i]);
+			CHECK((out = fopen(path, "a")) != NULL);
+			fwrite(pages.bytes[i], 1, pages.len[i], out);
+			fclose(out);
+		}
+	}
 	orbit__rp_sched_timeline_free(tl);
 	orbit__sched_close(s);
 	free_pages();
