@@ -162,7 +162,8 @@ int orbit__rp_sched_decode_page(struct orbit__rp_sched_decoder *d, uint32_t cpu,
                                 const uint8_t *page, size_t len, orbit__rp_sched_event_fn fn,
                                 void *ctx, struct orbit__rp_sched_page *info);
 
-/* libtraceevent's handle holding the formats (for tests and printers). */
+/* libtraceevent's handle holding the formats (their fields: it is given
+ * no print formats, so tep_print_event prints no event text with it). */
 struct tep_handle *orbit__rp_sched_tep(const struct orbit__rp_sched_decoder *d);
 
 /* ---- states ---- */

@@ -4,7 +4,8 @@
  * stream holds).
  *
  * Everything here reads outside bytes. libtraceevent parses the format text
- * (and is given a NUL-terminated private copy of at most MAX_TEXT bytes);
+ * (given only a kernel-shaped copy, rebuilt line by line, without its print
+ * fmt: see kernel_shaped);
  * what it reports for each field is checked once in ready (numbers 1, 2, 4
  * or 8 bytes, strings a char array or a 4-byte __data_loc/__rel_loc word,
  * offsets inside a page), and every field read checks offset + size against
@@ -151,35 +152,181 @@ struct tep_handle *orbit__rp_sched_tep(const struct orbit__rp_sched_decoder *d)
 	return d->tep;
 }
 
-/* A NUL-terminated copy of outside text, for libtraceevent. */
-static char *copy_text(const char *text, size_t len)
-{
-	char *c;
+/* ---- what libtraceevent is given ----
+ *
+ * libtraceevent's parser trusts its input: fuzzing found it dereferencing
+ * NULL on a NUL byte inside a field line and on a cut print-fmt
+ * expression (tests/fuzz/corpus/sched_decode/found-*). So it is only ever
+ * given text of the shape tracefs writes, line by line, rebuilt here:
+ *
+ *	name: <letters, digits, _>
+ *	ID: <decimal>
+ *	format:
+ *	\tfield:<declaration>;\toffset:<decimal>;\tsize:<decimal>;[\tsigned:<decimal>;]
+ *	(empty lines between the common fields and the others)
+ *	print fmt: ""
+ *
+ * A declaration is letters, digits, '_', ' ', '*', '[' and ']'. The print
+ * fmt is always replaced by an empty one: the decoder reads fields only, so
+ * the expression parser has nothing to do. header_page is field lines only.
+ * This checks shapes and copies; what the fields mean is still
+ * libtraceevent's to say. */
 
-	if (len > ORBIT__RP_SCHED_MAX_TEXT)
-		return NULL;
-	c = malloc(len + 1);
+struct line {
+	const char *p;
+	size_t n;
+};
+
+static int eat(struct line *l, const char *lit)
+{
+	size_t k = strlen(lit);
+
+	if (l->n < k || memcmp(l->p, lit, k) != 0)
+		return 0;
+	l->p += k;
+	l->n -= k;
+	return 1;
+}
+
+static int eat_digits(struct line *l, size_t max)
+{
+	size_t k = 0;
+
+	while (k < l->n && l->p[k] >= '0' && l->p[k] <= '9')
+		k++;
+	if (k == 0 || k > max)
+		return 0;
+	l->p += k;
+	l->n -= k;
+	return 1;
+}
+
+static int decl_char(char c)
+{
+	return (c >= 'a' && c <= 'z') || (c >= 'A' && c <= 'Z') || (c >= '0' && c <= '9') ||
+	       c == '_' || c == ' ' || c == '*' || c == '[' || c == ']';
+}
+
+/* "\tfield:<declaration>;\toffset:N;\tsize:N;" and maybe "\tsigned:N;" (in
+ * header_page the declaration starts with a space) */
+static int field_line(struct line l)
+{
+	size_t k = 0;
+
+	if (!eat(&l, "\tfield:"))
+		return 0;
+	while (k < l.n && decl_char(l.p[k]))
+		k++;
+	if (k == 0 || k == l.n || l.p[k] != ';')
+		return 0;
+	l.p += k + 1;
+	l.n -= k + 1;
+	if (!eat(&l, "\toffset:") || !eat_digits(&l, 7) || !eat(&l, ";") || !eat(&l, "\tsize:") ||
+	    !eat_digits(&l, 7) || !eat(&l, ";"))
+		return 0;
+	if (eat(&l, "\tsigned:") && (!eat_digits(&l, 1) || !eat(&l, ";")))
+		return 0;
+	return l.n == 0;
+}
+
+static int name_line(struct line l)
+{
+	size_t k = 0;
+
+	if (!eat(&l, "name: "))
+		return 0;
+	while (k < l.n && (decl_char(l.p[k]) && l.p[k] != ' ' && l.p[k] != '*' && l.p[k] != '[' &&
+	                   l.p[k] != ']'))
+		k++;
+	return k > 0 && k <= 64 && k == l.n;
+}
+
+static int id_line(struct line l)
+{
+	return eat(&l, "ID: ") && eat_digits(&l, 10) && l.n == 0;
+}
+
+/* Next line of [*pos, end): without its '\n'. 0 at the end. */
+static int next_line(const char *text, size_t len, size_t *pos, struct line *l)
+{
+	const char *nl;
+
+	if (*pos >= len)
+		return 0;
+	l->p = text + *pos;
+	nl = memchr(l->p, '\n', len - *pos);
+	l->n = nl != NULL ? (size_t)(nl - l->p) : len - *pos;
+	*pos += l->n + (nl != NULL);
+	return 1;
+}
+
+/* The kernel-shaped copy of a format (header_page: is_header) text, or NULL
+ * if a line has another shape (*bad set) or memory is out. */
+static char *kernel_shaped(const char *text, size_t len, int is_header, size_t *out_len, int *bad)
+{
+	static const char tail[] = "\nprint fmt: \"\"\n";
+	char *c = malloc(len + sizeof tail + 1);
+	size_t pos = 0, at = 0;
+	struct line l;
+	int n = 0;
+
+	*bad = 0;
 	if (c == NULL)
 		return NULL;
-	if (len > 0)
-		memcpy(c, text, len);
-	c[len] = '\0';
+	while (next_line(text, len, &pos, &l)) {
+		int ok;
+
+		if (!is_header && l.n >= 10 && memcmp(l.p, "print fmt:", 10) == 0)
+			break;
+		if (is_header)
+			ok = l.n == 0 || field_line(l);
+		else if (n == 0)
+			ok = name_line(l);
+		else if (n == 1)
+			ok = id_line(l);
+		else if (n == 2)
+			ok = l.n == 7 && memcmp(l.p, "format:", 7) == 0;
+		else
+			ok = l.n == 0 || field_line(l);
+		if (!ok) {
+			free(c);
+			*bad = 1;
+			return NULL;
+		}
+		memcpy(c + at, l.p, l.n);
+		at += l.n;
+		c[at++] = '\n';
+		n++;
+	}
+	if (!is_header && n < 3) {
+		free(c);
+		*bad = 1;
+		return NULL;
+	}
+	if (!is_header) {
+		memcpy(c + at, tail + 1, sizeof tail - 1); /* NUL included */
+		at += sizeof tail - 2;
+	} else {
+		c[at] = '\0';
+	}
+	*out_len = at;
 	return c;
 }
 
 int orbit__rp_sched_header_page(struct orbit__rp_sched_decoder *d, const char *text, size_t len)
 {
 	char *c;
-	int r;
+	size_t clen;
+	int r, bad;
 
 	if (len > ORBIT__RP_SCHED_MAX_TEXT)
 		return -E2BIG;
 	if (len == 0)
 		return -EINVAL; /* libtraceevent would guess an old layout */
-	c = copy_text(text, len);
+	c = kernel_shaped(text, len, 1, &clen, &bad);
 	if (c == NULL)
-		return -ENOMEM;
-	r = tep_parse_header_page(d->tep, c, len, 8);
+		return bad ? -EINVAL : -ENOMEM;
+	r = clen > 0 ? tep_parse_header_page(d->tep, c, clen, 8) : -1;
 	free(c);
 	if (r != 0)
 		return -EINVAL;
@@ -192,16 +339,18 @@ int orbit__rp_sched_format(struct orbit__rp_sched_decoder *d, const char *system
                            size_t len)
 {
 	char *c;
+	size_t clen;
+	int bad;
 	enum tep_errno r;
 
 	if (len > ORBIT__RP_SCHED_MAX_TEXT || system == NULL || strlen(system) > 64)
 		return -E2BIG;
 	if (d->formats >= ORBIT__RP_SCHED_MAX_FORMATS)
 		return -ENOSPC;
-	c = copy_text(text, len);
+	c = kernel_shaped(text, len, 0, &clen, &bad);
 	if (c == NULL)
-		return -ENOMEM;
-	r = tep_parse_event(d->tep, c, len, system[0] != '\0' ? system : "unknown");
+		return bad ? -EINVAL : -ENOMEM;
+	r = tep_parse_event(d->tep, c, clen, system[0] != '\0' ? system : "unknown");
 	free(c);
 	/* libtraceevent says MEM_ALLOC_FAILED for a text without a name too,
 	 * so its errors are all "rejected". */

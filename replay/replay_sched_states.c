@@ -705,7 +705,8 @@ int orbit__rp_sched_finish(struct orbit__rp_sched_timeline *tl, uint64_t end)
 
 	if (tl->finished)
 		return -EINVAL;
-	qsort(tl->items, tl->count, sizeof *tl->items, cmp_item);
+	if (tl->count > 1)
+		qsort(tl->items, tl->count, sizeof *tl->items, cmp_item);
 	/* Every CPU an item names gets a slot. */
 	for (size_t i = 0; i < tl->count; i++)
 		if (tl->items[i].cpu >= tl->cpu_cap) {
@@ -749,7 +750,8 @@ int orbit__rp_sched_finish(struct orbit__rp_sched_timeline *tl, uint64_t end)
 	tl->end = end;
 	for (uint32_t i = 0; i < tl->thread_count; i++)
 		prefix_sums(&tl->threads[i], end);
-	qsort(tl->threads, tl->thread_count, sizeof *tl->threads, cmp_thread);
+	if (tl->thread_count > 1)
+		qsort(tl->threads, tl->thread_count, sizeof *tl->threads, cmp_thread);
 	free(tl->items);
 	free(tl->hash);
 	tl->items = NULL;
