@@ -32,6 +32,14 @@
  *                               what recording costs a process that does
  *                               not switch
  *   open / close                creating and removing the instance
+ *   replay: decode + states     orbit-replay's side, on the last run's pages
+ *                               of the first setting: decoding them
+ *                               (replay_sched_decode.c) and building the
+ *                               timeline (replay_sched_states.c), per event
+ *   replay: times of a scope    orbit__rp_sched_times on 1 000 000 random
+ *                               intervals of the ping-pong threads, and
+ *                               orbit__rp_sched_cursor_times on 1 000 000
+ *                               intervals in start order (a thread's scopes)
  */
 #include <errno.h>
 #include <pthread.h>
@@ -42,6 +50,7 @@
 #include <time.h>
 #include <unistd.h>
 
+#include "replay_sched.h"
 #include "sched_tracefs.h"
 
 #define MAX_RUNS 31
@@ -74,11 +83,14 @@ struct pong {
 	int in, out, rounds;
 };
 
+static int ping_tid, pong_tid; /* of the last ping_pong */
+
 static void *pong_main(void *arg)
 {
 	struct pong *p = arg;
 	char c;
 
+	pong_tid = gettid();
 	for (int i = 0; i < p->rounds; i++) {
 		if (read(p->in, &c, 1) != 1 || write(p->out, &c, 1) != 1)
 			abort();
@@ -98,6 +110,7 @@ static double ping_pong(int rounds)
 	if (pipe(a) != 0 || pipe(b) != 0)
 		abort();
 	p = (struct pong){a[0], b[1], rounds};
+	ping_tid = gettid();
 	pthread_create(&t, NULL, pong_main, &p);
 	t0 = now_ns(CLOCK_MONOTONIC);
 	for (int i = 0; i < rounds; i++) {
@@ -115,6 +128,12 @@ static double ping_pong(int rounds)
 
 /* ---- the agent ---- */
 
+struct kept {
+	uint32_t cpu;
+	uint8_t *page;
+	size_t len;
+};
+
 struct agent {
 	struct orbit__sched *s;
 	unsigned interval_ms;
@@ -122,17 +141,35 @@ struct agent {
 	uint8_t *buf;
 	size_t at;
 	uint64_t cpu_ns, passes;
+	int keep;                 /* also keep every page (untimed copy) for the replay rows */
+	int kept_ping, kept_pong; /* the threads of the kept run */
+	struct kept *kept;
+	size_t nkept, kept_cap;
 };
 
 static int copy_page(void *ctx, uint32_t cpu, const uint8_t *page, size_t len)
 {
 	struct agent *a = ctx;
 
-	(void)cpu;
 	if (a->at + len > COPY_BUF)
 		a->at = 0;
 	memcpy(a->buf + a->at, page, len);
 	a->at += len;
+	if (a->keep) {
+		if (a->nkept == a->kept_cap) {
+			a->kept_cap = a->kept_cap ? a->kept_cap * 2 : 1024;
+			a->kept = realloc(a->kept, a->kept_cap * sizeof *a->kept);
+			if (a->kept == NULL)
+				abort();
+		}
+		a->kept[a->nkept].page = malloc(len);
+		if (a->kept[a->nkept].page == NULL)
+			abort();
+		memcpy(a->kept[a->nkept].page, page, len);
+		a->kept[a->nkept].cpu = cpu;
+		a->kept[a->nkept].len = len;
+		a->nkept++;
+	}
 	return 0;
 }
 
@@ -201,12 +238,104 @@ static struct orbit__sched *open_or_skip(uint32_t kb, double *ms)
 	return s;
 }
 
+/* The formats of an instance, copied for after its close. */
+struct formats_copy {
+	char *header;
+	size_t header_len;
+	char *text[16], *system[16];
+	size_t len[16];
+	uint32_t n;
+};
+
+static void copy_formats(struct orbit__sched *s, struct formats_copy *c)
+{
+	const struct orbit__sched_formats *f = orbit__sched_formats(s);
+
+	c->header = strndup(f->header_page, f->header_page_len);
+	c->header_len = f->header_page_len;
+	for (c->n = 0; c->n < f->event_count && c->n < 16; c->n++) {
+		c->text[c->n] = strndup(f->events[c->n].text, f->events[c->n].len);
+		c->system[c->n] = strdup(f->events[c->n].system);
+		c->len[c->n] = f->events[c->n].len;
+	}
+}
+
+/* ns per event to decode the kept pages and build the timeline, and ns per
+ * orbit__rp_sched_times of a random interval. */
+static void replay_rows(const struct agent *a, const struct formats_copy *c, double *per_event,
+                        double *per_query, double *per_sorted, uint64_t *events)
+{
+	struct orbit__rp_sched_decoder *d = orbit__rp_sched_decoder_new();
+	struct orbit__rp_sched_timeline *tl = orbit__rp_sched_timeline_new();
+	const struct orbit__rp_sched_thread *th[2];
+	uint64_t t0 = now_ns(CLOCK_PROCESS_CPUTIME_ID), rng = 12345, sink = 0, lo, hi;
+	int q = 1000000;
+
+	orbit__rp_sched_header_page(d, c->header, c->header_len);
+	for (uint32_t i = 0; i < c->n; i++)
+		orbit__rp_sched_format(d, c->system[i], c->text[i], c->len[i]);
+	if (orbit__rp_sched_ready(d) != 0)
+		abort();
+	t0 = now_ns(CLOCK_PROCESS_CPUTIME_ID); /* the formats are parsed once per capture */
+	for (size_t i = 0; i < a->nkept; i++)
+		orbit__rp_sched_add_page(tl, d, a->kept[i].cpu, a->kept[i].page, a->kept[i].len);
+	*events = orbit__rp_sched_stats(tl)->events;
+	orbit__rp_sched_finish(tl, 0);
+	*per_event = *events ? (double)(now_ns(CLOCK_PROCESS_CPUTIME_ID) - t0) / *events : 0;
+	th[0] = orbit__rp_sched_thread(tl, a->kept_ping);
+	th[1] = orbit__rp_sched_thread(tl, a->kept_pong);
+	if (th[0] == NULL || th[1] == NULL || th[0]->span_count == 0) {
+		*per_query = *per_sorted = 0;
+		goto out;
+	}
+	lo = th[0]->spans[0].start;
+	hi = th[0]->end;
+	t0 = now_ns(CLOCK_PROCESS_CPUTIME_ID);
+	for (int i = 0; i < q; i++) {
+		struct orbit__rp_sched_times t;
+		uint64_t start, len;
+
+		rng ^= rng << 13;
+		rng ^= rng >> 7;
+		rng ^= rng << 17;
+		start = lo + rng % (hi - lo + 1);
+		len = (rng >> 20) % 100000;
+		orbit__rp_sched_times(th[i & 1], start, start + len, &t);
+		sink += t.oncpu_ns;
+	}
+	*per_query = (double)(now_ns(CLOCK_PROCESS_CPUTIME_ID) - t0) / q;
+	/* Scopes in start order, 1 us to 100 us long, through cursors. */
+	struct orbit__rp_sched_cursor cur[2];
+	uint64_t at = lo;
+
+	orbit__rp_sched_cursor_init(&cur[0], th[0]);
+	orbit__rp_sched_cursor_init(&cur[1], th[1]);
+	t0 = now_ns(CLOCK_PROCESS_CPUTIME_ID);
+	for (int i = 0; i < q; i++) {
+		struct orbit__rp_sched_times t;
+
+		rng ^= rng << 13;
+		rng ^= rng >> 7;
+		rng ^= rng << 17;
+		at += (hi - lo) / (uint64_t)q;
+		orbit__rp_sched_cursor_times(&cur[i & 1], at, at + 1000 + rng % 99000, &t);
+		sink += t.oncpu_ns;
+	}
+	*per_sorted = (double)(now_ns(CLOCK_PROCESS_CPUTIME_ID) - t0) / q;
+	if (sink == 1)
+		printf(" ");
+out:
+	orbit__rp_sched_timeline_free(tl);
+	orbit__rp_sched_decoder_free(d);
+}
+
 struct setting {
 	const char *name;
 	unsigned interval_ms;
 	uint32_t kb;
 	double rec[MAX_RUNS], per_event[MAX_RUNS], per_page[MAX_RUNS], events_per_rt[MAX_RUNS],
 	    lost_share[MAX_RUNS], open_ms[MAX_RUNS], close_ms[MAX_RUNS];
+	struct formats_copy formats;
 };
 
 /* One recorded run of the workload under setting st, as run r. */
@@ -217,11 +346,17 @@ static void recorded_run(struct setting *st, int r, int rounds, struct agent *a)
 	uint64_t t0;
 
 	a->s = open_or_skip(st->kb, &st->open_ms[r]);
+	if (a->keep && st->formats.n == 0)
+		copy_formats(a->s, &st->formats);
 	a->interval_ms = st->interval_ms;
 	atomic_store(&a->stop, 0);
 	a->cpu_ns = a->passes = 0;
 	pthread_create(&th, NULL, agent_main, a);
 	st->rec[r] = ping_pong(rounds);
+	if (a->keep) {
+		a->kept_ping = ping_tid;
+		a->kept_pong = pong_tid;
+	}
 	atomic_store(&a->stop, 1);
 	pthread_join(th, NULL);
 	t = totals(a->s);
@@ -261,8 +396,11 @@ int main(int argc, char **argv)
 		int n = 200;
 
 		base[r] = ping_pong(rounds);
-		for (int k = 0; k < 2; k++)
+		for (int k = 0; k < 2; k++) {
+			a.keep = k == 0 && r == runs - 1;
 			recorded_run(&set[k], r, rounds, &a);
+			a.keep = 0;
+		}
 		/* Idle passes: the instance on, nothing of ours switching. */
 		s = open_or_skip(0, &unused);
 		orbit__sched_read(s, 0, copy_page, &a); /* what opening left */
@@ -288,6 +426,14 @@ int main(int argc, char **argv)
 	ROW("close (disable + remove)", close_ms, "%13.1f", "ms");
 #undef ROW
 	printf("%-32s %13.0f ns\n", "agent: idle pass (all CPUs)", median(idle_pass, runs));
+	double dec, query, sorted;
+	uint64_t events;
+
+	replay_rows(&a, &set[0].formats, &dec, &query, &sorted, &events);
+	printf("%-32s %13.0f ns   (%llu events, last run of \"%s\")\n",
+	       "replay: decode + states, per event", dec, (unsigned long long)events, set[0].name);
+	printf("%-32s %13.0f ns\n", "replay: times of a scope, random", query);
+	printf("%-32s %13.0f ns\n", "replay: times of a scope, in order", sorted);
 	free(a.buf);
 	return 0;
 }

@@ -41,8 +41,9 @@
  * A thread's spans are sorted and contiguous, each lasting until the next
  * one starts (the last until the timeline's end), and each carries the
  * running, runnable and blocked nanoseconds of all the spans before it, so
- * the times of any [start, end) are two binary searches and a subtraction:
- * O(log spans) per scope, whatever its length.
+ * the times of any [start, end) are two searches and a subtraction:
+ * O(log spans) per scope whatever its length, O(1) amortised for scopes in
+ * start order through a cursor.
  *
  * Thread 0 is each CPU's idle task and is not tracked. Threads that are not
  * the traced process's appear too (the other side of a switch, wakers), with
@@ -256,6 +257,20 @@ orbit__rp_sched_threads(const struct orbit__rp_sched_timeline *tl, uint32_t *cou
  * NULL or an empty interval. */
 void orbit__rp_sched_times(const struct orbit__rp_sched_thread *th, uint64_t start, uint64_t end,
                            struct orbit__rp_sched_times *out);
+
+/* The same for many intervals of one thread: a cursor remembers where the
+ * last interval started and searches from there (galloping, O(log
+ * distance)), so intervals given in start order, as a thread's scopes come,
+ * cost O(1) amortised, and any order stays correct. */
+struct orbit__rp_sched_cursor {
+	const struct orbit__rp_sched_thread *th;
+	uint32_t at;
+};
+
+void orbit__rp_sched_cursor_init(struct orbit__rp_sched_cursor *c,
+                                 const struct orbit__rp_sched_thread *th);
+void orbit__rp_sched_cursor_times(struct orbit__rp_sched_cursor *c, uint64_t start, uint64_t end,
+                                  struct orbit__rp_sched_times *out);
 
 /* The span holding time t, or NULL before the first. */
 const struct orbit__rp_sched_span *orbit__rp_sched_span_at(const struct orbit__rp_sched_thread *th,

@@ -794,11 +794,11 @@ const struct orbit__rp_sched_stats *orbit__rp_sched_stats(const struct orbit__rp
 	return &tl->stats;
 }
 
-/* Index of the last span starting at or before t; -1 before the first. */
-static long span_index(const struct orbit__rp_sched_thread *th, uint64_t t)
+/* Number of spans in [lo, hi) starting at or before t, plus lo: the index
+ * after the last such span (spans are sorted by start). */
+static uint32_t upper_bound(const struct orbit__rp_sched_thread *th, uint64_t t, uint32_t lo,
+                            uint32_t hi)
 {
-	uint32_t lo = 0, hi = th->span_count;
-
 	while (lo < hi) {
 		uint32_t mid = lo + (hi - lo) / 2;
 
@@ -807,7 +807,42 @@ static long span_index(const struct orbit__rp_sched_thread *th, uint64_t t)
 		else
 			hi = mid;
 	}
-	return (long)lo - 1;
+	return lo;
+}
+
+/* Index of the last span starting at or before t; -1 before the first. */
+static long span_index(const struct orbit__rp_sched_thread *th, uint64_t t)
+{
+	return (long)upper_bound(th, t, 0, th->span_count) - 1;
+}
+
+/* The same, galloping from index hint: O(log distance). */
+static long span_index_from(const struct orbit__rp_sched_thread *th, uint64_t t, uint32_t hint)
+{
+	uint32_t n = th->span_count, lo, hi, step = 1;
+
+	if (n == 0)
+		return -1;
+	if (hint >= n)
+		hint = n - 1;
+	if (th->spans[hint].start <= t) {
+		/* Forward: the answer is in [hint, n). */
+		lo = hint + 1;
+		while (lo + step <= n && th->spans[lo + step - 1].start <= t) {
+			lo += step;
+			step *= 2;
+		}
+		hi = lo + step <= n ? lo + step : n;
+		return (long)upper_bound(th, t, lo, hi) - 1;
+	}
+	/* Backward: the answer is below hint. */
+	hi = hint;
+	while (hi >= step && th->spans[hi - step].start > t) {
+		hi -= step;
+		step *= 2;
+	}
+	lo = hi >= step ? hi - step : 0;
+	return (long)upper_bound(th, t, lo, hi) - 1;
 }
 
 const struct orbit__rp_sched_span *orbit__rp_sched_span_at(const struct orbit__rp_sched_thread *th,
@@ -818,15 +853,12 @@ const struct orbit__rp_sched_span *orbit__rp_sched_span_at(const struct orbit__r
 	return i >= 0 ? &th->spans[i] : NULL;
 }
 
-/* Running, runnable and blocked ns before t. */
-static void cumulative(const struct orbit__rp_sched_thread *th, uint64_t t, uint64_t out[3])
+/* Running, runnable and blocked ns before t (t <= th->end), given i, the
+ * last span starting at or before t. */
+static void cumulative(const struct orbit__rp_sched_thread *th, uint64_t t, long i, uint64_t out[3])
 {
-	long i;
 	const struct orbit__rp_sched_span *s;
 
-	if (t > th->end)
-		t = th->end;
-	i = span_index(th, t);
 	if (i < 0) {
 		out[0] = out[1] = out[2] = 0;
 		return;
@@ -838,18 +870,51 @@ static void cumulative(const struct orbit__rp_sched_thread *th, uint64_t t, uint
 		out[s->state - ORBIT__RP_SCHED_RUNNING] += t - s->start;
 }
 
-void orbit__rp_sched_times(const struct orbit__rp_sched_thread *th, uint64_t start, uint64_t end,
-                           struct orbit__rp_sched_times *out)
+/* Times of [start, end), the span of start searched from hint (gallop) or
+ * by bisection; end's is searched from start's. Returns start's span index
+ * (or 0). */
+static uint32_t times_from(const struct orbit__rp_sched_thread *th, uint64_t start, uint64_t end,
+                           uint32_t hint, int gallop, struct orbit__rp_sched_times *out)
 {
-	uint64_t a[3], b[3];
+	uint64_t a[3], b[3], sa = start > th->end ? th->end : start,
+	                     sb = end > th->end ? th->end : end;
+	long ia, ib;
 
 	memset(out, 0, sizeof *out);
-	if (th == NULL || end <= start)
-		return;
-	cumulative(th, start, a);
-	cumulative(th, end, b);
+	if (end <= start)
+		return hint;
+	ia = gallop ? span_index_from(th, sa, hint) : span_index(th, sa);
+	ib = span_index_from(th, sb, ia >= 0 ? (uint32_t)ia : 0);
+	cumulative(th, sa, ia, a);
+	cumulative(th, sb, ib, b);
 	out->oncpu_ns = b[0] - a[0];
 	out->runnable_ns = b[1] - a[1];
 	out->blocked_ns = b[2] - a[2];
 	out->unknown_ns = (end - start) - out->oncpu_ns - out->runnable_ns - out->blocked_ns;
+	return ia >= 0 ? (uint32_t)ia : 0;
+}
+
+void orbit__rp_sched_times(const struct orbit__rp_sched_thread *th, uint64_t start, uint64_t end,
+                           struct orbit__rp_sched_times *out)
+{
+	memset(out, 0, sizeof *out);
+	if (th == NULL || end <= start)
+		return;
+	times_from(th, start, end, 0, 0, out);
+}
+
+void orbit__rp_sched_cursor_init(struct orbit__rp_sched_cursor *c,
+                                 const struct orbit__rp_sched_thread *th)
+{
+	c->th = th;
+	c->at = 0;
+}
+
+void orbit__rp_sched_cursor_times(struct orbit__rp_sched_cursor *c, uint64_t start, uint64_t end,
+                                  struct orbit__rp_sched_times *out)
+{
+	memset(out, 0, sizeof *out);
+	if (c->th == NULL || end <= start)
+		return;
+	c->at = times_from(c->th, start, end, c->at, 1, out);
 }

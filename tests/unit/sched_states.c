@@ -377,8 +377,29 @@ static void case_random(void)
 			             b - a);
 		}
 	}
-	printf("%d events, 20 gaps: %u threads, %llu spans, 24000 intervals as brute force\n", n,
-	       count, (unsigned long long)spans);
+	/* The cursor gives the same times, intervals in start order or not. */
+	for (uint32_t k = 0; k < count; k++) {
+		struct orbit__rp_sched_cursor c;
+		uint64_t a = 0;
+
+		orbit__rp_sched_cursor_init(&c, &th[k]);
+		for (int q = 0; q < 4000; q++) {
+			struct orbit__rp_sched_times t, u;
+			uint64_t b;
+
+			if (q % 4 == 3)
+				a = next_rand() % (th[k].end + 2000); /* a jump, back or forth */
+			else
+				a += next_rand() % 200;
+			b = a + next_rand() % 3000;
+			orbit__rp_sched_times(&th[k], a, b, &t);
+			orbit__rp_sched_cursor_times(&c, a, b, &u);
+			CHECK(memcmp(&t, &u, sizeof t) == 0);
+		}
+	}
+	printf("%d events, 20 gaps: %u threads, %llu spans, 24000 intervals as brute force, 48000 "
+	       "through a cursor\n",
+	       n, count, (unsigned long long)spans);
 	orbit__rp_sched_timeline_free(tl);
 }
 
