@@ -686,8 +686,13 @@ int orbit__sched_read(struct orbit__sched *s, uint32_t max_pages, orbit__sched_p
 				continue;
 			if (n < 0 && errno == EAGAIN)
 				break; /* guarantee 2: empty, next CPU */
-			if (n < 0)
-				return -errno;
+			if (n < 0) {
+				/* One CPU's trouble (it went offline, say) is not
+				 * the others': counted, and its turn ends. */
+				s->cpu[cpu].read_errors++;
+				s->cpu[cpu].last_error = -errno;
+				break;
+			}
 			if (n == 0)
 				break;
 			account(&s->cpu[cpu], s->page, (size_t)n);

@@ -125,6 +125,8 @@ struct orbit__sched_cpu {
 	uint64_t flagged_pages; /* pages with the lost-events bit (commit bit 31) */
 	uint64_t stored_lost;   /* sum of the lost counts stored on those pages */
 	uint64_t bad_pages;     /* pages the page decoder rejects (never seen) */
+	uint64_t read_errors;   /* read() failures other than EAGAIN/EINTR */
+	int last_error;         /* the last one's -errno */
 	/* per_cpu/cpuN/stats; filled by orbit__sched_stats */
 	uint64_t entries;        /* "entries": events in the buffer now */
 	uint64_t overrun;        /* "overrun": overwritten before being read */
@@ -136,7 +138,8 @@ struct orbit__sched_cpu {
 /* Receives one page: `cpu` below cpu_count, `page` the bytes exactly as
  * trace_pipe_raw returned them (`len`, normally page_size). The bytes are
  * the handle's buffer: copy them before returning. A negative return stops
- * orbit__sched_read, which returns it. */
+ * orbit__sched_read, which returns it; the page it refused is consumed (the
+ * kernel has handed it out): the caller counts it as unsent. */
 typedef int (*orbit__sched_page_fn)(void *ctx, uint32_t cpu, const uint8_t *page, size_t len);
 
 /* Creates and starts the instance. Returns 0 and *out, or a negative errno
@@ -151,9 +154,11 @@ int orbit__sched_open(const struct orbit__sched_params *p, struct orbit__sched *
 
 /* Reads up to max_pages pages (0 = no limit), CPU by CPU, each CPU until
  * its buffer is empty, into fn. Never blocks. Returns the pages read, or
- * the first negative value fn returned, or a negative errno from read
- * (other than EAGAIN/EINTR). The page in progress when a read stops is not
- * lost: the kernel keeps what was not read. */
+ * the first negative value fn returned. A read() error on one CPU (other
+ * than EAGAIN/EINTR) ends that CPU's turn and is counted in its
+ * read_errors; the other CPUs are read. Calls start where the last one
+ * left off, so a budget never starves a CPU. Events not read stay in the
+ * kernel's buffer for the next call. */
 int orbit__sched_read(struct orbit__sched *s, uint32_t max_pages, orbit__sched_page_fn fn,
                       void *ctx);
 

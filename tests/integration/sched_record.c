@@ -312,6 +312,7 @@ static void case_states(const char *tracefs)
 		CHECK(orbit__sched_stats(s, cpu, &c) == 0);
 		flagged += c.flagged_pages + c.overrun;
 		CHECK_EQ_U64(c.bad_pages, 0);
+		CHECK_EQ_U64(c.read_errors, 0);
 	}
 	CHECK_EQ_U64(flagged, 0); /* 256 KiB per CPU, read every 10 ms */
 	tl = decode_all(f);
