@@ -12,7 +12,8 @@
  *     frame, an Ack whose end says which cap (docs/format.md section 7).
  *     The file stays a valid capture of complete frames.
  *  3. A new stream is refused, with the refusal line, while the directory
- *     has no room for its handshake frame and a cut frame.
+ *     has no room for the largest handshake frame and a cut frame
+ *     (ORBIT_HANDSHAKE_FRAME_MAX + ORBIT_ACK_FRAME_MAX).
  *  4. The directory's use is the sum of the sizes of its regular files named
  *     *.orbit.zst, measured at start and then counted as frames are written
  *     (writes in flight count in full). When a cap would refuse or cut, the
@@ -148,7 +149,8 @@ int orbit__caps_admit(struct orbit_conn *k, size_t flen, char *why, size_t n)
 	struct orbit_collector *c = k->c;
 	char cap[32];
 
-	if (!dir_fits(c, flen + ORBIT_ACK_FRAME_MAX)) {
+	(void)flen; /* any handshake: the largest one must fit */
+	if (!dir_fits(c, ORBIT_HANDSHAKE_FRAME_MAX + ORBIT_ACK_FRAME_MAX)) {
 		size_text(c->opt.max_dir_size, cap, sizeof cap);
 		snprintf(why, n, "the capture directory is full (--max-dir-size %s)", cap);
 		return -EDQUOT;

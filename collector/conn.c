@@ -418,8 +418,7 @@ static void conn_process(struct orbit_conn *k)
 		if (r == 1)
 			break;
 		if (r == -E2BIG) {
-			snprintf(why, sizeof why,
-			         "the first frame is over %u bytes: not a handshake",
+			snprintf(why, sizeof why, "the first frame is over %u bytes",
 			         ORBIT_HANDSHAKE_FRAME_MAX);
 			err = r;
 		} else if (r < 0) {
