@@ -32,8 +32,9 @@
 #include "collector_harness.h"
 
 static const char *exe;
-/* Optional tools after the case: tcp_proxy, emit, capture_dump (by name). */
-static const char *tool_proxy, *tool_emit, *tool_dump;
+/* Optional tools after the case: tcp_proxy, emit, capture_dump,
+ * orbit-replay (by name). */
+static const char *tool_proxy, *tool_emit, *tool_dump, *tool_replay;
 
 static void start(struct coll *h, const char *const *args)
 {
@@ -1706,6 +1707,16 @@ static void case_capture_cap(void)
 	CHECK(stat(path, &st) == 0 && st.st_size <= 256 * 1024);
 	coll_expect_log(&h, needle(":%d: closed (%s", s.local_port, "capture size cap"));
 	coll_expect_log(&h, "cut (the file ends with the collector's Ack)");
+	if (tool_replay != NULL) { /* orbit-replay says why the capture is incomplete */
+		char cmd[1400];
+		struct coll r = h; /* its log: what orbit-replay said */
+		snprintf(r.log, sizeof r.log, "%s/replay.err", h.root);
+		snprintf(cmd, sizeof cmd, "'%s' '%s' >/dev/null 2>'%s'", tool_replay, path, r.log);
+		int rc = system(cmd);
+		CHECK(WIFEXITED(rc) && WEXITSTATUS(rc) == 2);
+		CHECK_EQ_U64(coll_log_count(&r, "cut by the collector at its --max-capture-size"),
+		             1);
+	}
 
 	stream_open(&quiet, &h, "cappedquiet", 35); /* no acknowledgements asked */
 	stream_handshake(&quiet, ORBIT_PROTOCOL_VERSION, NULL);
@@ -1947,6 +1958,7 @@ int main(int argc, char **argv)
 		const char **slot = strcmp(base, "tcp_proxy") == 0      ? &tool_proxy
 		                    : strcmp(base, "emit") == 0         ? &tool_emit
 		                    : strcmp(base, "capture_dump") == 0 ? &tool_dump
+		                    : strcmp(base, "orbit-replay") == 0 ? &tool_replay
 		                                                        : NULL;
 		if (slot != NULL && access(argv[i], X_OK) == 0)
 			*slot = argv[i];
