@@ -196,6 +196,9 @@ static int packets_check(struct orbit_conn *k, char *why, size_t n)
 		} else if (p->body_case == ORBIT__PACKET__BODY_HANDSHAKE) {
 			snprintf(why, n, "packet %" PRIu32 ": a second handshake", i);
 			err = -EPROTO;
+		} else if (p->body_case == ORBIT__PACKET__BODY_ACK) { /* collectors' only */
+			snprintf(why, n, "packet %" PRIu32 ": an acknowledgement from an agent", i);
+			err = -EPROTO;
 		} else if (orbit__packet_validate(p) != 0) {
 			snprintf(why, n, "packet %" PRIu32 " (type %d): fields out of bounds", i,
 			         (int)p->body_case);
