@@ -154,6 +154,7 @@ static void on_shut(uv_shutdown_t *req, int status)
 		return;
 	}
 	k->lingering = 1;
+	k->len = 0; /* what is left of the stream is not read any more */
 	orbit__conn_read_start(k);
 }
 
