@@ -1579,7 +1579,6 @@ static void case_acks(void)
 	CHECK_EQ_U64(ack_next(s.fd, &a, HARNESS_WAIT_MS), -1); /* and the collector closes */
 	uint64_t ms = harness_now_ms() - t0;
 	fprintf(stderr, "%u acks for %zu frames in %" PRIu64 " ms\n", a.count, s.frames, ms);
-	/* the rate: one per interval, one per sync, the first, the two ends */
 	/* format.md 7.2: one per 250 ms, one per sync (1 s), the first, the
 	 * forced ones around EndOfStream, the last */
 	CHECK(a.count <= 8 + ms / 250 + ms / 1000);
