@@ -247,9 +247,9 @@ static void write_failed(struct orbit_conn *k, int err)
 		keep = frames = 0;
 	orbit__caps_count(k->c, -(int64_t)(k->wlen - keep));
 	k->file.size += keep;
-	k->file.frames += k->wmarker ? 0 : frames;
+	k->file.frames += frames;
 	k->c->bytes += keep;
-	k->c->frames += k->wmarker ? 0 : frames;
+	k->c->frames += frames;
 	if (ftruncate(k->file.fd, (off_t)k->file.size) != 0)
 		snprintf(extra, sizeof extra, " (and cutting it back failed: %s)", strerror(errno));
 	snprintf(k->file_error, sizeof k->file_error, "write failed at byte %" PRIu64 ": %s%s", at,
