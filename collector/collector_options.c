@@ -28,8 +28,8 @@ static const char usage[] =
     "  --max-connections N    streams (accepted handshakes) served at once\n"
     "                         (default 256); a handshake beyond is closed\n"
     "  --max-pending N        connections without an accepted handshake held at\n"
-    "                         once (default 64); a new one beyond takes the place\n"
-    "                         of the oldest of the busiest peer address\n"
+    "                         once (default 256); a new one beyond takes the\n"
+    "                         place of the oldest of the busiest peer address\n"
     "  --max-capture-size SIZE  cut a stream before its file would pass SIZE\n"
     "                         (default 4G; 0: no limit; at least 128K)\n"
     "  --max-dir-size SIZE    cut streams and refuse new ones before the captures\n"
@@ -269,7 +269,7 @@ int orbit__collector_parse_args(int argc, char **argv, struct orbit_collector_op
 	o->listen = "127.0.0.1:7411";
 	o->dir = ".";
 	o->max_connections = 256;
-	o->max_pending = 64;
+	o->max_pending = 256;
 	o->max_capture_size = 4ull << 30;
 	o->dir_size_auto = 1;
 	o->handshake_timeout_ms = 3000;

@@ -1340,6 +1340,12 @@ static void case_strangers(void)
 	        N, TOTAL, hwm, base, limit_kib);
 	CHECK(hwm > 0 && hwm < limit_kib);
 	CHECK(coll_log_count(&h, "the first frame is over 65536 bytes") > 0);
+	/* each stranger ended with its one line, none with a file */
+	const char *line = "orbit-collector: 127.0.0.2:";
+	for (uint64_t end = harness_now_ms() + HARNESS_WAIT_MS;
+	     coll_log_count(&h, line) < N && harness_now_ms() < end;)
+		usleep(10000);                     /* the log file is the readiness signal */
+	CHECK_EQ_U64(coll_log_count(&h, line), N); /* and no file: capture_count below */
 	stream_good_frames(&good, 3);
 	stream_close_wait(&good, &h);
 	capture_verify_stream(&h, &good);
@@ -1379,12 +1385,13 @@ static int strangers_hold(const struct coll *h, int *fd, int n, int burst)
 
 /*
  * A real traced process (examples/emit with ORBIT_COLLECTOR and ORBIT_TOKEN)
- * gets a slot and a complete capture while 256 strangers hold connections
- * and reconnect as soon as they are closed.
+ * gets a slot and a complete capture while strangers hold every pending
+ * slot (256, the default --max-pending) and 44 more reconnect as soon as
+ * they are closed, so that the pool is always full and churning.
  */
 static void case_strangers_agent(void)
 {
-	enum { N = 256 };
+	enum { N = 300 };
 	struct coll h;
 	char tokfile[256], addr[64], path[512], cmd[1200];
 	int fd[N];
