@@ -276,7 +276,17 @@ static void stream_free(struct orbit_rp_stream *s)
 static void stream_check(struct orbit_rp_run *run, struct orbit_rp_stream *s)
 {
 	const char *path = s->cap->path;
-	if (!s->ended)
+	if (!s->ended && s->cut)
+		orbit__rp_problem(
+		    run,
+		    "%s: incomplete capture: cut by the collector at its %s (pid %" PRIu32
+		    "): the stream went on, the rest was not kept",
+		    path,
+		    s->cut == ORBIT_ACK_CAPTURE_CAP ? "--max-capture-size"
+		    : s->cut == ORBIT_ACK_DIR_CAP   ? "--max-dir-size"
+		                                    : "end",
+		    s->pid);
+	else if (!s->ended)
 		orbit__rp_problem(run,
 		                  "%s: incomplete capture: no end of stream (pid %" PRIu32
 		                  "): the agent was killed or the capture was cut",
@@ -496,6 +506,10 @@ static void process(struct orbit_rp_run *run, struct source *src, const Orbit__P
 	case ORBIT__PACKET__BODY_PAGE_LOSS:
 		on_page_loss(run, src, p->page_loss);
 		break;
+	case ORBIT__PACKET__BODY_ACK: /* written by a collector that cut the stream */
+		if ((s = stream_of(run, src)) != NULL)
+			s->cut = p->ack->end;
+		break;
 	default:
 		break;
 	}
@@ -520,6 +534,8 @@ static const char *packet_kind(const Orbit__Packet *p)
 		return "end of stream";
 	case ORBIT__PACKET__BODY_PAGE_LOSS:
 		return "log loss";
+	case ORBIT__PACKET__BODY_ACK:
+		return "collector's acknowledgement";
 	default:
 		return "empty";
 	}

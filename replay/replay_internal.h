@@ -260,6 +260,7 @@ struct orbit_rp_stream {
 	uint64_t claimed[ORBIT_MAX_RINGS];
 	uint32_t nclaimed;
 	int ended;
+	uint32_t cut; /* Ack.end of the collector's frame that ends a cut capture */
 	/* page rings: records delivered, lost (last PageLoss), reserved (End) */
 	uint64_t *page_delivered, *page_lost, *page_pages, *page_unsent, *page_reserved;
 	uint32_t npage, npage_reserved;
