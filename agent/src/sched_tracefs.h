@@ -112,7 +112,9 @@ struct orbit__sched_formats {
 	uint32_t buffer_kb;   /* per-CPU buffer size as configured */
 	const char *clock;    /* "mono" */
 	const char *instance; /* the instance's name, e.g. orbit-123-456-0 */
-	const uint32_t *tids; /* threads written to set_event_pid at open */
+	const uint32_t *tids; /* threads written to set_event_pid at open (the
+	                         stream sends at most the first 4096:
+	                         docs/format.md 4.10) */
 	uint32_t tid_count;
 };
 
