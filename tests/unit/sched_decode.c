@@ -222,7 +222,7 @@ static void case_garbage(void)
 	struct count c;
 
 	for (size_t i = 0; i < sizeof bad / sizeof bad[0]; i++) {
-		int r = orbit__rp_sched_format(d, "sched", bad[i], i == 4 ? 16 : strlen(bad[i]));
+		int r = orbit__rp_sched_format(d, "sched", bad[i], i == 4 ? 11 : strlen(bad[i]));
 
 		printf("garbage %zu: %d\n", i, r);
 		CHECK(r == 0 || r == -EINVAL);
