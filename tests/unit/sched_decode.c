@@ -88,7 +88,8 @@ static struct orbit__rp_sched_decoder *decoder(int replace, const char *text)
 
 		if (t != NULL)
 			CHECK(orbit__rp_sched_format(d, FORMAT_FILES[i][0], t,
-			                             i == replace ? strlen(t) : formats[i].len) == 0);
+			                             i == replace ? strlen(t) : formats[i].len) ==
+			      0);
 	}
 	return d;
 }
