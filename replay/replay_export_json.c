@@ -122,6 +122,8 @@ static void json_capture(struct orbit_rp_out *o, const struct orbit_rp_capture *
 	int f = 1, complete = c->streams != NULL;
 	orbit__rp_out_c(o, '{');
 	jstr(o, "file", c->path, &f);
+	if (c->error != NULL)
+		jstr(o, "error", c->error, &f);
 	ju64(o, "bytes", c->size, &f);
 	ju64(o, "damaged_frames", c->damaged, &f);
 	ju64(o, "rejected_packets", c->invalid, &f);

@@ -207,7 +207,15 @@ static void capture_text(struct orbit_rp_out *o, const struct orbit_rp_capture *
 {
 	orbit__rp_out_s(o, "capture ");
 	orbit__rp_out_text(o, c->path, strlen(c->path));
+	if (c->error != NULL && c->size == 0) { /* not opened */
+		orbit__rp_out_printf(o, "\n  not read   %s\n", c->error);
+		return;
+	}
 	orbit__rp_out_printf(o, " (%" PRIu64 " bytes)\n", c->size);
+	if (c->error != NULL) {
+		orbit__rp_out_printf(o, "  not read   %s\n", c->error);
+		return;
+	}
 	int n = 0;
 	for (const struct orbit_rp_stream *s = c->streams; s; s = s->next, n++) {
 		if (c->streams->next)

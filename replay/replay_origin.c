@@ -34,7 +34,7 @@ uint64_t orbit__rp_origin_of(const struct orbit_rp_capture *caps, size_t n)
 
 uint64_t orbit__rp_origin_scan(const char *const *paths, size_t n)
 {
-	struct orbit_rp_report quiet = {NULL, 0, 0, 0}; /* the run says it all */
+	struct orbit_rp_report quiet = {.err = NULL}; /* the run says it all */
 	struct orbit_rp_timeline tl = {.rep = &quiet};
 	uint64_t origin = 0;
 	if (orbit__rp_timeline_open(&tl, paths, n) == 0) {

@@ -65,6 +65,7 @@ struct orbit_rp_capture {
 	uint64_t damaged; /* frames that could not be read */
 	uint64_t invalid; /* packets, batches or pages rejected */
 	int io_error;
+	const char *error; /* why none of it was read: "no such file", ... */
 };
 
 /* A new stream at the end of cap's list, or NULL. */
