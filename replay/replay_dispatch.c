@@ -192,6 +192,7 @@ void orbit__rp_dispatch_event(void *ctx, const struct orbit_event *ev)
 {
 	struct orbit_rp_stream *s = ctx;
 	struct orbit_rp_dispatch *d = s->to;
+	orbit__rp_stream_saw(s, ev->start, ev->end);
 	switch (ev->type) {
 	case ORBIT_EVENT_SCOPE:
 		s->scopes++;

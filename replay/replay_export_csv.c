@@ -43,15 +43,15 @@ static void csv_span(struct orbit_rp_export *x, const struct orbit_rp_span *s)
 	} else {
 		orbit__rp_out_c(o, ',');
 	}
-	orbit__rp_out_s(o, async ? ",async," : ",scope,");
-	if (s->flags & ORBIT_RP_ATTRS) {
-		orbit__rp_out_color(o, s->color);
-		orbit__rp_out_c(o, ',');
-		orbit__rp_out_u64(o, s->group);
-	} else {
-		orbit__rp_out_c(o, ',');
+	orbit__rp_out_write(o, async ? ",async," : ",scope,", 7);
+	if (!(s->flags & ORBIT_RP_ATTRS)) {
+		orbit__rp_out_write(o, ",\r\n", 3);
+		return;
 	}
-	orbit__rp_out_s(o, "\r\n");
+	orbit__rp_out_color(o, s->color);
+	orbit__rp_out_c(o, ',');
+	orbit__rp_out_u64(o, s->group);
+	orbit__rp_out_write(o, "\r\n", 2);
 }
 
 static const char *csv_wanted(const struct orbit_replay_options *o)
