@@ -164,17 +164,6 @@ static void chrome_value(struct orbit_rp_export *x, const struct orbit_rp_value 
 	orbit__rp_out_s(o, "}}");
 }
 
-static void hex_bytes(struct orbit_rp_out *o, const char *p, size_t n)
-{
-	static const char hex[] = "0123456789abcdef";
-	orbit__rp_out_c(o, '"');
-	for (size_t i = 0; i < n; i++) {
-		char b[2] = {hex[(unsigned char)p[i] >> 4], hex[(unsigned char)p[i] & 15]};
-		orbit__rp_out_write(o, b, 2);
-	}
-	orbit__rp_out_c(o, '"');
-}
-
 static void chrome_line(struct orbit_rp_export *x, const struct orbit_rp_line *l)
 {
 	struct orbit_rp_out *o = event_open(x, "i");
@@ -184,7 +173,9 @@ static void chrome_line(struct orbit_rp_export *x, const struct orbit_rp_line *l
 	orbit__rp_out_s(o, ",\"s\":\"t\",\"cat\":\"log\"");
 	if (l->flags & ORBIT_RP_MARKER) {
 		orbit__rp_out_s(o, ",\"name\":\"marker\",\"args\":{\"bytes\":");
-		hex_bytes(o, l->text, l->len);
+		orbit__rp_out_c(o, '"');
+		orbit__rp_out_hex(o, l->text, l->len);
+		orbit__rp_out_c(o, '"');
 		orbit__rp_out_c(o, '}');
 	} else {
 		put_name(o, l->text, l->len);

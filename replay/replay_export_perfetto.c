@@ -434,14 +434,10 @@ static void perfetto_value(struct orbit_rp_export *x, const struct orbit_rp_valu
 
 static char *hex_of(const char *p, size_t n)
 {
-	static const char hex[] = "0123456789abcdef";
 	char *h = malloc(2 * n + 1);
 	if (h == NULL)
 		return NULL;
-	for (size_t i = 0; i < n; i++) {
-		h[2 * i] = hex[(unsigned char)p[i] >> 4];
-		h[2 * i + 1] = hex[(unsigned char)p[i] & 15];
-	}
+	orbit__rp_hex(h, p, n);
 	h[2 * n] = '\0';
 	return h;
 }
