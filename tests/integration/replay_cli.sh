@@ -44,12 +44,48 @@ usage)
 	done
 	;;
 missing)
+	# A missing file, or a directory, is not damage: one line saying what.
 	status 2 "$tmp/nope.zst"
-	grep -q "^orbit-replay: $tmp/nope.zst: " "$tmp/err" || fail "file not named"
+	[ "$(cat "$tmp/err")" = "orbit-replay: $tmp/nope.zst: no such file" ] ||
+		fail "missing file: $(cat "$tmp/err")"
+	grep -q '^  not read   no such file$' "$tmp/out" || fail "summary of a missing file"
+	grep -q 'DAMAGED' "$tmp/out" && fail "a missing file called damaged"
+	status 2 "$tmp/nope.zst" --json -
+	grep -q '"error":"no such file"' "$tmp/out" || fail "JSON of a missing file"
+	status 2 "$tmp"
+	[ "$(cat "$tmp/err")" = "orbit-replay: $tmp: is a directory" ] ||
+		fail "directory: $(cat "$tmp/err")"
 	: > "$tmp/empty.zst"
 	status 2 "$tmp/empty.zst"
 	grep -q "empty.zst: no stream could be read" "$tmp/err" || fail "empty capture"
 	status 2 "$emit" "$tmp/nope.zst"
+	grep -q '^capture .*emit-2x50' "$tmp/out" || fail "the good capture is not summarized"
+	;;
+notorbit)
+	# Files that are no Orbit capture: one line each, naming the file.
+	command -v zstd > /dev/null 2>&1 || { echo "skip: zstd not found"; exit 77; }
+	printf 'hello, not a capture\n' > "$tmp/text.txt"
+	zstd -q "$tmp/text.txt" -o "$tmp/text.zst" || fail "zstd"
+	zstd -q -c < "$tmp/text.txt" > "$tmp/stream.zst" || fail "zstd"
+	zstd -q -c --no-check "$tmp/text.txt" > "$tmp/nocheck.zst" || fail "zstd"
+	for f in text.zst stream.zst nocheck.zst; do
+		status 2 "$tmp/$f"
+		[ "$(cat "$tmp/err")" = \
+			"orbit-replay: $tmp/$f: not an Orbit capture (no handshake frame)" ] ||
+			fail "$f: $(cat "$tmp/err")"
+		grep -q '^  not read   not an Orbit capture (no handshake frame)$' "$tmp/out" ||
+			fail "$f: summary"
+	done
+	status 2 "$tmp/text.txt"
+	[ "$(cat "$tmp/err")" = "orbit-replay: $tmp/text.txt: not an Orbit capture (not zstd)" ] ||
+		fail "text: $(cat "$tmp/err")"
+	# A capture cut inside its first frame is damage, not a stranger.
+	head -c 100 "$emit" > "$tmp/cut.zst"
+	status 2 "$tmp/cut.zst"
+	grep -q 'not an Orbit capture' "$tmp/err" && fail "a cut capture called a stranger"
+	grep -q 'cut.zst: offset 0: ' "$tmp/err" || fail "cut capture: $(cat "$tmp/err")"
+	# Real captures beside them are still read.
+	status 2 "$tmp/text.zst" "$emit"
 	grep -q '^capture .*emit-2x50' "$tmp/out" || fail "the good capture is not summarized"
 	;;
 output)

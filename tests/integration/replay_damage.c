@@ -41,12 +41,12 @@ static size_t read_rows(const char *path, struct row *rows)
 	CHECK(f != NULL);
 	CHECK(fgets(line, sizeof line, f) != NULL); /* header */
 	while (fgets(line, sizeof line, f) != NULL) {
-		char *field[9];
+		char *field[11];
 		char *p = line;
-		for (int i = 0; i < 9; i++) {
+		for (int i = 0; i < 11; i++) {
 			field[i] = p;
 			p = strchr(p, ',');
-			if (i < 8) {
+			if (i < 10) {
 				CHECK(p != NULL);
 				*p++ = '\0';
 			}
