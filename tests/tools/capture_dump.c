@@ -7,7 +7,8 @@
  *   capture_dump --emit THREADS ITERATIONS FILE
  *                                      checks the capture holds exactly what
  *                                      examples/emit.c emitted, in each
- *                                      thread's order, names intact, no loss
+ *                                      thread's order, names intact, no loss,
+ *                                      and each thread's end record last
  * Exit: 0 good, 1 check failed, 2 damaged capture, 3 usage.
  */
 #include <inttypes.h>
@@ -28,6 +29,7 @@ struct thread_check {
 	long i;   /* iteration */
 	int step; /* 0..4 within an iteration */
 	int named;
+	int ended; /* its thread-end record came */
 	uint64_t records;
 };
 
@@ -44,6 +46,8 @@ static struct {
 	struct thread_check th[MAX_TIDS];
 	int nth;
 	uint64_t decoded;
+	uint64_t untrusted; /* records with flag bit 1 */
+	uint64_t end_untrusted, end_resets;
 } S;
 
 static struct thread_check *thread_of(uint32_t tid)
@@ -75,7 +79,7 @@ static int name_is(const struct orbit_record *r, const char *want)
 }
 
 /* The emit pattern per thread: name; then per iteration: outer start,
- * inner start, value, inner stop, outer stop. */
+ * inner start, value, inner stop, outer stop; then its thread-end record. */
 static void emit_check(const struct orbit_record *r)
 {
 	struct thread_check *t = thread_of(r->tid);
@@ -85,6 +89,16 @@ static void emit_check(const struct orbit_record *r)
 	}
 	t->records++;
 	char want[64];
+	if (t->ended) {
+		fail("a record after the thread's end", r);
+		return;
+	}
+	if (r->kind == ORBIT_REC_THREAD_END) {
+		if (!t->named || t->step != 0 || t->i != S.iterations)
+			fail("the thread ended early", r);
+		t->ended = 1;
+		return;
+	}
 	if (!t->named) {
 		int idx;
 		if (r->kind != ORBIT_REC_THREAD_NAME || r->len > 32 ||
@@ -141,6 +155,8 @@ static void on_batch(const Orbit__RingBatch *b)
 			continue;
 		}
 		S.decoded++;
+		if (r.flags & ORBIT_REC_FLAG_TIME_UNTRUSTED)
+			S.untrusted++;
 		if (S.records) {
 			printf("ring %u claim %" PRIu64 " time %" PRIu64
 			       " tid %u kind %u id %" PRIu64 " len %u name ",
@@ -272,6 +288,8 @@ int main(int argc, char **argv)
 				S.claimed[r] = p->end->claimed_per_ring[r];
 			for (size_t r = 0; r < p->end->n_reserved_per_page_ring; r++)
 				S.log_reserved += p->end->reserved_per_page_ring[r];
+			S.end_untrusted = p->end->untrusted_times;
+			S.end_resets = p->end->clock_resets;
 		}
 		orbit__packet__free_unpacked(p, NULL);
 	}
@@ -304,8 +322,12 @@ int main(int argc, char **argv)
 	printf("records %" PRIu64 ", delivered %" PRIu64 ", lost %" PRIu64 ", claimed %" PRIu64
 	       "%s\n",
 	       S.decoded, delivered, lost, claimed, S.ended ? "" : " (no end of stream)");
+	if (S.untrusted || S.end_untrusted || S.end_resets)
+		printf("times not trusted: %" PRIu64 " records flagged; end of stream: %" PRIu64
+		       " untrusted, %" PRIu64 " clock resets\n",
+		       S.untrusted, S.end_untrusted, S.end_resets);
 	if (S.emit) {
-		uint64_t want = (uint64_t)S.threads * (5 * (uint64_t)S.iterations + 1);
+		uint64_t want = (uint64_t)S.threads * (5 * (uint64_t)S.iterations + 2);
 		if (delivered != want || lost != 0 || S.nth != S.threads) {
 			fprintf(stderr,
 			        "emit check: %" PRIu64 " records from %d threads, want %" PRIu64
@@ -322,7 +344,7 @@ int main(int argc, char **argv)
 			S.bad++;
 		}
 		for (int i = 0; i < S.nth; i++)
-			if (S.th[i].i != S.iterations || S.th[i].step != 0) {
+			if (S.th[i].i != S.iterations || S.th[i].step != 0 || !S.th[i].ended) {
 				fprintf(stderr, "emit check: thread %u stopped at iteration %ld\n",
 				        S.th[i].tid, S.th[i].i);
 				S.bad++;
