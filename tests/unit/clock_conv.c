@@ -489,7 +489,7 @@ static int monotonic(void)
 
 /* ---- late publication ---------------------------------------------------- */
 
-#define LATE_THREADS 4
+#define LATE_THREADS 8 /* 6 held before the claim, 1 staller, 1 never held */
 #define LATE_MAX 3000000u
 
 static struct {
@@ -505,9 +505,9 @@ static void sleep_ns(uint64_t ns)
 	nanosleep(&ts, NULL);
 }
 
-/* Role 0..1: held before the claim, now and then for seconds; role 2: held
+/* Roles 0..5: held before the claim, now and then for seconds; role 6: held
  * between claim and publish (the ring stalls, every thread's records are
- * delivered late); role 3: never held. */
+ * delivered late); role 7: never held. */
 static void *late_producer(void *arg)
 {
 	int role = (int)(intptr_t)arg;
@@ -519,20 +519,20 @@ static void *late_producer(void *arg)
 		if (i >= LATE_MAX)
 			break;
 		uint64_t hold = 0, r = rnd(&rng);
-		if (role < 2 && r % 2000 == 0)
-			hold = r / 2000 % late_hold_max_ns;
-		else if (role == 2 && r % 20000 == 0)
+		if (role < 6 && r % 500 == 0)
+			hold = r / 500 % late_hold_max_ns;
+		else if (role == 6 && r % 20000 == 0)
 			hold = r / 20000 % (late_hold_max_ns / 4 + 1);
 		truth[i].held_ns = hold;
 		truth[i].before = mono();
 		uint64_t time = orbit__ticks();
 		truth[i].after = mono();
-		if (role < 2 && hold)
+		if (role < 6 && hold)
 			sleep_ns(hold); /* late: its ticks are old when it is claimed */
 		uint64_t claim;
 		struct orbit__slot *s = orbit__claim(t, &claim);
 		orbit__fill(s, time, ORBIT__VALUE_UINT64, i, t->tid, "late", 4);
-		if (role == 2 && hold)
+		if (role == 6 && hold)
 			sleep_ns(hold); /* claimed, unpublished: the drain waits */
 		orbit__publish(s, claim);
 		sleep_ns(100000 + r % 200000);
