@@ -79,8 +79,10 @@ ORBIT_EXPORT const char *orbit_strerror(int err)
  */
 static pthread_key_t g_thread_key;
 static pthread_once_t g_thread_key_once = PTHREAD_ONCE_INIT;
-static int g_thread_key_ok;
+static int g_thread_key_ok; /* written in pthread_once, read after it returns */
 
+/* The record goes through the write path's claim, fill and publish: its
+ * release store pairs with the drain's acquire load, as every record's. */
 static void thread_end(void *arg)
 {
 	struct orbit__thread *t = arg;
