@@ -4,19 +4,24 @@
  * quoted, quotes doubled). Rows come in the order scopes end (a scope after
  * the scopes inside it); sort by start_ns for a timeline. An unfinished
  * scope has empty end_ns and duration_ns: its end is unknown, not zero.
+ * color ("#rrggbbaa") and group_id are empty unless the event was written
+ * with ..._WITH_COLOR or ..._WITH_GROUP_AND_COLOR.
  */
-#include "replay_internal.h"
+#include "replay_export.h"
 
-void orbit__rp_csv_begin(struct orbit_rp_run *run)
+static int csv_begin(struct orbit_rp_export *x)
 {
-	orbit__rp_out_s(&run->csv,
-	                "pid,tid,thread_name,depth,name,start_ns,end_ns,duration_ns,kind\r\n");
+	orbit__rp_out_s(
+	    x->out,
+	    "pid,tid,thread_name,depth,name,start_ns,end_ns,duration_ns,kind,color,group_id\r\n");
+	return 0;
 }
 
-void orbit__rp_csv_span(struct orbit_rp_run *run, const struct orbit_rp_span *s)
+static void csv_span(struct orbit_rp_export *x, const struct orbit_rp_span *s)
 {
-	struct orbit_rp_out *o = &run->csv;
+	struct orbit_rp_out *o = x->out;
 	const struct orbit_rp_thread *t = s->thread;
+	int async = (s->flags & ORBIT_RP_ASYNC) != 0;
 	orbit__rp_out_u64(o, s->pid);
 	orbit__rp_out_c(o, ',');
 	orbit__rp_out_u64(o, s->tid);
@@ -24,19 +29,41 @@ void orbit__rp_csv_span(struct orbit_rp_run *run, const struct orbit_rp_span *s)
 	if (t != NULL && t->name != NULL && t->tid == s->tid)
 		orbit__rp_out_csv(o, t->name, t->name_len);
 	orbit__rp_out_c(o, ',');
-	if (!s->async)
+	if (!async)
 		orbit__rp_out_u64(o, s->depth);
 	orbit__rp_out_c(o, ',');
 	orbit__rp_out_csv(o, s->name, s->name_len);
 	orbit__rp_out_c(o, ',');
 	orbit__rp_out_u64(o, s->start);
 	orbit__rp_out_c(o, ',');
-	if (!s->unfinished) {
+	if (!(s->flags & ORBIT_RP_UNFINISHED)) {
 		orbit__rp_out_u64(o, s->end);
 		orbit__rp_out_c(o, ',');
 		orbit__rp_out_u64(o, s->end - s->start);
 	} else {
 		orbit__rp_out_c(o, ',');
 	}
-	orbit__rp_out_s(o, s->async ? ",async\r\n" : ",scope\r\n");
+	orbit__rp_out_s(o, async ? ",async," : ",scope,");
+	if (s->flags & ORBIT_RP_ATTRS) {
+		orbit__rp_out_color(o, s->color);
+		orbit__rp_out_c(o, ',');
+		orbit__rp_out_u64(o, s->group);
+	} else {
+		orbit__rp_out_c(o, ',');
+	}
+	orbit__rp_out_s(o, "\r\n");
 }
+
+static const char *csv_wanted(const struct orbit_replay_options *o)
+{
+	return o->csv_path;
+}
+
+const struct orbit_rp_exporter orbit__rp_export_csv = {
+    .name = "csv",
+    .wanted = csv_wanted,
+    .needs = ORBIT_RP_NEED_EARLY_NAMES,
+    .begin = csv_begin,
+    .scope = csv_span,
+    .async = csv_span,
+};

@@ -163,6 +163,22 @@ void orbit__rp_out_printf(struct orbit_rp_out *o, const char *fmt, ...)
 	free(big);
 }
 
+void orbit__rp_color_text(uint32_t color, char text[10])
+{
+	static const char hex[] = "0123456789abcdef";
+	text[0] = '#';
+	for (int i = 0; i < 8; i++)
+		text[1 + i] = hex[(color >> (28 - 4 * i)) & 15];
+	text[9] = '\0';
+}
+
+void orbit__rp_out_color(struct orbit_rp_out *o, uint32_t color)
+{
+	char text[10];
+	orbit__rp_color_text(color, text);
+	orbit__rp_out_write(o, text, 9);
+}
+
 /* ---- UTF-8 ---- */
 
 /* Length of the valid UTF-8 sequence at s (1..4), or 0 if it is not one:

@@ -1,6 +1,7 @@
 """replay_chrome.py — orbit-replay --chrome, read back with Python's json:
 valid JSON whatever the names hold, the same scopes and spans as the CSV
-(names, threads, times to the nanosecond), nesting a viewer rebuilds equal
+(names, threads, times to the nanosecond, colours and group ids), nesting a
+viewer rebuilds equal
 to the depths orbit-replay computed, values, log lines and names.
 
     python3 replay_chrome.py ORBIT_REPLAY CAPTURE
@@ -37,12 +38,22 @@ def load(path):
     return doc["traceEvents"]
 
 
+def attrs_of(e):
+    """(color, group) from an event's args, None without them."""
+    args = e.get("args", {})
+    return (args["color"], int(args["group"])) if "color" in args else None
+
+
+def attrs_of_row(r):
+    return (r["color"], int(r["group_id"])) if r["color"] else None
+
+
 def check_scopes(events, rows):
     xs = [e for e in events if e["ph"] == "X"]
-    want = Counter((r["tid"], as_utf8(r["name"]), r["start_ns"], r["end_ns"], r["unfinished"])
-                   for r in rows if r["kind"] == "scope")
+    want = Counter((r["tid"], as_utf8(r["name"]), r["start_ns"], r["end_ns"], r["unfinished"],
+                    attrs_of_row(r)) for r in rows if r["kind"] == "scope")
     got = Counter((e["tid"], e["name"], ns(e["ts"]), ns(e["ts"]) + ns(e["dur"]),
-                   bool(e.get("args", {}).get("unfinished", False))) for e in xs)
+                   bool(e.get("args", {}).get("unfinished", False)), attrs_of(e)) for e in xs)
     check(got == want, "X events differ from the CSV scopes:\n  extra %s\n  missing %s" %
           (list((got - want).items())[:5], list((want - got).items())[:5]))
     for e in xs:
@@ -69,9 +80,9 @@ def check_spans(events, rows):
             check(e["id"] in begins and begins[e["id"]], "async end without begin %r" % e)
             b = begins[e["id"]].pop(0)
             check(b["name"] == e["name"] and b["cat"] == e["cat"] == "async", "async pair")
-            got[(b["tid"], b["name"], ns(b["ts"]), ns(e["ts"]))] += 1
-    want = Counter((r["tid"], as_utf8(r["name"]), r["start_ns"], r["end_ns"]) for r in rows
-                   if r["kind"] == "async")
+            got[(b["tid"], b["name"], ns(b["ts"]), ns(e["ts"]), attrs_of(b))] += 1
+    want = Counter((r["tid"], as_utf8(r["name"]), r["start_ns"], r["end_ns"], attrs_of_row(r))
+                   for r in rows if r["kind"] == "async")
     check(got == want, "async events %s, want %s" % (got, want))
 
 

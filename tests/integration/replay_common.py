@@ -50,11 +50,12 @@ class Replay:
 
 def read_csv(path):
     """Rows as dicts; names kept as the bytes orbit-replay wrote
-    (surrogateescape), empty end_ns/duration_ns for unfinished scopes."""
+    (surrogateescape), empty end_ns/duration_ns for unfinished scopes,
+    empty color/group_id for events written without them."""
     with open(path, newline="", encoding="utf-8", errors="surrogateescape") as f:
         text = f.read()
     check(text.startswith("pid,tid,thread_name,depth,name,start_ns,end_ns,"
-                          "duration_ns,kind\r\n"), "CSV header")
+                          "duration_ns,kind,color,group_id\r\n"), "CSV header")
     rows = list(csv.DictReader(io.StringIO(text, newline="")))
     for r in rows:
         r["pid"] = int(r["pid"])
