@@ -28,8 +28,9 @@ struct open_item { /* an open scope, or an open async span */
 	uint32_t depth;
 	struct name_buf name;
 	int incomplete;
-	int untrusted; /* the start's time */
-	int suspect;   /* open across a gap: its stop may be lost */
+	int untrusted;          /* the start's time */
+	int suspect;            /* open across a gap: its stop may be lost */
+	uint64_t suspect_until; /* then: its thread's last record before the gap */
 	int has_attrs;
 	uint32_t color;
 	uint64_t group;
@@ -215,6 +216,8 @@ static void drop_open(struct orbit_reconstruct *rc, struct thread_state *t, size
                       int end_untrusted)
 {
 	struct open_item *it = &t->open[k];
+	if (it->suspect && it->suspect_until < end) /* its stop may be in the gap */
+		end = it->suspect_until;
 	emit_item(rc, ORBIT_EVENT_SCOPE, it, end, it->tid, 1, end_untrusted);
 	free(it->name.heap);
 	if (it->suspect)
@@ -535,8 +538,11 @@ static int gap(struct orbit_reconstruct *rc, uint32_t ring)
 			int err = flush_pending(rc, t);
 			if (err)
 				return err;
-			for (size_t i = 0; i < t->nopen; i++)
+			for (size_t i = 0; i < t->nopen; i++) {
+				if (!t->open[i].suspect)
+					t->open[i].suspect_until = t->last_time;
 				t->open[i].suspect = 1;
+			}
 			t->nsuspect = t->nopen;
 		}
 	}

@@ -59,8 +59,10 @@ struct orbit_event {
 	uint64_t end;
 	/* The latest time it is known to have been open: end, or for an
 	 * unfinished one the stop of a scope around it, its thread's end, or
-	 * (end of input) its thread's last record, the input's for a span;
-	 * never before start (a value or thread name: its time). */
+	 * (end of input) its thread's last record, the input's for a span; for
+	 * a scope open across a gap, no later than its thread's last record
+	 * before the gap (its stop may have been lost there); never before
+	 * start (a value or thread name: its time). */
 	uint64_t open_until;
 	const char *name; /* not NUL-terminated; valid during the callback */
 	size_t name_len;

@@ -44,6 +44,7 @@ struct orbit_rp_stream {
 	uint64_t claimed[ORBIT_MAX_RINGS];
 	uint32_t nclaimed;
 	int ended;
+	uint64_t untrusted_times, clock_resets; /* EndOfStream 5 and 6 */
 	/* page rings: records delivered, lost (last PageLoss), reserved (End) */
 	uint64_t *page_delivered, *page_lost, *page_pages, *page_unsent, *page_reserved;
 	uint64_t *page_time; /* last log record time of each page ring */

@@ -12,6 +12,8 @@
  *   reused_end    the same with the thread-end record
  *   input_end     at the end of input an open scope ends at its thread's last
  *                 record, an open span at the input's last time
+ *   gap           a scope open across a ring gap (its stop may be lost there)
+ *                 ends no later than its thread's last record before the gap
  *   flags         time not trusted (record flag bit 1) on scopes, spans,
  *                 values and thread names, with an incomplete name beside it
  *
@@ -76,13 +78,33 @@ static void on_event(void *ctx, const struct orbit_event *ev)
 	ngot++;
 }
 
+/* Batches: the records are cut into batches at cut_at[], each batch after
+ * a cut skipping cut_skip[] claims (a gap where records were lost). */
+static size_t cut_at[8], cut_skip[8], ncut;
+
+static void cut(size_t skip)
+{
+	cut_at[ncut] = nrecs;
+	cut_skip[ncut++] = skip;
+}
+
 static const struct orbit_reconstruct_stats *run(void)
 {
 	static struct orbit_reconstruct *rc;
 	orbit__reconstruct_free(rc);
 	rc = orbit__reconstruct_new(on_event, NULL);
 	CHECK(rc != NULL);
-	CHECK_EQ_U64(orbit__reconstruct_batch(rc, 0, 0, recs, nrecs), 0);
+	size_t from = 0;
+	uint64_t claim = 0;
+	for (size_t i = 0; i <= ncut; i++) {
+		size_t to = i < ncut ? cut_at[i] : nrecs;
+		CHECK_EQ_U64(orbit__reconstruct_batch(rc, 0, claim, recs + from * ORBIT_RECORD_SIZE,
+		                                      to - from),
+		             0);
+		claim += to - from + (i < ncut ? cut_skip[i] : 0);
+		from = to;
+	}
+	ncut = 0;
 	orbit__reconstruct_finish(rc);
 	const struct orbit_reconstruct_stats *st = orbit__reconstruct_stats(rc);
 	CHECK_EQ_U64(st->bad_records, 0);
@@ -219,6 +241,19 @@ static void case_input_end(void)
 	      ev->open_until == 90);
 }
 
+static void case_gap(void)
+{
+	start(10, 5, 1, "open at the gap");
+	rec(20, 5, ORBIT_REC_UINT, 1, "v", 0);
+	cut(2); /* two claims lost: its stop may be one of them */
+	start(40, 5, 3, "after");
+	stop(50, 5, 3);
+	const struct orbit_reconstruct_stats *st = run();
+	want("open at the gap", 5, 0, 10, 20, 1); /* not over "after" */
+	want("after", 5, 0, 40, 50, 0);
+	CHECK_EQ_U64(st->gaps, 1);
+}
+
 #define U ORBIT_REC_FLAG_TIME_UNTRUSTED
 
 static void case_flags(void)
@@ -288,7 +323,8 @@ int main(int argc, char **argv)
 		void (*fn)(void);
 	} cases[] = {
 	    {"unstopped", case_unstopped},   {"enclosing", case_enclosing}, {"reused", case_reused},
-	    {"reused_end", case_reused_end}, {"input_end", case_input_end}, {"flags", case_flags},
+	    {"reused_end", case_reused_end}, {"input_end", case_input_end}, {"gap", case_gap},
+	    {"flags", case_flags},
 	};
 	for (size_t i = 0; argc == 2 && i < sizeof cases / sizeof cases[0]; i++) {
 		if (strcmp(argv[1], cases[i].name) == 0) {
