@@ -123,6 +123,13 @@ static void synth_piece(struct synth *s, uint64_t at_ticks, double at_ns, double
 	s->n++;
 }
 
+static void synth_free(struct synth *s)
+{
+	free(s->ticks);
+	free(s->ns0);
+	free(s->rate);
+}
+
 /* The truth: CLOCK_MONOTONIC at ticks. */
 static double synth_ns(const struct synth *s, uint64_t t)
 {
@@ -270,6 +277,7 @@ static int history(uint32_t every, double ppm_step, uint64_t pairs)
 		CHECK_EQ_U64(orbit__clock_tolerance_at(c, t0 + 6007), tol);
 	}
 	free(all);
+	synth_free(&s);
 	return 0;
 }
 
@@ -361,6 +369,7 @@ static int reset(void)
 		CHECK(r != ORBIT__CLOCK_RESET);
 	}
 	CHECK_EQ_U64(orbit__clock_resets(c), 0);
+	synth_free(&s);
 	return 0;
 }
 
