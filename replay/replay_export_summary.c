@@ -164,6 +164,18 @@ static void stream_recon_text(struct orbit_rp_out *o, const struct orbit_rp_stre
 	                     r->orphan_continuations, r->gaps, r->bad_records, s->bad_logs);
 }
 
+/* Clock trouble: said only when there was some. */
+static void stream_clock_text(struct orbit_rp_out *o, const struct orbit_rp_stream *s)
+{
+	const struct orbit_reconstruct_stats *r = &s->rstats;
+	if (r->untrusted_events + s->untrusted_times + s->clock_resets == 0)
+		return;
+	orbit__rp_out_printf(o,
+	                     "  clock      %" PRIu64 " events with a time not trusted (%" PRIu64
+	                     " records, %" PRIu64 " counter resets, says the agent)\n",
+	                     r->untrusted_events, s->untrusted_times, s->clock_resets);
+}
+
 static void stream_text(struct orbit_rp_out *o, const struct orbit_rp_stream *s)
 {
 	char wall[64], dur[40];
@@ -201,6 +213,7 @@ static void stream_text(struct orbit_rp_out *o, const struct orbit_rp_stream *s)
 	stream_loss_text(o, s);
 	stream_equation_text(o, s);
 	stream_recon_text(o, s);
+	stream_clock_text(o, s);
 }
 
 static void capture_text(struct orbit_rp_out *o, const struct orbit_rp_capture *c)

@@ -183,6 +183,8 @@ static void on_end(struct orbit_rp_timeline *tl, struct orbit_rp_source *src,
 	if (s == NULL)
 		return;
 	s->ended = 1;
+	s->untrusted_times = e->untrusted_times;
+	s->clock_resets = e->clock_resets;
 	s->nclaimed = (uint32_t)e->n_claimed_per_ring;
 	for (uint32_t r = 0; r < s->nclaimed; r++) {
 		s->claimed[r] = e->claimed_per_ring[r];

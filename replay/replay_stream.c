@@ -100,6 +100,9 @@ void orbit__rp_stream_add_stats(struct orbit_rp_stream *s, const struct orbit_re
 	s->rstats.incomplete_names += st->incomplete_names;
 	s->rstats.orphan_continuations += st->orphan_continuations;
 	s->rstats.gaps += st->gaps;
+	s->rstats.untrusted_events += st->untrusted_events;
+	s->rstats.thread_ends += st->thread_ends;
+	s->rstats.reused_tids += st->reused_tids;
 }
 
 /* ---- the equations ---- */

@@ -45,6 +45,7 @@ struct orbit_rp_stream {
 	uint32_t nclaimed;
 	int ended;
 	uint32_t cut; /* Ack.end of the collector's frame that ends a cut capture */
+	uint64_t untrusted_times, clock_resets; /* EndOfStream 5 and 6 */
 	/* page rings: records delivered, lost (last PageLoss), reserved (End) */
 	uint64_t *page_delivered, *page_lost, *page_pages, *page_unsent, *page_reserved;
 	uint64_t *page_time; /* last log record time of each page ring */

@@ -12,7 +12,8 @@
  *                                      intact; claimed == delivered + lost
  *                                      exactly, with claimed all that was
  *                                      emitted (loss is allowed, and counted;
- *                                      without any, nothing may be missing)
+ *                                      without any, nothing may be missing),
+ *                                      each thread's end record last
  * Exit: 0 good, 1 check failed, 2 damaged capture, 3 usage.
  */
 #include <inttypes.h>
@@ -30,7 +31,8 @@
 struct thread_check {
 	uint32_t tid;
 	int t;        /* emitter index, from the names; -1 unknown */
-	int64_t last; /* place of the last record: 0 name, 1 + 5i + step; -1 none */
+	int64_t last; /* place of the last record: 0 name, 1 + 5i + step,
+	                 1 + 5n its thread-end record; -1 none */
 	uint64_t records;
 };
 
@@ -47,6 +49,8 @@ static struct {
 	struct thread_check th[MAX_TIDS];
 	int nth;
 	uint64_t decoded;
+	uint64_t untrusted; /* records with flag bit 1 */
+	uint64_t end_untrusted, end_resets;
 } S;
 
 static struct thread_check *thread_of(uint32_t tid)
@@ -103,8 +107,9 @@ static int name_index(struct thread_check *t, const struct orbit_record *r, cons
 /*
  * The emit pattern per thread: its name; then per iteration i: outer start
  * (scope id 2i+1), inner start (id 2i+2, "inner i"), the value (id i),
- * inner stop, outer stop. Each record therefore says its place in the
- * thread's sequence: 0 for the name, 1 + 5i + step. Places must increase
+ * inner stop, outer stop; last, its thread-end record. Each record therefore
+ * says its place in the thread's sequence: 0 for the name, 1 + 5i + step,
+ * 1 + 5n for the thread's end (n iterations). Places must increase
  * (records are delivered in the thread's order); with no loss in the
  * capture they must follow one another.
  */
@@ -142,12 +147,15 @@ static void emit_check(const struct orbit_record *r)
 		i = (int64_t)(r->id - 1) / 2;
 		place = 1 + 5 * i + (r->id & 1 ? 4 : 3);
 		break;
+	case ORBIT_REC_THREAD_END:
+		place = 1 + 5 * (int64_t)S.iterations;
+		break;
 	default:
 	bad:
 		fail("a record emit does not write", r);
 		return;
 	}
-	if (place > 5 * (int64_t)S.iterations)
+	if (place > 1 + 5 * (int64_t)S.iterations)
 		fail("past the last iteration", r);
 	else if (place <= t->last)
 		fail("out of the thread's order", r);
@@ -171,6 +179,8 @@ static void on_batch(const Orbit__RingBatch *b)
 			continue;
 		}
 		S.decoded++;
+		if (r.flags & ORBIT_REC_FLAG_TIME_UNTRUSTED)
+			S.untrusted++;
 		if (S.records) {
 			printf("ring %u claim %" PRIu64 " time %" PRIu64
 			       " tid %u kind %u id %" PRIu64 " len %u name ",
@@ -298,6 +308,8 @@ int main(int argc, char **argv)
 				       l->at_end);
 		} else if (p->body_case == ORBIT__PACKET__BODY_END) {
 			S.ended = 1;
+			S.end_untrusted = p->end->untrusted_times;
+			S.end_resets = p->end->clock_resets;
 			for (size_t r = 0; r < p->end->n_claimed_per_ring; r++)
 				S.claimed[r] = p->end->claimed_per_ring[r];
 			for (size_t r = 0; r < p->end->n_reserved_per_page_ring; r++)
@@ -334,10 +346,14 @@ int main(int argc, char **argv)
 	printf("records %" PRIu64 ", delivered %" PRIu64 ", lost %" PRIu64 ", claimed %" PRIu64
 	       "%s\n",
 	       S.decoded, delivered, lost, claimed, S.ended ? "" : " (no end of stream)");
+	if (S.untrusted || S.end_untrusted || S.end_resets)
+		printf("times not trusted: %" PRIu64 " records flagged; end of stream: %" PRIu64
+		       " untrusted, %" PRIu64 " clock resets\n",
+		       S.untrusted, S.end_untrusted, S.end_resets);
 	if (S.emit) {
 		/* Every claim is accounted for: delivered (checked one by one
 		 * above) or counted lost; without loss, nothing is missing. */
-		uint64_t want = (uint64_t)S.threads * (5 * (uint64_t)S.iterations + 1);
+		uint64_t want = (uint64_t)S.threads * (5 * (uint64_t)S.iterations + 2);
 		if (claimed != want || delivered + lost != want || S.nth != S.threads) {
 			fprintf(stderr,
 			        "emit check: claimed %" PRIu64 ", delivered %" PRIu64
@@ -354,11 +370,11 @@ int main(int argc, char **argv)
 			S.bad++;
 		}
 		for (int i = 0; lost == 0 && i < S.nth; i++)
-			if (S.th[i].last != 5 * S.iterations) {
+			if (S.th[i].last != 1 + 5 * S.iterations) {
 				fprintf(stderr,
 				        "emit check: thread %u stopped at place %" PRId64
-				        " of %ld, nothing lost\n",
-				        S.th[i].tid, S.th[i].last, 5 * S.iterations);
+				        " of %ld (its end), nothing lost\n",
+				        S.th[i].tid, S.th[i].last, 1 + 5 * S.iterations);
 				S.bad++;
 			}
 		printf("emit check: %" PRIu64 " of %" PRIu64 " records delivered, %" PRIu64
