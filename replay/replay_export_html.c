@@ -34,7 +34,7 @@
  *   STAT  kind name cnt totl self mean min p50 p95 p99 max unf apx
  *         the statistics of every span (filtered, never capped)
  *   DENS  lane lo w frst               DBIN c    where left-out spans were
- *   THST  lane t0 t1 stat cpu          thread states (issue 13: empty now)
+ *   THST  lane t0 t1 stat cpu kst wakr thread states (issue 13: empty now)
  *
  * Times are ns after the time origin (docs/replay.md), as doubles (exact
  * up to 104 days) or u32 deltas. Every text, whatever its bytes, is an
@@ -1167,17 +1167,21 @@ static void dbin_get(struct html *h, size_t i, void *row)
 static const struct col dbin_cols[] = {{"c   ", 'I', 0}};
 
 /*
- * THST: thread states, the hook for issue 13. One row per interval of a
- * thread lane: [t0, t1) in state stat (1 running, 2 runnable, 3 blocked,
- * 4 blocked in I/O; 0 unknown) on CPU cpu (0xffff: none). The page draws a
- * state track under each thread lane that has rows here (html/timeline.js,
- * TRACKS.state) and a CPU track per CPU. Nothing fills it yet: the kernel
- * sched events reach the exporters in wave 3; the producer then collects
- * intervals per lane (the thread's word gives the lane) and writes them
- * here, sorted by (lane, t0), with the same struct-and-columns pattern.
+ * THST: thread states, the hook for issue 13. One row per span of a thread
+ * lane's states: [t0, t1) in state stat (enum orbit__rp_sched_state of
+ * replay_sched.h: 0 unknown, 1 running, 2 runnable, 3 blocked, 4 dead), on
+ * CPU cpu when running (0xffff: none), with the kernel's prev_state kst
+ * when blocked (2: D, uninterruptible) and the tid that woke it, wakr
+ * (0xffffffff: not known). The page draws a state track under each thread
+ * lane that has rows here (html/timeline.js, TRACKS.state), and each
+ * scope's split (struct orbit_rp_span.sched) is already in SEXT. Nothing
+ * fills it yet: once the sched states reach the exporters, end() looks up
+ * each thread lane's struct orbit__rp_sched_thread by tid and writes its
+ * spans here (t1: the next span's start, the last one's: the thread's
+ * end), sorted by (lane, t0), with the same row struct and columns.
  */
 struct thst_row {
-	uint32_t lane;
+	uint32_t lane, kstate, waker;
 	double t0, t1;
 	uint8_t state;
 	uint16_t cpu;
@@ -1189,9 +1193,10 @@ static void thst_get(struct html *h, size_t i, void *row)
 	memset(row, 0, sizeof(struct thst_row));
 }
 static const struct col thst_cols[] = {
-    COL("lane", 'I', struct thst_row, lane), COL("t0  ", 'd', struct thst_row, t0),
-    COL("t1  ", 'd', struct thst_row, t1),   COL("stat", 'B', struct thst_row, state),
-    COL("cpu ", 'H', struct thst_row, cpu),
+    COL("lane", 'I', struct thst_row, lane),  COL("t0  ", 'd', struct thst_row, t0),
+    COL("t1  ", 'd', struct thst_row, t1),    COL("stat", 'B', struct thst_row, state),
+    COL("cpu ", 'H', struct thst_row, cpu),   COL("kst ", 'I', struct thst_row, kstate),
+    COL("wakr", 'I', struct thst_row, waker),
 };
 
 /* ---- the end ---- */

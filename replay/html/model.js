@@ -10,7 +10,7 @@
  * even when spans of a row overlap (after loss, depths can be off). */
 
 const F_ASYNC = 1, F_UNFINISHED = 2, F_NAME_INCOMPLETE = 4, F_ATTRS = 8, F_MARKER = 16;
-const F_UNCERTAIN = 64; /* issue 9's time-untrusted bit, when it comes */
+const F_UNCERTAIN = 64; /* ORBIT_RP_TIME_UNTRUSTED: a time the agent could not trust */
 const LANE_THREAD = 1, LANE_ASYNC = 2, LANE_VALUE = 3;
 const BIG32 = 0xffffffff;
 
@@ -208,7 +208,10 @@ function buildDensity(M, tab) {
  * has them; the timeline then draws a state track under the lane. */
 function buildStates(M, tab) {
   const X = tab("THST"), c = X.cols;
-  M.states = { t0: c.t0 || new Float64Array(0), t1: c.t1 || new Float64Array(0), state: c.stat || new Uint8Array(0), cpu: c.cpu || new Uint16Array(0) };
+  M.states = {
+    t0: c.t0 || new Float64Array(0), t1: c.t1 || new Float64Array(0), state: c.stat || new Uint8Array(0),
+    cpu: c.cpu || new Uint16Array(0), kstate: c.kst || new Uint32Array(0), waker: c.wakr || new Uint32Array(0),
+  };
   for (let i = 0; i < X.rows;) {
     let j = i;
     while (j < X.rows && c.lane[j] === c.lane[i]) j++;

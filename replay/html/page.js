@@ -372,7 +372,11 @@ class Page {
       return [h.all ? fmtCount(h.count) + " scopes left out" : "≈" + fmtCount(h.count) + " scopes left out here", ["thread", this.threadName(h.lane)], ["why", "--html-max-scopes keeps the longest"], ["left out, lane", fmtCount(h.lane.merged)]];
     case "state": {
       const S = M.states;
-      return [STATE_NAMES[S.state[h.i]] || "state", ["from", fmtTime(S.t0[h.i])], ["for", fmtDur(S.t1[h.i] - S.t0[h.i])], ["cpu", S.cpu[h.i] === 0xffff ? "–" : String(S.cpu[h.i])]];
+      const st = S.state[h.i], out = [STATE_NAMES[st] || "state", ["from", fmtTime(S.t0[h.i])], ["for", fmtDur(S.t1[h.i] - S.t0[h.i])]];
+      if (S.cpu[h.i] !== 0xffff) out.push(["cpu", String(S.cpu[h.i])]);
+      if (st === 3) out.push(["kernel state", S.kstate[h.i] & 2 ? "D (uninterruptible)" : "S (sleeping)"]);
+      if (S.waker[h.i] !== 0xffffffff && st >= 2 && st <= 3) out.push(["woken by", "tid " + S.waker[h.i]]);
+      return out;
     }
     case "proc": {
       const p = h.proc;

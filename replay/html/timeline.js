@@ -27,7 +27,10 @@ const RULER_H = 28, GUTTER_W = 200, ROW_H = 18, PROC_H = 26, LOG_H = 12, VALUE_H
 const MERGED_H = 6, STATE_H = 12, LANE_GAP = 7, MIN_PX = 2.5, FONT = "11px system-ui, sans-serif";
 const MIN_SPAN_NS = 20;
 
-const STATE_NAMES = ["unknown", "running", "runnable", "blocked", "blocked (I/O)"];
+/* Thread states (replay_sched.h's enum orbit__rp_sched_state). */
+const STATE_NAMES = ["unknown", "running", "runnable", "blocked", "dead"];
+const STATE_COLORS = ["#9aa0a6", "#2da44e", "#e3a008", "#8c959f", "rgba(0,0,0,0)"];
+const STATE_D_COLOR = "#8250df"; /* blocked uninterruptibly (D): often I/O */
 
 /* ---- tracks ---- */
 
@@ -688,11 +691,11 @@ class Timeline {
 
   drawStates(ctx, tr, y) {
     const S = this.M.states, r = tr.lane.states, e = r.first + r.count;
-    const colors = ["#999", "#3a3", "#e2a600", "#bbb", "#8aa"];
     let i = lowerBound(S.t1, r.first, e, this.t0);
     for (; i < e && S.t0[i] <= this.t1; i++) {
       const x0 = this.x(S.t0[i]), x1 = Math.max(x0 + 1, this.x(S.t1[i]));
-      ctx.fillStyle = colors[S.state[i]] || colors[0];
+      const st = S.state[i];
+      ctx.fillStyle = st === 3 && (S.kstate[i] & 2) ? STATE_D_COLOR : STATE_COLORS[st] || STATE_COLORS[0];
       ctx.fillRect(x0, y + 2, x1 - x0, STATE_H - 4);
     }
   }
