@@ -4,8 +4,9 @@
  * page keeps under --html-max-scopes, and the page's template and code,
  * which the build embeds from replay/html/ (html/embed.cmake).
  *
- *   replay_export_html.c        the exporter: events in, tables out at end
+ *   replay_export_html.c        the exporter: the events, kept as they come
  *   replay_export_html_keep.c   the N longest spans, and where the others were
+ *   replay_export_html_tables.c at the end: the events in page order, as tables
  *   replay_export_html_data.c   base64 data block of typed tables, strings
  *   replay_export_html_page.c   the template, its code and styles, the data
  */
@@ -137,6 +138,115 @@ void orbit__rp_html_keep_init(struct orbit_rp_html_keep *k, size_t cap);
 int orbit__rp_html_keep(struct orbit_rp_html_keep *k, const struct orbit_rp_html_span *s,
                         const struct orbit_rp_html_extra *extra);
 void orbit__rp_html_keep_free(struct orbit_rp_html_keep *k);
+
+/* ---- the events kept (replay_export_html.c) ---- */
+
+#define ORBIT_RP_HTML_BIG 0xffffffffu   /* a u32 column's "see elsewhere" */
+#define ORBIT_RP_HTML_NAME_BYTES 65535u /* orbit.h's ORBIT_NAME_MAX */
+
+/* Kinds of lanes (LANE.kind on the page). */
+enum orbit_rp_html_lane_kind {
+	ORBIT_RP_HTML_THREAD = 1, /* a thread: its scopes and log lines */
+	ORBIT_RP_HTML_ASYNC = 2,  /* a process's async spans */
+	ORBIT_RP_HTML_VALUE = 3,  /* a value track */
+};
+
+struct orbit_rp_html_proc {
+	uint32_t pid;
+	uint32_t name, host, cmd;
+	uint32_t async_lane; /* + 1; 0: none yet */
+};
+
+struct orbit_rp_html_lane {
+	uint8_t kind;
+	uint8_t attrs;
+	uint32_t proc;
+	uint32_t tid;
+	uint32_t name; /* a value track's name */
+	uint32_t color;
+	const struct orbit_rp_thread *th;
+};
+
+struct orbit_rp_html_site {
+	uint32_t name, color, file, func, line;
+	uint8_t attrs;
+	const struct orbit_rp_location *loc;
+};
+
+struct orbit_rp_html_value {
+	uint64_t t;
+	double v;
+	uint32_t lane;
+};
+
+struct orbit_rp_html_line {
+	uint64_t t;
+	uint32_t lane, text;
+	uint8_t flags;
+};
+
+struct orbit_rp_html_loss {
+	uint64_t from, to, count;
+	uint32_t proc, ring;
+	uint8_t flags;
+};
+
+/* An open-addressing map from a 64-bit hash to ids; equality is the
+ * caller's (the hash may collide). */
+struct orbit_rp_html_idmap {
+	uint64_t *hash;
+	uint32_t *id; /* id + 1; 0: empty */
+	size_t mask;
+	uint32_t n;
+};
+
+/* The exporter's state: every event kept so far, and what they refer to. */
+struct orbit_rp_html {
+	struct orbit_rp_html_strs strs;
+	struct orbit_rp_html_keep keep;
+	struct orbit_rp_html_proc *procs;
+	uint32_t nprocs, procs_alloc, last_proc;
+	struct orbit_rp_html_lane *lanes;
+	uint32_t nlanes, lanes_alloc;
+	struct orbit_rp_html_site *sites;
+	uint32_t nsites, sites_alloc;
+	struct orbit_rp_html_idmap site_map, value_map;
+	uint32_t *name_str; /* core name id -> string + 1 */
+	uint32_t nname_str;
+	struct orbit_rp_html_value *values;
+	size_t nvalues, values_alloc;
+	uint64_t values_dropped;
+	struct orbit_rp_html_line *lines;
+	size_t nlines, lines_alloc;
+	uint64_t lines_dropped, texts_dropped, text_bytes;
+	struct orbit_rp_html_loss *losses;
+	uint32_t nlosses, losses_alloc;
+	uint64_t losses_dropped;
+	size_t limit; /* values and lines kept, each (0: all) */
+	int oom;
+	struct orbit_rp_html_lane value_key; /* what value_eq and site_eq compare with */
+	struct orbit_rp_html_site site_key;
+	struct orbit_rp_html_tables *tables; /* while they are written (..._tables.c) */
+};
+
+struct orbit_rp_export;
+
+/* The process of pid (added if new), or ORBIT_RP_HTML_BIG. */
+uint32_t orbit__rp_html_proc_of(struct orbit_rp_html *h, uint32_t pid);
+
+/* The string of s cut to max bytes, interned. */
+static inline uint32_t orbit__rp_html_str_cut(struct orbit_rp_html *h, const char *s, size_t n,
+                                              size_t max)
+{
+	return orbit__rp_html_str_intern(&h->strs, s, n < max ? n : max);
+}
+
+/* ---- at the end (replay_export_html_tables.c) ---- */
+
+/* The events in page order, written as the page's tables (their list is
+ * that file's opening comment) into the page on x's output. Returns 0, or
+ * -1 when out of memory. */
+int orbit__rp_html_write(struct orbit_rp_html *h, const struct orbit_rp_export *x);
 
 /* ---- the page (replay_export_html_page.c) ---- */
 
