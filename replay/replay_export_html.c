@@ -4,14 +4,16 @@
  * graph and the statistics; docs/replay.md, "--html".
  *
  * The events are kept as they come: scopes and async spans under the cap
- * of --html-max-scopes (replay_export_html_keep.c), values and log lines
- * up to the same number each, loss marks, with the processes, lanes (a
+ * of --html-max-scopes N (replay_export_html_keep.c), values and log
+ * lines thinned past N / 2 and N / 4 (struct orbit_rp_html_thin), loss
+ * marks, with the processes, lanes (a
  * thread's, a process's async spans, a value track) and sites (name,
  * colour, source location) they refer to, and every text interned in the
  * page's string table. At the end, when every thread has its final name,
  * replay_export_html_tables.c writes them as the page's tables.
  */
 #include <errno.h>
+#include <stddef.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -19,7 +21,7 @@
 #include "replay_export.h"
 #include "replay_export_html.h"
 
-#define TEXT_BYTES (64u << 20) /* log text kept; past it lines keep no text */
+#define TEXT_BYTES (16u << 20) /* log text kept; past it lines keep no text */
 #define LOSS_MARKS 65536u
 #define MARKER_SHOWN 64u /* marker bytes shown, in hex */
 
@@ -255,7 +257,11 @@ static int html_begin(struct orbit_rp_export *x)
 {
 	struct orbit_rp_html *h = x->state;
 	orbit__rp_html_keep_init(&h->keep, x->view->o->html_max_scopes);
-	h->limit = x->view->o->html_max_scopes;
+	size_t cap = x->view->o->html_max_scopes;
+	/* With the default cap, 1 M spans, 500 k values and 250 k log lines
+	 * with their 16 MiB of text stay under 64 MiB of page. */
+	h->values_thin = (struct orbit_rp_html_thin){.limit = cap ? (cap + 1) / 2 : 0, .stride = 1};
+	h->lines_thin = (struct orbit_rp_html_thin){.limit = cap ? (cap + 3) / 4 : 0, .stride = 1};
 	return 0;
 }
 
@@ -340,21 +346,72 @@ static double value_of(const struct orbit_rp_value *v)
 	}
 }
 
+/* ---- thinning values and log lines ---- */
+
+/* Whether lane's next event is kept: 1, 0, or -1 when out of memory. */
+static int thin_offer(struct orbit_rp_html_thin *t, uint32_t lane)
+{
+	if (lane >= t->nlanes) {
+		uint32_t n = t->nlanes ? t->nlanes : 64;
+		while (n <= lane)
+			n *= 2;
+		uint32_t *s = realloc(t->seen, n * sizeof *s);
+		if (s == NULL)
+			return -1;
+		memset(s + t->nlanes, 0, (n - t->nlanes) * sizeof *s);
+		t->seen = s;
+		t->nlanes = n;
+	}
+	if (t->seen[lane]++ % t->stride == 0)
+		return 1;
+	t->dropped++;
+	return 0;
+}
+
+/* The limit is reached: each lane keeps every other event it has (the
+ * ones it took at offers 0, 2 stride, 4 stride, ...), and the stride
+ * doubles. n events of size bytes, each with its lane at lane_off. */
+static void thin_half(struct orbit_rp_html_thin *t, void *events, size_t *n, size_t size,
+                      size_t lane_off)
+{
+	uint8_t *odd = calloc(t->nlanes ? t->nlanes : 1, 1);
+	if (odd == NULL)
+		return; /* then the arrays just grow */
+	char *e = events;
+	size_t w = 0;
+	for (size_t r = 0; r < *n; r++) {
+		uint32_t lane;
+		memcpy(&lane, e + r * size + lane_off, sizeof lane);
+		if (odd[lane]++ & 1) {
+			t->dropped++;
+			continue;
+		}
+		if (w != r)
+			memcpy(e + w * size, e + r * size, size);
+		w++;
+	}
+	free(odd);
+	*n = w;
+	t->stride *= 2;
+}
+
 static void html_value(struct orbit_rp_export *x, const struct orbit_rp_value *v)
 {
 	struct orbit_rp_html *h = x->state;
-	if (h->limit && h->nvalues >= h->limit) {
-		h->values_dropped++;
-		return;
-	}
 	uint32_t name = orbit__rp_html_str_cut(h, v->name, v->name_len, ORBIT_RP_HTML_NAME_BYTES);
 	uint32_t lane = value_lane(h, v->pid, name, v->color, (v->flags & ORBIT_RP_ATTRS) != 0);
-	if (lane == ORBIT_RP_HTML_BIG ||
+	int keep = lane == ORBIT_RP_HTML_BIG ? -1 : thin_offer(&h->values_thin, lane);
+	if (keep == 0)
+		return;
+	if (keep < 0 ||
 	    grow((void **)&h->values, &h->values_alloc, h->nvalues, sizeof *h->values) != 0) {
 		h->oom = 1;
 		return;
 	}
 	h->values[h->nvalues++] = (struct orbit_rp_html_value){v->time, value_of(v), lane};
+	if (h->values_thin.limit && h->nvalues >= h->values_thin.limit)
+		thin_half(&h->values_thin, h->values, &h->nvalues, sizeof *h->values,
+		          offsetof(struct orbit_rp_html_value, lane));
 }
 
 /* A marker's text: "marker" and its first bytes in hex. */
@@ -376,12 +433,11 @@ static uint32_t marker_text(struct orbit_rp_html *h, const struct orbit_rp_line 
 static void html_line(struct orbit_rp_export *x, const struct orbit_rp_line *l)
 {
 	struct orbit_rp_html *h = x->state;
-	if (h->limit && h->nlines >= h->limit) {
-		h->lines_dropped++;
-		return;
-	}
 	uint32_t lane = thread_lane(h, x, l->thread, l->pid);
-	if (lane == ORBIT_RP_HTML_BIG ||
+	int keep = lane == ORBIT_RP_HTML_BIG ? -1 : thin_offer(&h->lines_thin, lane);
+	if (keep == 0)
+		return;
+	if (keep < 0 ||
 	    grow((void **)&h->lines, &h->lines_alloc, h->nlines, sizeof *h->lines) != 0) {
 		h->oom = 1;
 		return;
@@ -396,6 +452,9 @@ static void html_line(struct orbit_rp_export *x, const struct orbit_rp_line *l)
 	if (text == ORBIT_RP_HTML_NO_STR)
 		h->texts_dropped++;
 	h->lines[h->nlines++] = (struct orbit_rp_html_line){l->time, lane, text, (uint8_t)l->flags};
+	if (h->lines_thin.limit && h->nlines >= h->lines_thin.limit)
+		thin_half(&h->lines_thin, h->lines, &h->nlines, sizeof *h->lines,
+		          offsetof(struct orbit_rp_html_line, lane));
 }
 
 static void html_loss(struct orbit_rp_export *x, const struct orbit_rp_loss_mark *m)
@@ -430,6 +489,8 @@ static void html_free(struct orbit_rp_export *x)
 	free(h->name_str);
 	free(h->values);
 	free(h->lines);
+	free(h->values_thin.seen);
+	free(h->lines_thin.seen);
 	free(h->losses);
 }
 

@@ -200,6 +200,18 @@ struct orbit_rp_html_idmap {
 	uint32_t n;
 };
 
+/* Values and log lines past their limit are thinned, not cut off: when
+ * the limit is reached every lane keeps every other one of what it has,
+ * and from then on every stride-th of what comes, so that a plot still
+ * covers the whole capture (replay_export_html.c). */
+struct orbit_rp_html_thin {
+	size_t limit;    /* 0: keep all */
+	uint32_t stride; /* a lane keeps every stride-th of its events */
+	uint64_t dropped;
+	uint32_t *seen; /* per lane: events offered */
+	uint32_t nlanes;
+};
+
 /* The exporter's state: every event kept so far, and what they refer to. */
 struct orbit_rp_html {
 	struct orbit_rp_html_strs strs;
@@ -215,14 +227,14 @@ struct orbit_rp_html {
 	uint32_t nname_str;
 	struct orbit_rp_html_value *values;
 	size_t nvalues, values_alloc;
-	uint64_t values_dropped;
+	struct orbit_rp_html_thin values_thin;
 	struct orbit_rp_html_line *lines;
 	size_t nlines, lines_alloc;
-	uint64_t lines_dropped, texts_dropped, text_bytes;
+	struct orbit_rp_html_thin lines_thin;
+	uint64_t texts_dropped, text_bytes;
 	struct orbit_rp_html_loss *losses;
 	uint32_t nlosses, losses_alloc;
 	uint64_t losses_dropped;
-	size_t limit; /* values and lines kept, each (0: all) */
 	int oom;
 	struct orbit_rp_html_lane value_key; /* what value_eq and site_eq compare with */
 	struct orbit_rp_html_site site_key;

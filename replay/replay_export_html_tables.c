@@ -54,7 +54,7 @@ struct meta_row {
 	double v;
 };
 
-#define META_MAX 16u
+#define META_MAX 20u
 
 struct row_row;
 struct vrow_row;
@@ -243,9 +243,13 @@ static size_t meta_rows(struct orbit_rp_html *h, struct meta_row *m)
 	m[n++] = (struct meta_row){key(h, "merged_max_ns"), ORBIT_RP_HTML_NO_STR,
 	                           (double)h->keep.merged_max};
 	m[n++] = (struct meta_row){key(h, "values_dropped"), ORBIT_RP_HTML_NO_STR,
-	                           (double)h->values_dropped};
+	                           (double)h->values_thin.dropped};
+	m[n++] = (struct meta_row){key(h, "values_stride"), ORBIT_RP_HTML_NO_STR,
+	                           (double)h->values_thin.stride};
 	m[n++] = (struct meta_row){key(h, "lines_dropped"), ORBIT_RP_HTML_NO_STR,
-	                           (double)h->lines_dropped};
+	                           (double)h->lines_thin.dropped};
+	m[n++] = (struct meta_row){key(h, "lines_stride"), ORBIT_RP_HTML_NO_STR,
+	                           (double)h->lines_thin.stride};
 	m[n++] = (struct meta_row){key(h, "texts_dropped"), ORBIT_RP_HTML_NO_STR,
 	                           (double)h->texts_dropped};
 	m[n++] = (struct meta_row){key(h, "loss_marks_dropped"), ORBIT_RP_HTML_NO_STR,

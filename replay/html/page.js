@@ -106,8 +106,12 @@ class Page {
       add("warn", "This page keeps the " + fmtCount(meta("kept")) + " longest of " + fmtCount(meta("kept") + meta("merged")) +
         " scopes and async spans (--html-max-scopes " + fmtCount(meta("cap")) + "): " + fmtCount(meta("merged")) +
         " shorter ones (none longer than " + fmtDur(meta("merged_max_ns")) + ") are merged into the amber strip under their lane. The statistics count them all.");
-    if (meta("values_dropped") > 0) add("warn", fmtCount(meta("values_dropped")) + " value samples past the page's limit are not drawn.");
-    if (meta("lines_dropped") > 0) add("warn", fmtCount(meta("lines_dropped")) + " log lines past the page's limit are not shown.");
+    if (meta("values_dropped") > 0)
+      add("warn", "Value tracks are thinned to every " + fmtCount(meta("values_stride")) + "th sample or so (" + fmtCount(meta("values_dropped")) +
+        " samples left out past the page's limit, half of --html-max-scopes).");
+    if (meta("lines_dropped") > 0)
+      add("warn", "Log lines are thinned to every " + fmtCount(meta("lines_stride")) + "th line or so (" + fmtCount(meta("lines_dropped")) +
+        " left out past the page's limit, a quarter of --html-max-scopes).");
     if (meta("texts_dropped") > 0) add("warn", fmtCount(meta("texts_dropped")) + " log lines are shown without their text (the page's text limit).");
     if (meta("loss_marks_dropped") > 0) add("warn", fmtCount(meta("loss_marks_dropped")) + " loss marks past the page's limit are not drawn (the notices above count all loss).");
     if (meta("strings_dropped") > 0) add("warn", fmtCount(meta("strings_dropped")) + " texts did not fit the page's string table and are left out.");
@@ -518,6 +522,18 @@ class Page {
         logs: Array.from(M.logs.text, t => M.strings.get(t)),
       }),
       flame: () => (page.flame.g ? { nodes: page.flame.g.n, total: page.flame.g.total[0], range: page.flame.range ? [page.flame.range.a, page.flame.range.b] : null } : null),
+      /* ms per frame drawn at [t0, t1] (default: the view), n frames */
+      drawCost: (n, t0, t1) => {
+        const tl = page.tl, v = [tl.t0, tl.t1];
+        if (t0 !== undefined) { tl.t0 = t0; tl.t1 = t1; }
+        const start = performance.now();
+        for (let k = 0; k < (n || 10); k++) tl.draw();
+        const ms = (performance.now() - start) / (n || 10);
+        tl.t0 = v[0];
+        tl.t1 = v[1];
+        tl.redraw();
+        return ms;
+      },
       laneArea: () => ({ x: GUTTER_W, y: RULER_H, w: page.tl.cw - GUTTER_W, h: Math.min(page.tl.ch, page.tl.contentH) - RULER_H, box: $("timeline").getBoundingClientRect().toJSON() }),
     });
   }

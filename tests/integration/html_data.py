@@ -148,8 +148,22 @@ def case_cap(exe, n, capture):
     T = p.T
     dens = sum(T["DBIN"][1]["c"])
     check(dens == merged, "the density strips count %d of %d merged" % (dens, merged))
+    # values past n / 2 are thinned evenly: what is kept still spans the capture
+    js = rp.path("p.json")
+    rp.run("-q", "--json", js, capture, want=None)
+    summary = json.load(open(js))
+    values = sum(st["values"] for c in summary["captures"] for st in c["streams"])
+    kept_v = T["VALS"][0]
+    check(kept_v <= (n + 1) // 2 and kept_v + p.meta["values_dropped"][1] == values,
+          "values: %d kept + %d left out of %d (limit %d)" % (kept_v, p.meta["values_dropped"][1], values, (n + 1) // 2))
+    if values > (n + 1) // 2:
+        t = sorted(T["VALS"][1]["t"])
+        first = min(st["start_ns"] for c in summary["captures"] for st in c["streams"]) - p.origin
+        last = max(st["end_ns"] for c in summary["captures"] for st in c["streams"]) - p.origin
+        check(t[0] - first < (last - first) * 0.1 and last - t[-1] < (last - first) * 0.1,
+              "thinned values still cover the capture: %r .. %r of %r .. %r" % (t[0], t[-1], first, last))
     rp.cleanup()
-    print("ok: kept %d of %d, merged %d" % (n, len(rows), merged))
+    print("ok: kept %d of %d, merged %d; %d of %d values" % (n, len(rows), merged, kept_v, values))
 
 
 def case_sources(src):
