@@ -194,7 +194,7 @@ class Page {
     $("prev").addEventListener("click", () => this.stepFound(-1));
     window.addEventListener("keydown", e => {
       const tag = e.target && e.target.tagName;
-      if (tag === "INPUT" || tag === "TEXTAREA") return;
+      if (tag === "INPUT" || tag === "TEXTAREA" || (tag === "BUTTON" && e.key === "Enter")) return;
       if (e.key === "/") { e.preventDefault(); input.focus(); input.select(); }
       else if (e.key === "?") this.toggleHelp();
       else if (e.key === "Enter" && this.search.list) this.stepFound(e.shiftKey ? -1 : 1);
