@@ -860,10 +860,14 @@ int orbit__rp_html_write(struct orbit_rp_html *h, const struct orbit_rp_export *
 	for (size_t c = 0; c < v->ncaps; c++)
 		for (const struct orbit_rp_stream *s = v->caps[c].streams; s; s = s->next)
 			e.stream_tab[e.nstreams++] = s;
-	qsort(h->keep.spans, h->keep.n, sizeof *h->keep.spans, span_cmp);
+	/* (qsort never gets NULL: the arrays are NULL while empty) */
+	if (h->keep.n > 1)
+		qsort(h->keep.spans, h->keep.n, sizeof *h->keep.spans, span_cmp);
 	pack_async(h);
-	qsort(h->values, h->nvalues, sizeof *h->values, value_cmp);
-	qsort(h->lines, h->nlines, sizeof *h->lines, line_cmp);
+	if (h->nvalues > 1)
+		qsort(h->values, h->nvalues, sizeof *h->values, value_cmp);
+	if (h->nlines > 1)
+		qsort(h->lines, h->nlines, sizeof *h->lines, line_cmp);
 	for (int async = 0; async < 2; async++) {
 		e.stat_rows[async] = orbit__rp_stats_rows(
 		    v->stats, v->names, async, ORBIT_REPLAY_SORT_TOTAL, &e.stat_n[async]);
