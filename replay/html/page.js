@@ -425,7 +425,7 @@ class Page {
       if (site.given) out.push(["colour", hexColor(site.colorValue) + " (given)"]);
       if (x && x.group) out.push(["group", x.group.toString()]);
       const st = M.stats.find(s => s.name === site.name && s.kind === (flag & F_ASYNC ? "async" : "scope"));
-      if (st) out.push(["all " + fmtCount(st.count), "mean " + fmtDur(st.mean) + ", p50 " + fmtDur(st.p50) + ", p95 " + fmtDur(st.p95) + ", max " + fmtDur(st.max)]);
+      if (st) out.push(["this name", fmtCount(st.count) + " of them: mean " + fmtDur(st.mean) + ", p50 " + fmtDur(st.p50) + ", p95 " + fmtDur(st.p95) + ", max " + fmtDur(st.max)]);
     }
     if (flag & F_NAME_INCOMPLETE) out.push("Part of the name was lost.");
     if (flag & F_UNCERTAIN) out.push("The agent could not trust this time's conversion.");
@@ -534,6 +534,7 @@ class Page {
         tl.redraw();
         return ms;
       },
+      tracks: () => page.tl.tracks.map(t => ({ kind: t.kind, lane: t.lane ? t.lane.name : null, y: t.y, h: t.h })),
       laneArea: () => ({ x: GUTTER_W, y: RULER_H, w: page.tl.cw - GUTTER_W, h: Math.min(page.tl.ch, page.tl.contentH) - RULER_H, box: $("timeline").getBoundingClientRect().toJSON() }),
     });
   }

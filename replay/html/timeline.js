@@ -553,12 +553,12 @@ class Timeline {
       ctx.globalAlpha = match ? 0.18 : 0.7;
       ctx.fillStyle = this.fill[site[i]];
       ctx.fillRect(x0, ry + 2, x1 - x0, ROW_H - 4);
-      if (x1 - x0 > 70 && count > 1) {
+      if (x1 - x0 > 90 && count > 1) {
         /* a wide run says what it is: zoom in to see them */
         const label = this.fitText(fmtCount(count) + " scopes", x1 - Math.max(x0, GUTTER_W) - 8);
         if (label) {
           ctx.fillStyle = this.ink[site[i]];
-          ctx.globalAlpha = match ? 0.15 : 0.75;
+          ctx.globalAlpha = match ? 0.12 : 0.6;
           ctx.fillText(label, Math.max(x0, GUTTER_W) + 4, ry + ROW_H / 2);
         }
       }

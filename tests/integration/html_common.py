@@ -21,26 +21,48 @@ def data_block(html):
     return m.group(1)
 
 
-def tables(html):
+def typed_tables(html):
+    """[(tag, rows, [(column, type, values)])], in the block's order."""
     b = base64.b64decode(data_block(html), validate=False)
     if b[:8] != b"ORBITPG1":
         raise ValueError("bad magic")
     n, = struct.unpack_from("<I", b, 8)
-    at, out = 16, {}
+    at, out = 16, []
     for _ in range(n):
         tag, rows, cols, zero = struct.unpack_from("<4sIII", b, at)
         at += 16
-        t = {}
+        t = []
         for _ in range(cols):
             name, typ = struct.unpack_from("<4sc", b, at)
             at += 8
             typ = typ.decode()
-            t[name.decode().strip()] = list(struct.unpack_from("<%d%s" % (rows, typ), b, at))
+            t.append((name.decode(), typ, list(struct.unpack_from("<%d%s" % (rows, typ), b, at))))
             at += (rows * SIZES[typ] + 7) // 8 * 8
-        out[tag.decode().strip()] = (rows, t)
+        out.append((tag.decode(), rows, t))
     if at != len(b):
         raise ValueError("%d bytes after the last table" % (len(b) - at))
     return out
+
+
+def tables(html):
+    """{TAG: (rows, {column: values})}"""
+    return {tag.strip(): (rows, {c.strip(): v for c, _, v in cols}) for tag, rows, cols in typed_tables(html)}
+
+
+def with_tables(html, typed):
+    """The page with its data block made from typed tables (a test's own
+    data: what orbit-replay does not write yet)."""
+    out = bytearray(b"ORBITPG1" + struct.pack("<II", len(typed), 0))
+    for tag, rows, cols in typed:
+        out += tag.encode() + struct.pack("<III", rows, len(cols), 0)
+        for name, typ, values in cols:
+            out += name.encode() + typ.encode() + b"\0\0\0"
+            body = struct.pack("<%d%s" % (rows, typ), *values)
+            out += body + b"\0" * ((8 - len(body) % 8) % 8)
+    text = base64.b64encode(bytes(out)).decode()
+    text = "\n".join(text[i:i + 1024] for i in range(0, len(text), 1024)) + "\n"
+    old = data_block(html)
+    return html.replace(old, text, 1)
 
 
 class Page:

@@ -18,6 +18,8 @@ measures are printed (docs/performance.md records them).
                  nothing, fetch nothing, open no dialog and stay text, with
                  the page's Content-Security-Policy and without it
     loss         a capture with lost records: the notice, red on the timeline
+    states       the thread-state track (issue 13's hook): a page given
+                 THST rows by the test draws them under the thread's lane
     million      1 M scopes: the page's size (<= 64 MiB, asserted) and the
                  time to the first frame (printed), with the default cap and
                  with --html-max-scopes 0
@@ -387,6 +389,52 @@ def case_loss(env):
         check(red >= 20, "the loss is drawn in red (%d pixels)" % red)
         clean(c, page)
         print("ok: %d red pixels" % red)
+    finally:
+        c.close()
+
+
+def case_states(env):
+    from html_common import typed_tables, with_tables
+    page = env.page(os.path.join(env.src, "tests/data/replay/demo-collector-4x500.orbit.zst"), "st.html")
+    with open(page, encoding="utf-8") as f:
+        html = f.read()
+    typed = typed_tables(html)
+    tabs = {t[0]: t for t in typed}
+    lanes = dict((c[0], c[2]) for c in tabs["LANE"][2])
+    lane = lanes["kind"].index(1)  # the first thread lane
+    last = max(dict((c[0], c[2]) for c in tabs["STRM"][2])["last"])
+    n = 60
+    t = [last * k / n for k in range(n + 1)]
+    state = [(1, 2, 3, 3)[k % 4] for k in range(n)]
+    cols = [("lane", "I", [lane] * n), ("t0  ", "d", t[:-1]), ("t1  ", "d", t[1:]), ("stat", "B", state),
+            ("cpu ", "H", [k % 2 if state[k] == 1 else 0xffff for k in range(n)]),
+            ("kst ", "I", [2 if k % 4 == 3 else (1 if state[k] == 3 else 0) for k in range(n)]),
+            ("wakr", "I", [4242 if state[k] == 2 else 0xffffffff for k in range(n)])]
+    typed = [(tag, n, cols) if tag == "THST" else (tag, rows, c) for tag, rows, c in typed]
+    with open(page, "w", encoding="utf-8") as f:
+        f.write(with_tables(html, typed))
+    c = browser()
+    try:
+        c.open()
+        load(c, page)
+        tracks = c.eval("orbit.tracks()")
+        st = [tr for tr in tracks if tr["kind"] == "state"]
+        check(len(st) == 1, "one state track: %r" % [tr["kind"] for tr in tracks])
+        spans = [tr for tr in tracks if tr["kind"] == "spans" and tr["lane"] == st[0]["lane"]]
+        check(spans and spans[0]["y"] < st[0]["y"], "the state track is under its thread's scopes")
+        a = c.eval("orbit.laneArea()")
+        y = a["box"]["y"] + st[0]["y"] + st[0]["h"] / 2 - c.eval("document.getElementById('timeline').scrollTop")
+        x0, w = a["box"]["x"] + a["x"], a["w"]
+        seen = set()
+        for k in range(24):
+            c.call("Input.dispatchMouseEvent", {"type": "mouseMoved", "x": x0 + w * (k + 0.5) / 24, "y": y})
+            seen.add(c.eval("document.getElementById('tip').textContent.split(/from/)[0]"))
+        check({"running", "runnable", "blocked"} <= seen, "the tooltip names the states: %r" % seen)
+        shot = c.screenshot()
+        green = sum(v for k, v in colours(shot).items() if abs(k[0] - 0x2d) < 10 and abs(k[1] - 0xa4) < 10 and abs(k[2] - 0x4e) < 10)
+        check(green > 100, "running is drawn green (%d pixels)" % green)
+        clean(c, page)
+        print("ok: %d state spans drawn, %r" % (n, sorted(seen)))
     finally:
         c.close()
 
