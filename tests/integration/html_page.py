@@ -523,7 +523,7 @@ def case_screenshots(env, out):
 
 
 def main():
-    faulthandler.register(__import__("signal").SIGUSR1)
+    faulthandler.register(__import__("signal").SIGUSR1)  # kill -USR1: where a hung run waits
     if len(sys.argv) < 4:
         fail(__doc__)
     case, build, src = sys.argv[1:4]
