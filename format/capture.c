@@ -360,7 +360,10 @@ int orbit__packet_validate(const Orbit__Packet *p)
 	switch (p->body_case) {
 	case ORBIT__PACKET__BODY_HANDSHAKE: {
 		const Orbit__Handshake *h = p->handshake;
-		if (h->protocol_version != ORBIT_PROTOCOL_VERSION)
+		/* Readers read every version there were; a collector takes only
+		 * the one it speaks, and says so itself (collector/conn.c). */
+		if (h->protocol_version < ORBIT_PROTOCOL_VERSION_MIN ||
+		    h->protocol_version > ORBIT_PROTOCOL_VERSION)
 			return -EPROTO;
 		if (h->ring_count > ORBIT_MAX_RINGS || h->n_ring_start != h->ring_count ||
 		    (h->ring_count > 0 && h->record_size != ORBIT_RECORD_SIZE) ||
@@ -392,6 +395,8 @@ int orbit__packet_validate(const Orbit__Packet *p)
 	case ORBIT__PACKET__BODY_THREAD_NAME:
 	case ORBIT__PACKET__BODY_PAGE_LOSS:
 		return 0;
+	case ORBIT__PACKET__BODY_ACK:
+		return p->ack->synced_frames <= p->ack->frames ? 0 : -EINVAL;
 	default:
 		return -EINVAL;
 	}

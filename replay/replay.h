@@ -37,6 +37,8 @@ struct orbit_replay_bound {
 	uint64_t ns;
 };
 
+struct orbit_rp_exporter;
+
 struct orbit_replay_options {
 	const char *const *inputs; /* capture files */
 	size_t ninputs;
@@ -44,6 +46,8 @@ struct orbit_replay_options {
 	const char *csv_path;
 	const char *chrome_path;
 	const char *perfetto_path;
+	const char *html_path;  /* --html: the self-contained page */
+	size_t html_max_scopes; /* spans the page keeps, the longest (0: all) */
 	const char *pages_path; /* --pages: a raw ftrace page file */
 	uint32_t page_size;     /* of the --pages file; 0: 4096 */
 	int log;                /* print the log lines instead of the summary */
@@ -57,6 +61,9 @@ struct orbit_replay_options {
 	int progress; /* 1: always, 0: never, -1: when stderr is a tty and input large */
 	FILE *out;    /* stdout */
 	FILE *err;    /* stderr: one line per problem */
+	/* The exporters to offer the options to (replay_export.h),
+	 * NULL-terminated; NULL: all of orbit-replay's. */
+	const struct orbit_rp_exporter *const *exporters;
 };
 
 /* Fills defaults: top 20, sort total, progress auto, stdout/stderr. */

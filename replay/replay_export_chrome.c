@@ -3,8 +3,12 @@
  * chrome://tracing and Perfetto UI open.
  *
  *   scopes       "X" complete events (ts, dur), in the tie order of
- *                replay_order.c; unfinished: dur 0, args.unfinished
- *   async spans  "b" / "e" nestable async events, id as a hex string
+ *                replay_order.c; what is uncertain in args: unfinished (dur
+ *                runs to the latest time it is known open), name_incomplete,
+ *                time_untrusted; args.color "#rrggbbaa" and args.group when
+ *                given
+ *   async spans  "b" / "e" nestable async events, id as a hex string, the
+ *                same args on "b"
  *   values       "C" counters, one series per name and process
  *   log lines    "i" instants on their thread, markers with their bytes
  *   names        "M" process_name (at each stream) and thread_name (at the
@@ -19,16 +23,17 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "replay_internal.h"
+#include "replay_export.h"
 
-struct orbit_rp_chrome {
+struct chrome {
 	int events; /* written so far: the next one needs a comma */
 };
 
-static struct orbit_rp_out *event_open(struct orbit_rp_run *run, const char *ph)
+static struct orbit_rp_out *event_open(struct orbit_rp_export *x, const char *ph)
 {
-	struct orbit_rp_out *o = &run->chrome_out;
-	orbit__rp_out_s(o, run->chrome->events++ ? ",\n{\"ph\":\"" : "\n{\"ph\":\"");
+	struct chrome *c = x->state;
+	struct orbit_rp_out *o = x->out;
+	orbit__rp_out_s(o, c->events++ ? ",\n{\"ph\":\"" : "\n{\"ph\":\"");
 	orbit__rp_out_s(o, ph);
 	orbit__rp_out_s(o, "\"");
 	return o;
@@ -52,18 +57,15 @@ static void put_name(struct orbit_rp_out *o, const char *name, size_t len)
 	orbit__rp_out_json(o, name, len);
 }
 
-int orbit__rp_chrome_begin(struct orbit_rp_run *run)
+static int chrome_begin(struct orbit_rp_export *x)
 {
-	run->chrome = calloc(1, sizeof *run->chrome);
-	if (run->chrome == NULL)
-		return -1;
-	orbit__rp_out_s(&run->chrome_out, "{\"displayTimeUnit\":\"ns\",\"traceEvents\":[");
+	orbit__rp_out_s(x->out, "{\"displayTimeUnit\":\"ns\",\"traceEvents\":[");
 	return 0;
 }
 
-void orbit__rp_chrome_process(struct orbit_rp_run *run, const struct orbit_rp_stream *s)
+static void chrome_process(struct orbit_rp_export *x, const struct orbit_rp_stream *s)
 {
-	struct orbit_rp_out *o = event_open(run, "M");
+	struct orbit_rp_out *o = event_open(x, "M");
 	put_u64(o, ",\"pid\":", s->pid);
 	orbit__rp_out_s(o, ",\"tid\":0,\"name\":\"process_name\",\"args\":{\"name\":");
 	const char *n = s->process ? s->process : "";
@@ -71,58 +73,81 @@ void orbit__rp_chrome_process(struct orbit_rp_run *run, const struct orbit_rp_st
 	orbit__rp_out_s(o, "}}");
 }
 
-static void span_flags(struct orbit_rp_out *o, const struct orbit_rp_span *s)
+/* The args of a scope or an async begin: what the reconstruction found
+ * uncertain (unfinished, name_incomplete, time_untrusted), and the colour and
+ * group it was given (the group as a string: a 64-bit id is not exact in a
+ * JavaScript number). Values ("C" events) carry no flags: a counter's args
+ * are its series. */
+static void span_args(struct orbit_rp_out *o, const struct orbit_rp_span *s)
 {
-	if (!s->unfinished && !s->name_incomplete)
-		return;
-	orbit__rp_out_s(o, ",\"args\":{");
-	if (s->unfinished)
-		orbit__rp_out_s(o, s->name_incomplete ? "\"unfinished\":true,"
-		                                      : "\"unfinished\":true");
-	if (s->name_incomplete)
+	const char *sep = ",\"args\":{";
+	if (s->flags & ORBIT_RP_UNFINISHED) {
+		orbit__rp_out_s(o, sep);
+		orbit__rp_out_s(o, "\"unfinished\":true");
+		sep = ",";
+	}
+	if (s->flags & ORBIT_RP_NAME_INCOMPLETE) {
+		orbit__rp_out_s(o, sep);
 		orbit__rp_out_s(o, "\"name_incomplete\":true");
-	orbit__rp_out_c(o, '}');
+		sep = ",";
+	}
+	if (s->flags & ORBIT_RP_TIME_UNTRUSTED) {
+		orbit__rp_out_s(o, sep);
+		orbit__rp_out_s(o, "\"time_untrusted\":true");
+		sep = ",";
+	}
+	if (s->flags & ORBIT_RP_ATTRS) {
+		orbit__rp_out_s(o, sep);
+		orbit__rp_out_s(o, "\"color\":\"");
+		orbit__rp_out_color(o, s->color);
+		orbit__rp_out_s(o, "\",\"group\":\"");
+		orbit__rp_out_u64(o, s->group);
+		orbit__rp_out_c(o, '"');
+		sep = ",";
+	}
+	if (sep[0] == ',' && sep[1] == '\0')
+		orbit__rp_out_c(o, '}');
 }
 
-void orbit__rp_chrome_item(struct orbit_rp_run *run, const struct orbit_rp_span *s, int end)
+static void chrome_slice(struct orbit_rp_export *x, const struct orbit_rp_span *s, int end)
 {
 	if (end)
 		return; /* a complete event says both */
-	struct orbit_rp_out *o = event_open(run, "X");
+	struct orbit_rp_out *o = event_open(x, "X");
 	put_u64(o, ",\"pid\":", s->pid);
 	put_u64(o, ",\"tid\":", s->tid);
 	put_ts(o, ",\"ts\":", s->start);
 	put_ts(o, ",\"dur\":", s->end - s->start);
 	orbit__rp_out_s(o, ",\"cat\":\"scope\"");
 	put_name(o, s->name, s->name_len);
-	span_flags(o, s);
+	span_args(o, s);
 	orbit__rp_out_c(o, '}');
 }
 
-static void async_event(struct orbit_rp_run *run, const struct orbit_rp_span *s, int end)
+static void async_event(struct orbit_rp_export *x, const struct orbit_rp_span *s, int end)
 {
-	struct orbit_rp_out *o = event_open(run, end ? "e" : "b");
+	struct orbit_rp_out *o = event_open(x, end ? "e" : "b");
 	put_u64(o, ",\"pid\":", s->pid);
 	put_u64(o, ",\"tid\":", end ? s->end_tid : s->tid);
 	put_ts(o, ",\"ts\":", end ? s->end : s->start);
 	orbit__rp_out_printf(o, ",\"cat\":\"async\",\"id\":\"0x%" PRIx64 "\"", s->id);
 	put_name(o, s->name, s->name_len);
 	if (!end)
-		span_flags(o, s);
+		span_args(o, s);
 	orbit__rp_out_c(o, '}');
 }
 
-void orbit__rp_chrome_async(struct orbit_rp_run *run, const struct orbit_rp_span *s)
+static void chrome_async(struct orbit_rp_export *x, const struct orbit_rp_span *s)
 {
-	async_event(run, s, 0);
-	async_event(run, s, 1);
+	async_event(x, s, 0);
+	async_event(x, s, 1);
 }
 
-static void value_of(struct orbit_rp_out *o, const struct orbit_event *ev)
+static void value_of(struct orbit_rp_out *o, const struct orbit_rp_value *v)
 {
-	uint64_t b = ev->value_bits;
+	uint64_t b = v->bits;
 	double d;
-	switch (ev->value_kind) {
+	switch (v->kind) {
 	case ORBIT_REC_INT:
 	case ORBIT_REC_INT64:
 		orbit__rp_out_i64(o, (int64_t)b);
@@ -137,68 +162,68 @@ static void value_of(struct orbit_rp_out *o, const struct orbit_event *ev)
 	}
 }
 
-void orbit__rp_chrome_value(struct orbit_rp_run *run, uint32_t pid, const struct orbit_event *ev)
+static void chrome_value(struct orbit_rp_export *x, const struct orbit_rp_value *v)
 {
-	struct orbit_rp_out *o = event_open(run, "C");
-	put_u64(o, ",\"pid\":", pid);
-	put_u64(o, ",\"tid\":", ev->tid);
-	put_ts(o, ",\"ts\":", ev->start);
-	put_name(o, ev->name, ev->name_len);
+	struct orbit_rp_out *o = event_open(x, "C");
+	put_u64(o, ",\"pid\":", v->pid);
+	put_u64(o, ",\"tid\":", v->tid);
+	put_ts(o, ",\"ts\":", v->time);
+	put_name(o, v->name, v->name_len);
 	orbit__rp_out_s(o, ",\"args\":{\"value\":");
-	value_of(o, ev);
+	value_of(o, v);
 	orbit__rp_out_s(o, "}}");
 }
 
-static void hex_bytes(struct orbit_rp_out *o, const char *p, size_t n)
+static void chrome_line(struct orbit_rp_export *x, const struct orbit_rp_line *l)
 {
-	static const char hex[] = "0123456789abcdef";
-	orbit__rp_out_c(o, '"');
-	for (size_t i = 0; i < n; i++) {
-		char b[2] = {hex[(unsigned char)p[i] >> 4], hex[(unsigned char)p[i] & 15]};
-		orbit__rp_out_write(o, b, 2);
-	}
-	orbit__rp_out_c(o, '"');
-}
-
-void orbit__rp_chrome_log(struct orbit_rp_run *run, uint32_t pid, uint32_t tid, uint64_t time,
-                          int marker, const char *text, size_t len)
-{
-	struct orbit_rp_out *o = event_open(run, "i");
-	put_u64(o, ",\"pid\":", pid);
-	put_u64(o, ",\"tid\":", tid);
-	put_ts(o, ",\"ts\":", time);
+	struct orbit_rp_out *o = event_open(x, "i");
+	put_u64(o, ",\"pid\":", l->pid);
+	put_u64(o, ",\"tid\":", l->tid);
+	put_ts(o, ",\"ts\":", l->time);
 	orbit__rp_out_s(o, ",\"s\":\"t\",\"cat\":\"log\"");
-	if (marker) {
+	if (l->flags & ORBIT_RP_MARKER) {
 		orbit__rp_out_s(o, ",\"name\":\"marker\",\"args\":{\"bytes\":");
-		hex_bytes(o, text, len);
+		orbit__rp_out_c(o, '"');
+		orbit__rp_out_hex(o, l->text, l->len);
+		orbit__rp_out_c(o, '"');
 		orbit__rp_out_c(o, '}');
 	} else {
-		put_name(o, text, len);
+		put_name(o, l->text, l->len);
 	}
 	orbit__rp_out_c(o, '}');
 }
 
-static void thread_names(struct orbit_rp_run *run)
+static void chrome_end(struct orbit_rp_export *x)
 {
-	for (uint32_t i = 0; i < run->threads.n; i++) {
-		const struct orbit_rp_thread *t = run->threads.all[i];
+	const struct orbit_rp_threads *th = x->view->threads;
+	for (uint32_t i = 0; i < th->n; i++) {
+		const struct orbit_rp_thread *t = th->all[i];
 		if (t->name == NULL)
 			continue;
-		struct orbit_rp_out *o = event_open(run, "M");
+		struct orbit_rp_out *o = event_open(x, "M");
 		put_u64(o, ",\"pid\":", t->pid);
 		put_u64(o, ",\"tid\":", t->tid);
 		orbit__rp_out_s(o, ",\"name\":\"thread_name\",\"args\":{\"name\":");
 		orbit__rp_out_json(o, t->name, t->name_len);
 		orbit__rp_out_s(o, "}}");
 	}
+	orbit__rp_out_s(x->out, "\n]}\n");
 }
 
-void orbit__rp_chrome_end(struct orbit_rp_run *run)
+static const char *chrome_wanted(const struct orbit_replay_options *o)
 {
-	if (run->chrome == NULL)
-		return;
-	thread_names(run);
-	orbit__rp_out_s(&run->chrome_out, "\n]}\n");
-	free(run->chrome);
-	run->chrome = NULL;
+	return o->chrome_path;
 }
+
+const struct orbit_rp_exporter orbit__rp_export_chrome = {
+    .name = "chrome",
+    .wanted = chrome_wanted,
+    .state_size = sizeof(struct chrome),
+    .begin = chrome_begin,
+    .stream = chrome_process,
+    .slice = chrome_slice,
+    .async = chrome_async,
+    .value = chrome_value,
+    .line = chrome_line,
+    .end = chrome_end,
+};

@@ -2,21 +2,34 @@
  * replay_export_csv.c — --csv: one row per scope and async span, RFC 4180
  * (CRLF line ends, fields with , " CR LF or other control characters
  * quoted, quotes doubled). Rows come in the order scopes end (a scope after
- * the scopes inside it); sort by start_ns for a timeline. An unfinished
- * scope has empty end_ns and duration_ns: its end is unknown, not zero.
+ * the scopes inside it); sort by start_ns for a timeline. color
+ * ("#rrggbbaa") and group_id are empty unless the event was written with
+ * ..._WITH_COLOR or ..._WITH_GROUP_AND_COLOR. marks says what is uncertain
+ * about the row, as space-separated words, empty when nothing is:
+ *   unfinished      its stop never came: end_ns is the latest time it is
+ *                   known to have been open (the stop of a scope around it,
+ *                   its thread's end, the end of the capture), not its stop
+ *   name_incomplete part of its name was lost: name is what arrived
+ *   time_untrusted  the agent could not trust the conversion of its start's
+ *                   or stop's time (its clock counter went backwards or
+ *                   jumped around then)
  */
-#include "replay_internal.h"
+#include "replay_export.h"
 
-void orbit__rp_csv_begin(struct orbit_rp_run *run)
+static int csv_begin(struct orbit_rp_export *x)
 {
-	orbit__rp_out_s(&run->csv,
-	                "pid,tid,thread_name,depth,name,start_ns,end_ns,duration_ns,kind\r\n");
+	orbit__rp_out_s(
+	    x->out,
+	    "pid,tid,thread_name,depth,name,start_ns,end_ns,duration_ns,kind,color,group_id,"
+	    "marks\r\n");
+	return 0;
 }
 
-void orbit__rp_csv_span(struct orbit_rp_run *run, const struct orbit_rp_span *s)
+static void csv_span(struct orbit_rp_export *x, const struct orbit_rp_span *s)
 {
-	struct orbit_rp_out *o = &run->csv;
+	struct orbit_rp_out *o = x->out;
 	const struct orbit_rp_thread *t = s->thread;
+	int async = (s->flags & ORBIT_RP_ASYNC) != 0;
 	orbit__rp_out_u64(o, s->pid);
 	orbit__rp_out_c(o, ',');
 	orbit__rp_out_u64(o, s->tid);
@@ -24,19 +37,52 @@ void orbit__rp_csv_span(struct orbit_rp_run *run, const struct orbit_rp_span *s)
 	if (t != NULL && t->name != NULL && t->tid == s->tid)
 		orbit__rp_out_csv(o, t->name, t->name_len);
 	orbit__rp_out_c(o, ',');
-	if (!s->async)
+	if (!async)
 		orbit__rp_out_u64(o, s->depth);
 	orbit__rp_out_c(o, ',');
 	orbit__rp_out_csv(o, s->name, s->name_len);
 	orbit__rp_out_c(o, ',');
 	orbit__rp_out_u64(o, s->start);
 	orbit__rp_out_c(o, ',');
-	if (!s->unfinished) {
-		orbit__rp_out_u64(o, s->end);
+	orbit__rp_out_u64(o, s->end);
+	orbit__rp_out_c(o, ',');
+	orbit__rp_out_u64(o, s->end - s->start);
+	orbit__rp_out_s(o, async ? ",async," : ",scope,");
+	if (s->flags & ORBIT_RP_ATTRS) {
+		orbit__rp_out_color(o, s->color);
 		orbit__rp_out_c(o, ',');
-		orbit__rp_out_u64(o, s->end - s->start);
+		orbit__rp_out_u64(o, s->group);
 	} else {
 		orbit__rp_out_c(o, ',');
 	}
-	orbit__rp_out_s(o, s->async ? ",async\r\n" : ",scope\r\n");
+	orbit__rp_out_c(o, ',');
+	static const struct {
+		uint32_t flag;
+		const char *word;
+	} marks[] = {{ORBIT_RP_UNFINISHED, "unfinished"},
+	             {ORBIT_RP_NAME_INCOMPLETE, "name_incomplete"},
+	             {ORBIT_RP_TIME_UNTRUSTED, "time_untrusted"}};
+	const char *sep = "";
+	for (size_t i = 0; i < sizeof marks / sizeof marks[0]; i++) {
+		if (s->flags & marks[i].flag) {
+			orbit__rp_out_s(o, sep);
+			orbit__rp_out_s(o, marks[i].word);
+			sep = " ";
+		}
+	}
+	orbit__rp_out_s(o, "\r\n");
 }
+
+static const char *csv_wanted(const struct orbit_replay_options *o)
+{
+	return o->csv_path;
+}
+
+const struct orbit_rp_exporter orbit__rp_export_csv = {
+    .name = "csv",
+    .wanted = csv_wanted,
+    .needs = ORBIT_RP_NEED_EARLY_NAMES,
+    .begin = csv_begin,
+    .scope = csv_span,
+    .async = csv_span,
+};

@@ -13,7 +13,10 @@
  *    its name changes;
  *  - scopes: TYPE_SLICE_BEGIN / TYPE_SLICE_END on the thread track, in the
  *    tie order of replay_order.c; names interned (InternedData.event_names,
- *    iid = name id + 1) the first time they are used;
+ *    iid = name id + 1) the first time they are used; debug annotations
+ *    unfinished (the slice ends where it is last known open),
+ *    name_incomplete, time_untrusted, and color ("#rrggbbaa") and group
+ *    when the scope was given them;
  *  - async spans: a track per (pid, id) under the process track;
  *  - values: TYPE_COUNTER on a counter track per (pid, name);
  *  - log lines: TYPE_INSTANT on the thread track, the text as the name.
@@ -25,7 +28,7 @@
 #include <string.h>
 
 #include "perfetto_subset.pb-c.h"
-#include "replay_internal.h"
+#include "replay_export.h"
 
 #define SEQ_ID 1u
 #define SEQ_CLEARED 1u
@@ -34,7 +37,7 @@
 #define CLOCK_REALTIME_ID 1u
 #define CACHE 4096u
 
-struct orbit_rp_perfetto {
+struct perfetto {
 	uint8_t *buf; /* one packed packet */
 	size_t cap;
 	char *text; /* a string made valid UTF-8 without NULs */
@@ -82,9 +85,9 @@ static size_t put_varint(uint8_t *p, uint64_t v)
 	return n;
 }
 
-static void put_packet(struct orbit_rp_run *run, Packet *pk)
+static void put_packet(struct orbit_rp_export *x, Packet *pk)
 {
-	struct orbit_rp_perfetto *p = run->perfetto;
+	struct perfetto *p = x->state;
 	pk->has_trusted_packet_sequence_id = 1;
 	pk->trusted_packet_sequence_id = SEQ_ID;
 	size_t n = perfetto__protos__trace_packet__get_packed_size(pk);
@@ -92,8 +95,8 @@ static void put_packet(struct orbit_rp_run *run, Packet *pk)
 		size_t cap = (n + 16) * 2;
 		uint8_t *b = realloc(p->buf, cap);
 		if (b == NULL) {
-			if (run->perfetto_out.err == 0)
-				run->perfetto_out.err = 12; /* ENOMEM */
+			if (x->out->err == 0)
+				x->out->err = 12; /* ENOMEM */
 			return;
 		}
 		p->buf = b;
@@ -103,14 +106,14 @@ static void put_packet(struct orbit_rp_run *run, Packet *pk)
 	p->buf[h++] = 0x0A; /* Trace.packet, length-delimited */
 	h += put_varint(p->buf + h, n);
 	perfetto__protos__trace_packet__pack(pk, p->buf + h);
-	orbit__rp_out_write(&run->perfetto_out, p->buf, h + n);
+	orbit__rp_out_write(x->out, p->buf, h + n);
 }
 
 /* A NUL-terminated, valid UTF-8 copy of s: protobuf-c strings are C
  * strings, and a viewer expects UTF-8. NUL becomes U+FFFD too. */
-static char *text_of(struct orbit_rp_run *run, const char *s, size_t n)
+static char *text_of(struct orbit_rp_export *x, const char *s, size_t n)
 {
-	struct orbit_rp_perfetto *p = run->perfetto;
+	struct perfetto *p = x->state;
 	if (3 * n + 1 > p->text_cap) {
 		size_t cap = 3 * n + 1 > 256 ? 3 * n + 1 : 256;
 		char *t = realloc(p->text, cap);
@@ -144,19 +147,19 @@ static void timestamp(Packet *pk, uint64_t t)
 	pk->timestamp_clock_id = CLOCK_MONOTONIC_ID;
 }
 
-static void put_track(struct orbit_rp_run *run, Track *t)
+static void put_track(struct orbit_rp_export *x, Track *t)
 {
 	Packet pk = PERFETTO__PROTOS__TRACE_PACKET__INIT;
 	pk.data_case = PERFETTO__PROTOS__TRACE_PACKET__DATA_TRACK_DESCRIPTOR;
 	pk.track_descriptor = t;
-	put_packet(run, &pk);
+	put_packet(x, &pk);
 }
 
 /* ---- the start: clock snapshot ---- */
 
-static void clock_snapshot(struct orbit_rp_run *run, const struct orbit_rp_stream *s)
+static void clock_snapshot(struct orbit_rp_export *x, const struct orbit_rp_stream *s)
 {
-	struct orbit_rp_perfetto *p = run->perfetto;
+	struct perfetto *p = x->state;
 	Perfetto__Protos__ClockSnapshot__Clock mono = PERFETTO__PROTOS__CLOCK_SNAPSHOT__CLOCK__INIT;
 	Perfetto__Protos__ClockSnapshot__Clock real = PERFETTO__PROTOS__CLOCK_SNAPSHOT__CLOCK__INIT;
 	Perfetto__Protos__ClockSnapshot__Clock *clocks[2] = {&mono, &real};
@@ -185,31 +188,25 @@ static void clock_snapshot(struct orbit_rp_run *run, const struct orbit_rp_strea
 	}
 	pk.data_case = PERFETTO__PROTOS__TRACE_PACKET__DATA_CLOCK_SNAPSHOT;
 	pk.clock_snapshot = &cs;
-	put_packet(run, &pk);
+	put_packet(x, &pk);
 }
 
-int orbit__rp_perfetto_begin(struct orbit_rp_run *run)
+static char *text_dup(struct orbit_rp_export *x, const char *s)
 {
-	run->perfetto = calloc(1, sizeof *run->perfetto);
-	return run->perfetto ? 0 : -1;
+	return strdup(text_of(x, s, strlen(s)));
 }
 
-static char *text_dup(struct orbit_rp_run *run, const char *s)
+static void perfetto_process(struct orbit_rp_export *x, const struct orbit_rp_stream *s)
 {
-	return strdup(text_of(run, s, strlen(s)));
-}
-
-void orbit__rp_perfetto_process(struct orbit_rp_run *run, const struct orbit_rp_stream *s)
-{
-	clock_snapshot(run, s);
+	clock_snapshot(x, s);
 	Perfetto__Protos__ProcessDescriptor pd = PERFETTO__PROTOS__PROCESS_DESCRIPTOR__INIT;
 	pd.has_pid = 1;
 	pd.pid = (int32_t)s->pid;
-	char *name = s->process ? text_dup(run, s->process) : NULL;
+	char *name = s->process ? text_dup(x, s->process) : NULL;
 	char **cmd = s->ncmd ? calloc(s->ncmd, sizeof *cmd) : NULL;
 	size_t ncmd = 0;
 	for (size_t i = 0; cmd && i < s->ncmd; i++)
-		if ((cmd[ncmd] = text_dup(run, s->cmdline[i])) != NULL)
+		if ((cmd[ncmd] = text_dup(x, s->cmdline[i])) != NULL)
 			ncmd++;
 	pd.process_name = name;
 	pd.n_cmdline = ncmd;
@@ -218,7 +215,7 @@ void orbit__rp_perfetto_process(struct orbit_rp_run *run, const struct orbit_rp_
 	t.has_uuid = 1;
 	t.uuid = track_uuid(1, s->pid, 0);
 	t.process = &pd;
-	put_track(run, &t);
+	put_track(x, &t);
 	for (size_t i = 0; i < ncmd; i++)
 		free(cmd[i]);
 	free(name);
@@ -227,7 +224,7 @@ void orbit__rp_perfetto_process(struct orbit_rp_run *run, const struct orbit_rp_
 
 /* ---- tracks ---- */
 
-static int cached(struct orbit_rp_perfetto *p, uint64_t uuid)
+static int cached(struct perfetto *p, uint64_t uuid)
 {
 	uint64_t *c = &p->cache[mix64(uuid) & (CACHE - 1)];
 	if (*c == uuid)
@@ -236,35 +233,36 @@ static int cached(struct orbit_rp_perfetto *p, uint64_t uuid)
 	return 0;
 }
 
-static uint64_t thread_track(struct orbit_rp_run *run, uint32_t pid, uint32_t tid,
+static uint64_t thread_track(struct orbit_rp_export *x, uint32_t pid, uint32_t tid,
                              struct orbit_rp_thread *th)
 {
 	uint64_t uuid = track_uuid(2, pid, tid);
 	int own = th != NULL && th->pid == pid && th->tid == tid;
-	if (own ? th->pf_version == th->name_version + 1 : cached(run->perfetto, uuid))
+	/* The thread's word: 1 + the name version its descriptor carries. */
+	if (own ? th->export[x->slot] == th->name_version + 1ull : cached(x->state, uuid))
 		return uuid;
 	Perfetto__Protos__ThreadDescriptor td = PERFETTO__PROTOS__THREAD_DESCRIPTOR__INIT;
 	td.has_pid = td.has_tid = 1;
 	td.pid = (int32_t)pid;
 	td.tid = (int32_t)tid;
 	if (own && th->name)
-		td.thread_name = text_of(run, th->name, th->name_len);
+		td.thread_name = text_of(x, th->name, th->name_len);
 	Track t = PERFETTO__PROTOS__TRACK_DESCRIPTOR__INIT;
 	t.has_uuid = 1;
 	t.uuid = uuid;
 	t.thread = &td;
-	put_track(run, &t);
+	put_track(x, &t);
 	if (own)
-		th->pf_version = th->name_version + 1;
+		th->export[x->slot] = th->name_version + 1ull;
 	return uuid;
 }
 
 /* A track under the process track: async spans, counters. */
-static uint64_t child_track(struct orbit_rp_run *run, uint64_t kind, uint32_t pid, uint64_t key,
+static uint64_t child_track(struct orbit_rp_export *x, uint64_t kind, uint32_t pid, uint64_t key,
                             const char *name, size_t len)
 {
 	uint64_t uuid = track_uuid(kind, pid, key);
-	if (cached(run->perfetto, uuid))
+	if (cached(x->state, uuid))
 		return uuid;
 	Perfetto__Protos__CounterDescriptor cd = PERFETTO__PROTOS__COUNTER_DESCRIPTOR__INIT;
 	Track t = PERFETTO__PROTOS__TRACK_DESCRIPTOR__INIT;
@@ -272,10 +270,10 @@ static uint64_t child_track(struct orbit_rp_run *run, uint64_t kind, uint32_t pi
 	t.uuid = uuid;
 	t.has_parent_uuid = 1;
 	t.parent_uuid = track_uuid(1, pid, 0);
-	t.name = text_of(run, name, len);
+	t.name = text_of(x, name, len);
 	if (kind == 3)
 		t.counter = &cd;
-	put_track(run, &t);
+	put_track(x, &t);
 	return uuid;
 }
 
@@ -283,15 +281,15 @@ static uint64_t child_track(struct orbit_rp_run *run, uint64_t kind, uint32_t pi
 
 /* Sets the event's name: interned when it has an id (adding it to the
  * packet's InternedData the first time). */
-static void event_name(struct orbit_rp_run *run, Packet *pk, Event *ev,
+static void event_name(struct orbit_rp_export *x, Packet *pk, Event *ev,
                        Perfetto__Protos__InternedData *in, Perfetto__Protos__EventName *en,
                        Perfetto__Protos__EventName **ens, const struct orbit_rp_span *s)
 {
-	struct orbit_rp_perfetto *p = run->perfetto;
+	struct perfetto *p = x->state;
 	uint32_t id = s->name_id;
 	if (id == ORBIT_RP_NAME_NONE) {
 		ev->name_field_case = PERFETTO__PROTOS__TRACK_EVENT__NAME_FIELD_NAME;
-		ev->name = text_of(run, s->name, s->name_len);
+		ev->name = text_of(x, s->name, s->name_len);
 		return;
 	}
 	if (id >= p->ninterned) {
@@ -301,7 +299,7 @@ static void event_name(struct orbit_rp_run *run, Packet *pk, Event *ev,
 		uint8_t *b = realloc(p->interned, n);
 		if (b == NULL) {
 			ev->name_field_case = PERFETTO__PROTOS__TRACK_EVENT__NAME_FIELD_NAME;
-			ev->name = text_of(run, s->name, s->name_len);
+			ev->name = text_of(x, s->name, s->name_len);
 			return;
 		}
 		memset(b + p->ninterned, 0, n - p->ninterned);
@@ -315,82 +313,102 @@ static void event_name(struct orbit_rp_run *run, Packet *pk, Event *ev,
 	p->interned[id] = 1;
 	en->has_iid = 1;
 	en->iid = (uint64_t)id + 1;
-	en->name = text_of(run, s->name, s->name_len);
+	en->name = text_of(x, s->name, s->name_len);
 	ens[0] = en;
 	in->n_event_names = 1;
 	in->event_names = ens;
 	pk->interned_data = in;
 }
 
-static void put_event(struct orbit_rp_run *run, Packet *pk, Event *ev, uint64_t t)
+static void put_event(struct orbit_rp_export *x, Packet *pk, Event *ev, uint64_t t)
 {
 	timestamp(pk, t);
 	pk->has_sequence_flags = 1;
 	pk->sequence_flags = SEQ_NEEDS_STATE;
 	pk->data_case = PERFETTO__PROTOS__TRACE_PACKET__DATA_TRACK_EVENT;
 	pk->track_event = ev;
-	put_packet(run, pk);
+	put_packet(x, pk);
 }
 
-static void slice(struct orbit_rp_run *run, const struct orbit_rp_span *s, uint64_t track, int end)
+/* A bool debug annotation. */
+static Perfetto__Protos__DebugAnnotation *flag_arg(Perfetto__Protos__DebugAnnotation *a,
+                                                   const char *name)
+{
+	a->name = (char *)name;
+	a->value_case = PERFETTO__PROTOS__DEBUG_ANNOTATION__VALUE_BOOL_VALUE;
+	a->bool_value = 1;
+	return a;
+}
+
+static void slice(struct orbit_rp_export *x, const struct orbit_rp_span *s, uint64_t track, int end)
 {
 	Packet pk = PERFETTO__PROTOS__TRACE_PACKET__INIT;
 	Event ev = PERFETTO__PROTOS__TRACK_EVENT__INIT;
 	Perfetto__Protos__InternedData in = PERFETTO__PROTOS__INTERNED_DATA__INIT;
 	Perfetto__Protos__EventName en = PERFETTO__PROTOS__EVENT_NAME__INIT, *ens[1];
-	Perfetto__Protos__DebugAnnotation a[2] = {PERFETTO__PROTOS__DEBUG_ANNOTATION__INIT,
-	                                          PERFETTO__PROTOS__DEBUG_ANNOTATION__INIT};
-	Perfetto__Protos__DebugAnnotation *ap[2];
+	Perfetto__Protos__DebugAnnotation a[5] = {
+	    PERFETTO__PROTOS__DEBUG_ANNOTATION__INIT, PERFETTO__PROTOS__DEBUG_ANNOTATION__INIT,
+	    PERFETTO__PROTOS__DEBUG_ANNOTATION__INIT, PERFETTO__PROTOS__DEBUG_ANNOTATION__INIT,
+	    PERFETTO__PROTOS__DEBUG_ANNOTATION__INIT};
+	Perfetto__Protos__DebugAnnotation *ap[5];
+	char color[10];
 	ev.has_type = 1;
 	ev.type = end ? PERFETTO__PROTOS__TRACK_EVENT__TYPE__TYPE_SLICE_END
 	              : PERFETTO__PROTOS__TRACK_EVENT__TYPE__TYPE_SLICE_BEGIN;
 	ev.has_track_uuid = 1;
 	ev.track_uuid = track;
 	if (!end) {
-		event_name(run, &pk, &ev, &in, &en, ens, s);
+		event_name(x, &pk, &ev, &in, &en, ens, s);
 		size_t na = 0;
-		if (s->unfinished)
-			a[na].name = (char *)"unfinished", ap[na] = &a[na], na++;
-		if (s->name_incomplete)
-			a[na].name = (char *)"name_incomplete", ap[na] = &a[na], na++;
-		for (size_t i = 0; i < na; i++) {
-			a[i].value_case = PERFETTO__PROTOS__DEBUG_ANNOTATION__VALUE_BOOL_VALUE;
-			a[i].bool_value = 1;
+		if (s->flags & ORBIT_RP_UNFINISHED)
+			ap[na] = flag_arg(&a[na], "unfinished"), na++;
+		if (s->flags & ORBIT_RP_NAME_INCOMPLETE)
+			ap[na] = flag_arg(&a[na], "name_incomplete"), na++;
+		if (s->flags & ORBIT_RP_TIME_UNTRUSTED)
+			ap[na] = flag_arg(&a[na], "time_untrusted"), na++;
+		if (s->flags & ORBIT_RP_ATTRS) { /* TrackEvent has no colour of its own */
+			orbit__rp_color_text(s->color, color);
+			a[na].name = (char *)"color";
+			a[na].value_case = PERFETTO__PROTOS__DEBUG_ANNOTATION__VALUE_STRING_VALUE;
+			a[na].string_value = color;
+			ap[na] = &a[na], na++;
+			a[na].name = (char *)"group";
+			a[na].value_case = PERFETTO__PROTOS__DEBUG_ANNOTATION__VALUE_UINT_VALUE;
+			a[na].uint_value = s->group;
+			ap[na] = &a[na], na++;
 		}
 		ev.n_debug_annotations = na;
 		ev.debug_annotations = ap;
 	}
-	put_event(run, &pk, &ev, end ? s->end : s->start);
+	put_event(x, &pk, &ev, end ? s->end : s->start);
 }
 
-void orbit__rp_perfetto_item(struct orbit_rp_run *run, const struct orbit_rp_span *s, int end)
+static void perfetto_slice(struct orbit_rp_export *x, const struct orbit_rp_span *s, int end)
 {
-	uint64_t track = thread_track(run, s->pid, s->tid, s->thread);
-	slice(run, s, track, end);
+	uint64_t track = thread_track(x, s->pid, s->tid, s->thread);
+	slice(x, s, track, end);
 }
 
-void orbit__rp_perfetto_async(struct orbit_rp_run *run, const struct orbit_rp_span *s)
+static void perfetto_async(struct orbit_rp_export *x, const struct orbit_rp_span *s)
 {
-	uint64_t track = child_track(run, 4, s->pid, s->id, s->name, s->name_len);
-	slice(run, s, track, 0);
-	slice(run, s, track, 1);
+	uint64_t track = child_track(x, 4, s->pid, s->id, s->name, s->name_len);
+	slice(x, s, track, 0);
+	slice(x, s, track, 1);
 }
 
-void orbit__rp_perfetto_value(struct orbit_rp_run *run, uint32_t pid, const struct orbit_event *ev,
-                              uint32_t name_id)
+static void perfetto_value(struct orbit_rp_export *x, const struct orbit_rp_value *v)
 {
-	(void)name_id;
-	uint64_t key = name_hash(ev->name, ev->name_len);
-	uint64_t track = child_track(run, 3, pid, key, ev->name, ev->name_len);
+	uint64_t key = name_hash(v->name, v->name_len);
+	uint64_t track = child_track(x, 3, v->pid, key, v->name, v->name_len);
 	Packet pk = PERFETTO__PROTOS__TRACE_PACKET__INIT;
 	Event te = PERFETTO__PROTOS__TRACK_EVENT__INIT;
 	te.has_type = 1;
 	te.type = PERFETTO__PROTOS__TRACK_EVENT__TYPE__TYPE_COUNTER;
 	te.has_track_uuid = 1;
 	te.track_uuid = track;
-	uint64_t b = ev->value_bits;
+	uint64_t b = v->bits;
 	double d;
-	switch (ev->value_kind) {
+	switch (v->kind) {
 	case ORBIT_REC_INT:
 	case ORBIT_REC_INT64:
 		te.counter_value_field_case =
@@ -415,28 +433,22 @@ void orbit__rp_perfetto_value(struct orbit_rp_run *run, uint32_t pid, const stru
 		    PERFETTO__PROTOS__TRACK_EVENT__COUNTER_VALUE_FIELD_DOUBLE_COUNTER_VALUE;
 		te.double_counter_value = d;
 	}
-	put_event(run, &pk, &te, ev->start);
+	put_event(x, &pk, &te, v->time);
 }
 
 static char *hex_of(const char *p, size_t n)
 {
-	static const char hex[] = "0123456789abcdef";
 	char *h = malloc(2 * n + 1);
 	if (h == NULL)
 		return NULL;
-	for (size_t i = 0; i < n; i++) {
-		h[2 * i] = hex[(unsigned char)p[i] >> 4];
-		h[2 * i + 1] = hex[(unsigned char)p[i] & 15];
-	}
+	orbit__rp_hex(h, p, n);
 	h[2 * n] = '\0';
 	return h;
 }
 
-void orbit__rp_perfetto_log(struct orbit_rp_run *run, uint32_t pid, uint32_t tid, uint64_t time,
-                            int marker, const char *text, size_t len)
+static void perfetto_line(struct orbit_rp_export *x, const struct orbit_rp_line *l)
 {
-	struct orbit_rp_thread *th = orbit__rp_thread(&run->threads, pid, tid);
-	uint64_t track = thread_track(run, pid, tid, th);
+	uint64_t track = thread_track(x, l->pid, l->tid, l->thread);
 	Packet pk = PERFETTO__PROTOS__TRACE_PACKET__INIT;
 	Event ev = PERFETTO__PROTOS__TRACK_EVENT__INIT;
 	Perfetto__Protos__DebugAnnotation a = PERFETTO__PROTOS__DEBUG_ANNOTATION__INIT, *ap = &a;
@@ -446,35 +458,55 @@ void orbit__rp_perfetto_log(struct orbit_rp_run *run, uint32_t pid, uint32_t tid
 	ev.has_track_uuid = 1;
 	ev.track_uuid = track;
 	ev.name_field_case = PERFETTO__PROTOS__TRACK_EVENT__NAME_FIELD_NAME;
-	if (marker) {
+	if (l->flags & ORBIT_RP_MARKER) {
 		ev.name = (char *)"marker";
-		hex = hex_of(text, len);
+		hex = hex_of(l->text, l->len);
 		a.name = (char *)"bytes";
 		a.value_case = PERFETTO__PROTOS__DEBUG_ANNOTATION__VALUE_STRING_VALUE;
 		a.string_value = hex ? hex : (char *)"";
 		ev.n_debug_annotations = 1;
 		ev.debug_annotations = &ap;
 	} else {
-		ev.name = text_of(run, text, len);
+		ev.name = text_of(x, l->text, l->len);
 	}
-	put_event(run, &pk, &ev, time);
+	put_event(x, &pk, &ev, l->time);
 	free(hex);
 }
 
-void orbit__rp_perfetto_end(struct orbit_rp_run *run)
+static void perfetto_end(struct orbit_rp_export *x)
 {
-	struct orbit_rp_perfetto *p = run->perfetto;
-	if (p == NULL)
-		return;
 	/* Threads renamed after their last event get their final name. */
-	for (uint32_t i = 0; i < run->threads.n; i++) {
-		struct orbit_rp_thread *t = run->threads.all[i];
-		if (t->pf_version != 0 && t->pf_version != t->name_version + 1)
-			thread_track(run, t->pid, t->tid, t);
+	const struct orbit_rp_threads *th = x->view->threads;
+	for (uint32_t i = 0; i < th->n; i++) {
+		struct orbit_rp_thread *t = th->all[i];
+		uint64_t w = t->export[x->slot];
+		if (w != 0 && w != t->name_version + 1ull)
+			thread_track(x, t->pid, t->tid, t);
 	}
+}
+
+static void perfetto_free(struct orbit_rp_export *x)
+{
+	struct perfetto *p = x->state;
 	free(p->buf);
 	free(p->text);
 	free(p->interned);
-	free(p);
-	run->perfetto = NULL;
 }
+
+static const char *perfetto_wanted(const struct orbit_replay_options *o)
+{
+	return o->perfetto_path;
+}
+
+const struct orbit_rp_exporter orbit__rp_export_perfetto = {
+    .name = "perfetto",
+    .wanted = perfetto_wanted,
+    .state_size = sizeof(struct perfetto),
+    .stream = perfetto_process,
+    .slice = perfetto_slice,
+    .async = perfetto_async,
+    .value = perfetto_value,
+    .line = perfetto_line,
+    .end = perfetto_end,
+    .free = perfetto_free,
+};

@@ -1,15 +1,17 @@
 /*
- * replay_internal.h — what the replay modules share. Prefix orbit__rp_.
+ * replay_internal.h — the parts of orbit-replay below the core: buffered
+ * output and escaping (replay_out.c), interned names (replay_names.c),
+ * histograms (replay_hist.c), the tie order (replay_order.c), threads
+ * (replay_threads.c) and statistics (replay_stats.c). Prefix orbit__rp_.
  *
- * Data flow (replay_core.c reads, the others consume):
+ * Data flow (replay_run.c drives it):
  *
- *   capture files --(merge by time)--> packets --> per stream: loss
- *   accounting, reconstructor (format/reconstruct.h) --> events
- *   events --> filters --> statistics (replay_stats.c)
- *                      --> CSV rows (completion order)
- *                      --> tie ordering per thread (replay_order.c)
- *                              --> Chrome JSON, Perfetto protobuf
- *   FtracePage packets --> log lines --> --log window, Chrome, Perfetto
+ *   capture files --(merge by time, replay_merge.c)--> packets
+ *   packets --(replay_packets.c)--> per stream: loss accounting
+ *       (replay_stream.c), reconstructor (format/reconstruct.h),
+ *       log pages (replay_log.c)
+ *   events, log lines --(replay_dispatch.c)--> filters --> statistics
+ *       --> every exporter's callbacks (replay_export.h)
  */
 #ifndef ORBIT_REPLAY_INTERNAL_H
 #define ORBIT_REPLAY_INTERNAL_H
@@ -19,9 +21,8 @@
 #include <stdio.h>
 #include <string.h>
 
-#include "capture.h"
-#include "reconstruct.h"
 #include "replay.h"
+#include "replay_event.h"
 
 /* ---- output: a buffered writer that remembers its first error ---- */
 
@@ -70,6 +71,13 @@ void orbit__rp_out_csv(struct orbit_rp_out *o, const char *s, size_t n);
 /* Bytes a terminal may show: printable ASCII and valid UTF-8 kept,
  * everything else as \xNN. */
 void orbit__rp_out_text(struct orbit_rp_out *o, const char *s, size_t n);
+
+/* Bytes as lower-case hex digits, two per byte (dst: room for 2 * n). */
+void orbit__rp_hex(char *dst, const void *src, size_t n);
+void orbit__rp_out_hex(struct orbit_rp_out *o, const void *src, size_t n);
+/* A colour given as 0xRRGGBBAA, as text: "#rrggbbaa" and its NUL. */
+void orbit__rp_color_text(uint32_t color, char text[10]);
+void orbit__rp_out_color(struct orbit_rp_out *o, uint32_t color);
 
 /* Length of the valid UTF-8 prefix of s (n when all of it is valid). */
 size_t orbit__rp_utf8_valid(const char *s, size_t n);
@@ -141,21 +149,6 @@ static inline uint32_t orbit__rp_hist_bucket(uint64_t v)
 }
 void orbit__rp_hist_range(uint32_t b, uint64_t *lo, uint64_t *hi);
 
-/* ---- spans: a scope or an async span that passed the filters ---- */
-
-struct orbit_rp_thread;
-
-struct orbit_rp_span {
-	struct orbit_rp_thread *thread; /* of the start */
-	uint32_t pid, tid, end_tid;
-	uint32_t depth;
-	uint8_t async, unfinished, name_incomplete;
-	uint64_t id, start, end;
-	uint32_t name_id; /* ORBIT_RP_NAME_NONE: only name/name_len */
-	const char *name;
-	uint32_t name_len;
-};
-
 /* ---- tie ordering for the exporters (replay_order.c) ---- */
 
 struct orbit_rp_item;
@@ -186,6 +179,7 @@ enum orbit_rp_name_source {
 };
 
 #define ORBIT_RP_MAX_THREADS (1u << 16)
+#define ORBIT_RP_EXPORTS 8u /* exporters at work in one run, at most */
 
 struct orbit_rp_thread {
 	uint32_t pid, tid;
@@ -193,12 +187,12 @@ struct orbit_rp_thread {
 	uint32_t name_len;
 	uint8_t name_source;
 	uint32_t name_version; /* bumped by every change */
-	uint32_t pf_version;   /* version the Perfetto descriptor carries */
 	const void *stream;    /* last stream that counted it */
 	uint64_t scopes, busy_ns;
 	uint64_t *child; /* time of finished children, by depth (self time) */
 	uint32_t nchild;
 	struct orbit_rp_order order;
+	uint64_t export[ORBIT_RP_EXPORTS]; /* a word for each exporter's own use */
 };
 
 struct orbit_rp_threads {
@@ -231,148 +225,32 @@ struct orbit_rp_stats {
 	uint64_t values, logs;
 };
 
-/* ---- streams and captures ---- */
-
-struct orbit_rp_loss {
-	uint64_t lapped, gone, backstop, unsent, at_end;
-};
-
-#define ORBIT_RP_PAGE_RINGS 4096u
-
-struct orbit_rp_run;
-struct orbit_rp_capture;
-
-/* One stream: a Handshake and what follows it, up to EndOfStream. */
-struct orbit_rp_stream {
-	struct orbit_rp_run *run;
-	struct orbit_rp_capture *cap;
-	struct orbit_rp_stream *next;
-	int handshake; /* 0: packets came before any handshake */
-	uint32_t pid;
-	char *process, *host, *agent;
-	char **cmdline;
-	size_t ncmd;
-	uint64_t realtime_ns, monotonic_ns;
-	uint32_t ring_count, page_ring_count, page_size;
-	uint64_t ring_start[ORBIT_MAX_RINGS];
-	uint64_t delivered[ORBIT_MAX_RINGS];
-	struct orbit_rp_loss loss[ORBIT_MAX_RINGS];
-	uint64_t claimed[ORBIT_MAX_RINGS];
-	uint32_t nclaimed;
-	int ended;
-	/* page rings: records delivered, lost (last PageLoss), reserved (End) */
-	uint64_t *page_delivered, *page_lost, *page_pages, *page_unsent, *page_reserved;
-	uint32_t npage, npage_reserved;
-	struct orbit_reconstruct *rc;
-	struct orbit_reconstruct_stats rstats;
-	uint64_t records, scopes, spans, values, thread_names, logs, markers;
-	uint64_t bad_logs;
-	uint32_t threads;
-	uint64_t first, last; /* times of the events seen, first > last: none */
-};
-
-/* One input file. */
-struct orbit_rp_capture {
-	const char *path;
-	uint64_t size;
-	struct orbit_rp_stream *streams, *tail;
-	uint64_t damaged; /* frames that could not be read */
-	uint64_t invalid; /* packets, batches or pages rejected */
-	int io_error;
-};
-
-struct orbit_rp_chrome;
-struct orbit_rp_perfetto;
-struct orbit_rp_log;
-
-struct orbit_rp_run {
-	const struct orbit_replay_options *o;
-	struct orbit_rp_out out; /* stdout */
-	struct orbit_rp_out csv, chrome_out, perfetto_out, json;
-	struct orbit_rp_names names;
-	struct orbit_rp_threads threads;
-	struct orbit_rp_stats stats;
-	struct orbit_rp_chrome *chrome;
-	struct orbit_rp_perfetto *perfetto;
-	struct orbit_rp_log *log;
-	struct orbit_rp_capture *caps;
-	size_t ncaps;
-	uint8_t *batch;    /* ORBIT_BATCH_MAX records */
-	uint32_t streams;  /* made so far */
-	uint64_t from, to; /* the time window, inclusive */
-	uint64_t origin;   /* start of the earliest capture */
-	int damaged;
-	int export_order; /* Chrome or Perfetto: ties need ordering */
-	int filtering;    /* some filter is set */
-	int64_t held;     /* items the threads' tie orders hold */
-	uint64_t total_bytes;
-	int progress;
-	uint64_t progress_next_ns;
-	int progress_shown;
-};
-
-/* core */
-/* Makes room for page ring `ring` in s's page arrays; 0 or -1. */
-int orbit__rp_stream_page_ring(struct orbit_rp_stream *s, uint32_t ring);
-/* One line on stderr about damaged or inconsistent input; the run will
- * exit 2. */
-void orbit__rp_problem(struct orbit_rp_run *run, const char *fmt, ...)
-    __attribute__((format(printf, 2, 3)));
-int orbit__rp_filter(const struct orbit_rp_run *run, uint32_t tid, const char *name, size_t len,
-                     uint64_t start, uint64_t end);
-/* Whether an event passes --thread, --name, --from and --to. */
-static inline int orbit__rp_passes(const struct orbit_rp_run *run, uint32_t tid, const char *name,
-                                   size_t len, uint64_t start, uint64_t end)
-{
-	return !run->filtering || orbit__rp_filter(run, tid, name, len, start, end);
-}
-
-/* statistics (replay_stats.c) */
 #define ORBIT_RP_HIST_BUDGET (96ll << 20)
 /* Self time of a scope of thread t that just ended (see replay_stats.c);
  * call for every scope, filtered or not, in the order they end. */
 uint64_t orbit__rp_self_time(struct orbit_rp_thread *t, uint32_t depth, uint64_t dur,
                              int unfinished);
-void orbit__rp_stats_span(struct orbit_rp_run *run, const struct orbit_rp_span *s, uint64_t self);
+/* Counts a span that passed the filters. */
+void orbit__rp_stats_span(struct orbit_rp_stats *st, const struct orbit_rp_span *s);
 void orbit__rp_stats_free(struct orbit_rp_stats *st);
-void orbit__rp_summary_text(struct orbit_rp_run *run, struct orbit_rp_out *o);
-void orbit__rp_summary_json(struct orbit_rp_run *run, struct orbit_rp_out *o);
-/* Wall-clock text of a CLOCK_MONOTONIC time of a stream, "2026-...Z". */
-void orbit__rp_wallclock(const struct orbit_rp_stream *s, uint64_t mono, char *buf, size_t len);
 
-/* CSV (replay_export_csv.c) */
-void orbit__rp_csv_begin(struct orbit_rp_run *run);
-void orbit__rp_csv_span(struct orbit_rp_run *run, const struct orbit_rp_span *s);
-
-/* Chrome JSON (replay_export_chrome.c) */
-int orbit__rp_chrome_begin(struct orbit_rp_run *run);
-void orbit__rp_chrome_process(struct orbit_rp_run *run, const struct orbit_rp_stream *s);
-void orbit__rp_chrome_item(struct orbit_rp_run *run, const struct orbit_rp_span *s, int end);
-void orbit__rp_chrome_async(struct orbit_rp_run *run, const struct orbit_rp_span *s);
-void orbit__rp_chrome_value(struct orbit_rp_run *run, uint32_t pid, const struct orbit_event *ev);
-void orbit__rp_chrome_log(struct orbit_rp_run *run, uint32_t pid, uint32_t tid, uint64_t time,
-                          int marker, const char *text, size_t len);
-void orbit__rp_chrome_end(struct orbit_rp_run *run);
-
-/* Perfetto (replay_export_perfetto.c) */
-int orbit__rp_perfetto_begin(struct orbit_rp_run *run);
-void orbit__rp_perfetto_process(struct orbit_rp_run *run, const struct orbit_rp_stream *s);
-void orbit__rp_perfetto_item(struct orbit_rp_run *run, const struct orbit_rp_span *s, int end);
-void orbit__rp_perfetto_async(struct orbit_rp_run *run, const struct orbit_rp_span *s);
-void orbit__rp_perfetto_value(struct orbit_rp_run *run, uint32_t pid, const struct orbit_event *ev,
-                              uint32_t name_id);
-void orbit__rp_perfetto_log(struct orbit_rp_run *run, uint32_t pid, uint32_t tid, uint64_t time,
-                            int marker, const char *text, size_t len);
-void orbit__rp_perfetto_end(struct orbit_rp_run *run);
-
-/* log lines (replay_log.c) */
-int orbit__rp_log_begin(struct orbit_rp_run *run);
-/* One FtracePage packet of stream s. */
-void orbit__rp_log_page(struct orbit_rp_run *run, struct orbit_rp_stream *s, uint32_t ring,
-                        const uint8_t *page, size_t len);
-void orbit__rp_log_end(struct orbit_rp_run *run);
-
-/* --pages (replay_pages.c): 0, or 2 when a page is damaged, 3 output */
-int orbit__rp_pages(struct orbit_rp_run *run, const char *path, uint32_t page_size);
+/* One row of a table by name: its statistics and its name. */
+struct orbit_rp_row {
+	const struct orbit_rp_stat *st;
+	const char *name;
+	size_t len;
+};
+/* The names with something to show (scopes, or async spans), sorted by
+ * key, largest first; *n rows, to free. NULL when out of memory. */
+struct orbit_rp_row *orbit__rp_stats_rows(const struct orbit_rp_stats *st,
+                                          const struct orbit_rp_names *names, int async,
+                                          enum orbit_replay_sort key, size_t *n);
+/* How many of n rows a table shows (--top; 0: all). */
+static inline size_t orbit__rp_top(const struct orbit_replay_options *o, size_t n)
+{
+	return o->top && o->top < n ? o->top : n;
+}
+/* The threads that had events, busiest first; *n of them, to free. */
+struct orbit_rp_thread **orbit__rp_threads_by_busy(const struct orbit_rp_threads *t, size_t *n);
 
 #endif

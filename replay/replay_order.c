@@ -39,7 +39,8 @@
 struct orbit_rp_item {
 	struct orbit_rp_span span;
 	int end;
-	char *owned; /* the name, when it has no id */
+	char *owned;                      /* the name, when it has no id */
+	struct orbit_rp_sched_time sched; /* a copy of *span.sched, when it has one */
 };
 
 struct orbit_rp_group {
@@ -50,6 +51,8 @@ struct orbit_rp_group {
 
 static void item_emit(struct orbit_rp_item *it, orbit_rp_emit_fn fn, void *ctx)
 {
+	if (it->span.sched != NULL) /* items move: point at this one's copy */
+		it->span.sched = &it->sched;
 	fn(ctx, &it->span, it->end);
 	free(it->owned);
 	it->owned = NULL;
@@ -83,6 +86,8 @@ static int item_set(struct orbit_rp_item *it, const struct orbit_rp_span *s, int
 	it->span = *s;
 	it->end = end;
 	it->owned = NULL;
+	if (s->sched != NULL) /* valid during the call only: kept with the item */
+		it->sched = *s->sched;
 	if (s->name_id != ORBIT_RP_NAME_NONE || s->name_len == 0)
 		return 0;
 	it->owned = malloc(s->name_len);
@@ -142,20 +147,24 @@ static void order_write(struct orbit_rp_order *o, uint32_t base, const struct or
 void orbit__rp_order_scope(struct orbit_rp_order *o, const struct orbit_rp_span *s,
                            orbit_rp_emit_fn fn, void *ctx)
 {
-	struct orbit_rp_item begin;
 	uint32_t g = o->ng;
 	while (g > 0 && o->groups[g - 1].depth > s->depth)
 		g--;
-	if (order_room(o, 2, 1) != 0 || item_set(&begin, s, 0) != 0) {
+	if (order_room(o, 2, 1) != 0) {
 		order_give_up(o, s, fn, ctx);
 		return;
 	}
 	/* The begin goes in front of what its descendants' groups keep. */
 	uint32_t base = g < o->ng ? o->groups[g].first : o->n;
-	memmove(&o->items[base + 1], &o->items[base], (o->n - base) * sizeof *o->items);
+	size_t after = (o->n - base) * sizeof *o->items;
+	memmove(&o->items[base + 1], &o->items[base], after);
+	if (item_set(&o->items[base], s, 0) != 0) {
+		memmove(&o->items[base], &o->items[base + 1], after);
+		order_give_up(o, s, fn, ctx);
+		return;
+	}
 	for (uint32_t k = g; k < o->ng; k++)
 		o->groups[k].first++;
-	o->items[base] = begin;
 	o->n++;
 	resolve_groups(o, g, s->start, base + 1, fn, ctx);
 	/* A group left at s's depth is an earlier sibling's: the parent began

@@ -22,7 +22,8 @@
 #include <string.h>
 
 #include "ftrace_page.h"
-#include "replay_internal.h"
+#include "record.h"
+#include "replay_pages.h"
 
 struct pages_state {
 	uint64_t prev;
@@ -126,10 +127,9 @@ static void page_record(struct orbit_rp_out *o, struct pages_state *st, uint32_t
 	st->have_prev = 1;
 }
 
-static void one_page(struct orbit_rp_run *run, struct pages_state *st, const char *path, uint64_t n,
-                     uint64_t at, const uint8_t *page, size_t len)
+static void one_page(struct orbit_rp_out *o, struct orbit_rp_report *rep, struct pages_state *st,
+                     const char *path, uint64_t n, uint64_t at, const uint8_t *page, size_t len)
 {
-	struct orbit_rp_out *o = &run->out;
 	struct orbit__ftrace_iter it;
 	struct orbit__ftrace_header h;
 	struct orbit__ftrace_record r;
@@ -145,7 +145,7 @@ static void one_page(struct orbit_rp_run *run, struct pages_state *st, const cha
 	if (err < 0) {
 		orbit__rp_out_printf(o, "  error at byte %" PRIu32 ": %s\n", it.err_off,
 		                     orbit__ftrace_strerror(err));
-		orbit__rp_problem(run,
+		orbit__rp_problem(rep,
 		                  "%s: page %" PRIu64 " (file offset %" PRIu64
 		                  "): %s at byte %" PRIu32 " of the page",
 		                  path, n, at, orbit__ftrace_strerror(err), it.err_off);
@@ -155,33 +155,33 @@ static void one_page(struct orbit_rp_run *run, struct pages_state *st, const cha
 	st->records += idx;
 }
 
-int orbit__rp_pages(struct orbit_rp_run *run, const char *path, uint32_t page_size)
+int orbit__rp_pages(struct orbit_rp_out *out, struct orbit_rp_report *rep, const char *path,
+                    uint32_t page_size)
 {
 	struct pages_state st = {0, 0, 0, 0};
 	FILE *f = fopen(path, "rbe");
 	if (f == NULL) {
-		orbit__rp_problem(run, "%s: %s", path, strerror(errno));
+		orbit__rp_problem(rep, "%s: %s", path, strerror(errno));
 		return ORBIT_REPLAY_DAMAGED;
 	}
 	uint8_t *page = malloc(page_size);
 	if (page == NULL) {
 		fclose(f);
-		orbit__rp_problem(run, "%s: out of memory", path);
+		orbit__rp_problem(rep, "%s: out of memory", path);
 		return ORBIT_REPLAY_DAMAGED;
 	}
 	uint64_t n = 0;
 	size_t got;
 	while ((got = fread(page, 1, page_size, f)) > 0) {
-		one_page(run, &st, path, n, n * page_size, page, got);
+		one_page(out, rep, &st, path, n, n * page_size, page, got);
 		n++;
 	}
 	if (ferror(f)) {
-		orbit__rp_problem(run, "%s: read error after %" PRIu64 " pages", path, n);
+		orbit__rp_problem(rep, "%s: read error after %" PRIu64 " pages", path, n);
 		st.damaged = 1;
 	}
 	fclose(f);
 	free(page);
-	orbit__rp_out_printf(&run->out, "total pages=%" PRIu64 " records=%" PRIu64 "\n", n,
-	                     st.records);
+	orbit__rp_out_printf(out, "total pages=%" PRIu64 " records=%" PRIu64 "\n", n, st.records);
 	return st.damaged ? ORBIT_REPLAY_DAMAGED : ORBIT_REPLAY_OK;
 }

@@ -136,11 +136,15 @@ static void calibrate(void)
 	orbit__clock_calibrate(&A.clock);
 	if (A.clock.source == ORBIT__CLOCK_MONOTONIC)
 		return;
-	/* A rate from two pairs a few µs apart would be far off. */
-	while (A.clock.count < 2 ||
-	       A.clock.pair[(A.clock.head + A.clock.count - 1) % ORBIT__CLOCK_PAIRS].ns -
-	               A.clock.pair[A.clock.head].ns <
-	           MIN_CALIBRATION_NS) {
+	/* A rate from two pairs a few µs apart would be far off. Bounded: a
+	 * counter that resets at every pair must not hold the agent here. */
+	for (int tries = 0;
+	     tries < 200 &&
+	     (A.clock.count < 2 ||
+	      A.clock.pair[(A.clock.head + A.clock.count - 1) % ORBIT__CLOCK_PAIRS].ns -
+	              A.clock.pair[A.clock.head].ns <
+	          MIN_CALIBRATION_NS);
+	     tries++) {
 		struct timespec ts = {0, 500000};
 		nanosleep(&ts, NULL);
 		orbit__clock_calibrate(&A.clock);
@@ -313,6 +317,8 @@ static int drain_once(const struct orbit__sink *sink, struct orbit__drain_result
 			memcpy(&t, p, 8);
 			t = orbit__clock_cursor_to_ns(&cur, t);
 			memcpy(p, &t, 8);
+			if (orbit__clock_cursor_untrusted(&cur)) /* flags: byte 21 (format.md) */
+				p[21] |= ORBIT__FLAG_TIME_UNTRUSTED;
 		}
 	}
 	for (size_t i = 0; i < A.nruns; i++) {

@@ -109,6 +109,10 @@ def check_demo(rp, capture, threads, iterations):
             got = [(r["name"], r["depth"]) for r in (frame, phys, render)]
             check(got == [("frame", 0), ("update physics", 1), ("render", 1)],
                   "tid %d frame %d: %s" % (tid, i, got))
+            # ORBIT_SCOPE_WITH_COLOR("update physics", 0x3366ccff): group 0
+            got = [(r["color"], r["group_id"]) for r in (frame, phys, render)]
+            check(got == [("", ""), ("#3366ccff", "0"), ("", "")],
+                  "tid %d frame %d colours: %s" % (tid, i, got))
             check(frame["start_ns"] <= phys["start_ns"] and phys["end_ns"] <= render["start_ns"]
                   and render["end_ns"] <= frame["end_ns"], "frame %d nesting" % i)
     want_spans = threads * ((iterations + 49) // 100)

@@ -10,7 +10,8 @@ structure checked the way the trace processor reads it:
    interned name is defined (once) before its first use;
  - events sorted by timestamp (file order on ties, as the trace processor's
    sorter keeps it) give, per thread track, begin/end pairs that nest into
-   exactly the CSV's scopes and depths; async tracks give the CSV's spans;
+   exactly the CSV's scopes and depths, with their colour and group id
+   annotations; async tracks give the CSV's spans;
  - counters and instants match the values and log lines of the summary.
 
     python3 replay_perfetto.py ORBIT_REPLAY PROTO_DIR CAPTURE
@@ -20,7 +21,7 @@ import sys
 from collections import Counter, defaultdict
 
 sys.path.insert(0, __import__("os").path.dirname(__file__))
-from replay_common import Replay, as_utf8, check, one, protoc_decode, read_csv  # noqa: E402
+from replay_common import MARKS, Replay, as_utf8, check, one, protoc_decode, read_csv  # noqa: E402
 
 
 def walk(packets):
@@ -58,14 +59,15 @@ def walk(packets):
         if one(te, "name_iid") is not None:
             check(one(te, "name_iid") in names, "event %d uses an undefined iid" % i)
             name = names[one(te, "name_iid")]
-        ann = {one(a, "name") for a in te.get("debug_annotations", [])}
+        ann = {one(a, "name"): one(a, "string_value") or one(a, "uint_value") or
+               one(a, "bool_value") for a in te.get("debug_annotations", [])}
         events.append((int(one(p, "timestamp")), i, uuid, one(te, "type"), name, ann, te))
     return tracks, events
 
 
 def slices(tracks, events):
     """Begin/end pairs per track after the sort: (uuid, name, start, end,
-    depth, unfinished)."""
+    depth, marks, attrs)."""
     stacks, out = defaultdict(list), []
     for ts, _, uuid, typ, name, ann, _ in sorted(events, key=lambda e: (e[0], e[1])):
         if typ == "TYPE_SLICE_BEGIN":
@@ -73,7 +75,9 @@ def slices(tracks, events):
         elif typ == "TYPE_SLICE_END":
             check(stacks[uuid], "end without begin on track %s at %d" % (uuid, ts))
             name, start, ann = stacks[uuid].pop()
-            out.append((uuid, name, start, ts, len(stacks[uuid]), "unfinished" in ann))
+            attrs = (ann["color"], int(ann["group"])) if "color" in ann else None
+            marks = frozenset(k for k in ann if k in MARKS)
+            out.append((uuid, name, start, ts, len(stacks[uuid]), marks, attrs))
     for uuid, st in stacks.items():
         check(not st, "track %s: %d slices never end" % (uuid, len(st)))
     return out
@@ -92,22 +96,27 @@ def main():
         check(packets, "no packets")
         tracks, events = walk(packets)
         got_scopes, got_spans = Counter(), Counter()
-        for uuid, name, start, end, depth, unfinished in slices(tracks, events):
+        for uuid, name, start, end, depth, marks, attrs in slices(tracks, events):
             td = tracks[uuid]
             th = one(td, "thread")
             if th is not None:
-                got_scopes[(int(one(th, "tid")), name, start, end, depth, unfinished)] += 1
+                got_scopes[(int(one(th, "tid")), name, start, end, depth, marks,
+                            attrs)] += 1
             else:
                 check(one(td, "parent_uuid") is not None, "async track without a parent")
-                got_spans[(name, start, end)] += 1
+                got_spans[(name, start, end, marks, attrs)] += 1
+
+        def attrs_of(r):
+            return (r["color"], int(r["group_id"])) if r["color"] else None
         want_scopes = Counter((r["tid"], as_utf8(r["name"]).replace("\0", "\ufffd"),
-                               r["start_ns"], r["end_ns"], r["depth"], r["unfinished"])
-                              for r in rows if r["kind"] == "scope")
+                               r["start_ns"], r["end_ns"], r["depth"], frozenset(r["marks"]),
+                               attrs_of(r)) for r in rows if r["kind"] == "scope")
         check(got_scopes == want_scopes, "slices differ from the CSV scopes:\n  extra %s\n"
               "  missing %s" % (sorted(got_scopes - want_scopes)[:5],
                                 sorted(want_scopes - got_scopes)[:5]))
-        want_spans = Counter((as_utf8(r["name"]), r["start_ns"], r["end_ns"]) for r in rows
-                             if r["kind"] == "async")
+        want_spans = Counter((as_utf8(r["name"]), r["start_ns"], r["end_ns"],
+                              frozenset(r["marks"]), attrs_of(r))
+                             for r in rows if r["kind"] == "async")
         check(got_spans == want_spans, "async slices %s, want %s" % (got_spans, want_spans))
         counters = [e for e in events if e[3] == "TYPE_COUNTER"]
         check(len(counters) == summary["values"], "%d counters, %d values" %

@@ -1,0 +1,235 @@
+/*
+ * replay_export_json.c — --json FILE: the summary as JSON ("-": stdout,
+ * instead of the text): captures[] with streams[] holding every figure of
+ * the text summary in ns, then scopes[], async_spans[] and threads[], each
+ * cut to --top rows (docs/replay.md, "The summary").
+ */
+#include <inttypes.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "replay_export.h"
+
+static void jkey(struct orbit_rp_out *o, const char *k, int *first)
+{
+	if (!*first)
+		orbit__rp_out_c(o, ',');
+	*first = 0;
+	orbit__rp_out_c(o, '"');
+	orbit__rp_out_s(o, k);
+	orbit__rp_out_s(o, "\":");
+}
+
+static void ju64(struct orbit_rp_out *o, const char *k, uint64_t v, int *first)
+{
+	jkey(o, k, first);
+	orbit__rp_out_u64(o, v);
+}
+
+static void jstr(struct orbit_rp_out *o, const char *k, const char *v, int *first)
+{
+	jkey(o, k, first);
+	orbit__rp_out_json(o, v ? v : "", v ? strlen(v) : 0);
+}
+
+static void json_loss(struct orbit_rp_out *o, const struct orbit_rp_stream *s)
+{
+	struct orbit_rp_loss l = orbit__rp_stream_loss(s);
+	uint64_t pr, pp, pd;
+	orbit__rp_stream_page_loss(s, &pr, &pp, &pd);
+	int f = 1;
+	orbit__rp_out_c(o, '{');
+	ju64(o, "lapped", l.lapped, &f);
+	ju64(o, "writer_gone", l.gone, &f);
+	ju64(o, "backstop", l.backstop, &f);
+	ju64(o, "at_end", l.at_end, &f);
+	ju64(o, "unsent", l.unsent, &f);
+	ju64(o, "log_records", pr, &f);
+	ju64(o, "log_pages", pp, &f);
+	orbit__rp_out_c(o, '}');
+}
+
+static void json_recon(struct orbit_rp_out *o, const struct orbit_rp_stream *s)
+{
+	const struct orbit_reconstruct_stats *r = &s->rstats;
+	int f = 1;
+	orbit__rp_out_c(o, '{');
+	ju64(o, "unfinished", r->unfinished, &f);
+	ju64(o, "unmatched_stops", r->unmatched_stops, &f);
+	ju64(o, "incomplete_names", r->incomplete_names, &f);
+	ju64(o, "orphan_continuations", r->orphan_continuations, &f);
+	ju64(o, "gaps", r->gaps, &f);
+	ju64(o, "bad_records", r->bad_records, &f);
+	ju64(o, "bad_log_records", s->bad_logs, &f);
+	ju64(o, "time_untrusted", r->untrusted_events, &f);
+	ju64(o, "thread_ends", r->thread_ends, &f);
+	ju64(o, "reused_tids", r->reused_tids, &f);
+	ju64(o, "agent_untrusted_times", s->untrusted_times, &f);
+	ju64(o, "agent_clock_resets", s->clock_resets, &f);
+	orbit__rp_out_c(o, '}');
+}
+
+static void json_stream(struct orbit_rp_out *o, const struct orbit_rp_stream *s)
+{
+	static const char *eq[] = {"fails", "holds", "unknown"};
+	char wall[64];
+	uint64_t first, last;
+	orbit__rp_stream_span(s, &first, &last);
+	struct orbit_rp_equation t;
+	orbit__rp_stream_equation(s, &t);
+	int f = 1;
+	orbit__rp_out_c(o, '{');
+	jkey(o, "handshake", &f);
+	orbit__rp_out_s(o, s->handshake ? "true" : "false");
+	ju64(o, "pid", s->pid, &f);
+	jstr(o, "process", s->process, &f);
+	jstr(o, "host", s->host, &f);
+	jstr(o, "agent_version", s->agent, &f);
+	jkey(o, "command_line", &f);
+	orbit__rp_out_c(o, '[');
+	for (size_t i = 0; i < s->ncmd; i++) {
+		if (i)
+			orbit__rp_out_c(o, ',');
+		orbit__rp_out_json(o, s->cmdline[i], strlen(s->cmdline[i]));
+	}
+	orbit__rp_out_c(o, ']');
+	orbit__rp_wallclock(s, first, wall, sizeof wall);
+	jstr(o, "start_utc", wall, &f);
+	ju64(o, "handshake_ns", s->monotonic_ns, &f);
+	ju64(o, "start_ns", first, &f);
+	ju64(o, "end_ns", last, &f);
+	ju64(o, "duration_ns", last - first, &f);
+	ju64(o, "records", s->records, &f);
+	ju64(o, "scopes", s->scopes, &f);
+	ju64(o, "async_spans", s->spans, &f);
+	ju64(o, "values", s->values, &f);
+	ju64(o, "thread_names", s->thread_names, &f);
+	ju64(o, "log_lines", s->logs, &f);
+	ju64(o, "markers", s->markers, &f);
+	ju64(o, "threads", s->threads, &f);
+	jkey(o, "loss", &f);
+	json_loss(o, s);
+	ju64(o, "claimed", t.claimed, &f);
+	ju64(o, "delivered", t.delivered, &f);
+	ju64(o, "lost", t.lost, &f);
+	jstr(o, "equation", eq[t.holds < 0 ? 2 : t.holds], &f);
+	int pe = orbit__rp_page_equation(s);
+	jstr(o, "log_equation", eq[pe < 0 ? 2 : pe], &f);
+	jkey(o, "complete", &f);
+	orbit__rp_out_s(o, s->ended ? "true" : "false");
+	jkey(o, "rebuilt", &f);
+	json_recon(o, s);
+	orbit__rp_out_c(o, '}');
+}
+
+static void json_capture(struct orbit_rp_out *o, const struct orbit_rp_capture *c)
+{
+	int f = 1, complete = c->streams != NULL;
+	orbit__rp_out_c(o, '{');
+	jstr(o, "file", c->path, &f);
+	if (c->error != NULL)
+		jstr(o, "error", c->error, &f);
+	ju64(o, "bytes", c->size, &f);
+	ju64(o, "damaged_frames", c->damaged, &f);
+	ju64(o, "rejected_packets", c->invalid, &f);
+	for (const struct orbit_rp_stream *s = c->streams; s; s = s->next)
+		complete &= s->ended;
+	jkey(o, "complete", &f);
+	orbit__rp_out_s(o, complete ? "true" : "false");
+	jkey(o, "streams", &f);
+	orbit__rp_out_c(o, '[');
+	for (const struct orbit_rp_stream *s = c->streams; s; s = s->next) {
+		if (s != c->streams)
+			orbit__rp_out_c(o, ',');
+		json_stream(o, s);
+	}
+	orbit__rp_out_s(o, "]}");
+}
+
+static void json_rows(const struct orbit_rp_view *v, struct orbit_rp_out *o, int async)
+{
+	size_t n;
+	struct orbit_rp_row *r = orbit__rp_stats_rows(v->stats, v->names, async, v->o->sort, &n);
+	size_t k = orbit__rp_top(v->o, n);
+	orbit__rp_out_c(o, '[');
+	for (size_t i = 0; i < k; i++) {
+		const struct orbit_rp_stat *x = r[i].st;
+		int f = 1;
+		orbit__rp_out_s(o, i ? ",\n{" : "\n{");
+		jkey(o, "name", &f);
+		orbit__rp_out_json(o, r[i].name, r[i].len);
+		ju64(o, "count", x->count, &f);
+		ju64(o, "total_ns", x->total, &f);
+		if (!async)
+			ju64(o, "self_ns", x->self, &f);
+		ju64(o, "mean_ns", x->count ? x->total / x->count : 0, &f);
+		ju64(o, "min_ns", x->count ? x->min : 0, &f);
+		ju64(o, "p50_ns", orbit__rp_hist_pct(&x->hist, 50, x->min, x->max), &f);
+		ju64(o, "p95_ns", orbit__rp_hist_pct(&x->hist, 95, x->min, x->max), &f);
+		ju64(o, "p99_ns", orbit__rp_hist_pct(&x->hist, 99, x->min, x->max), &f);
+		ju64(o, "max_ns", x->max, &f);
+		ju64(o, "unfinished", x->unfinished, &f);
+		jkey(o, "percentiles_approximate", &f);
+		orbit__rp_out_s(o, x->hist.approx ? "true" : "false");
+		orbit__rp_out_c(o, '}');
+	}
+	orbit__rp_out_c(o, ']');
+	free(r);
+}
+
+static void json_threads(const struct orbit_rp_view *v, struct orbit_rp_out *o)
+{
+	size_t n;
+	struct orbit_rp_thread **a = orbit__rp_threads_by_busy(v->threads, &n);
+	size_t k = orbit__rp_top(v->o, n);
+	orbit__rp_out_c(o, '[');
+	for (size_t i = 0; i < k; i++) {
+		int f = 1;
+		orbit__rp_out_s(o, i ? ",\n{" : "\n{");
+		ju64(o, "pid", a[i]->pid, &f);
+		ju64(o, "tid", a[i]->tid, &f);
+		jkey(o, "name", &f);
+		orbit__rp_out_json(o, a[i]->name ? a[i]->name : "", a[i]->name_len);
+		ju64(o, "scopes", a[i]->scopes, &f);
+		ju64(o, "busy_ns", a[i]->busy_ns, &f);
+		orbit__rp_out_c(o, '}');
+	}
+	orbit__rp_out_c(o, ']');
+	free(a);
+}
+
+static void json_end(struct orbit_rp_export *x)
+{
+	const struct orbit_rp_view *v = x->view;
+	struct orbit_rp_out *o = x->out;
+	static const char *by[] = {"total", "self", "count", "max"};
+	orbit__rp_out_s(o, "{\"captures\":[");
+	for (size_t i = 0; i < v->ncaps; i++) {
+		if (i)
+			orbit__rp_out_c(o, ',');
+		orbit__rp_out_c(o, '\n');
+		json_capture(o, &v->caps[i]);
+	}
+	orbit__rp_out_printf(o, "],\n\"origin_ns\":%" PRIu64 ",\n\"sort\":\"%s\",\n\"scopes\":",
+	                     v->origin, by[v->o->sort]);
+	json_rows(v, o, 0);
+	orbit__rp_out_s(o, ",\n\"async_spans\":");
+	json_rows(v, o, 1);
+	orbit__rp_out_s(o, ",\n\"threads\":");
+	json_threads(v, o);
+	orbit__rp_out_printf(o,
+	                     ",\n\"values\":%" PRIu64 ",\n\"log_lines\":%" PRIu64
+	                     ",\n\"names_past_limit\":%" PRIu64 "}\n",
+	                     v->stats->values, v->stats->logs, v->names->refused);
+}
+
+static const char *json_wanted(const struct orbit_replay_options *o)
+{
+	return o->json_path;
+}
+
+const struct orbit_rp_exporter orbit__rp_export_json = {
+    .name = "json",
+    .wanted = json_wanted,
+    .end = json_end,
+};

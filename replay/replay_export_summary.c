@@ -1,0 +1,289 @@
+/*
+ * replay_export_summary.c — the summary orbit-replay prints by default:
+ * for each capture and stream the process, start, duration, events,
+ * threads, loss and whether the equation holds, then the tables of scopes,
+ * async spans and threads (docs/replay.md, "The summary"). Written at the
+ * end, on the run's standard output; not with --log, -q or --json -.
+ */
+#include <inttypes.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "replay_export.h"
+
+#define NAME_SHOWN 80u
+
+/* "123 ns", "1.234 us", "12.345 ms", "1.234 s" */
+static void fmt_dur(char *b, size_t len, uint64_t ns)
+{
+	if (ns < 1000)
+		snprintf(b, len, "%" PRIu64 " ns", ns);
+	else if (ns < 1000000)
+		snprintf(b, len, "%.3f us", (double)ns / 1e3);
+	else if (ns < 1000000000)
+		snprintf(b, len, "%.3f ms", (double)ns / 1e6);
+	else
+		snprintf(b, len, "%.3f s", (double)ns / 1e9);
+}
+
+static void out_dur(struct orbit_rp_out *o, uint64_t ns, int approx)
+{
+	char b[40];
+	fmt_dur(b, sizeof b, ns);
+	orbit__rp_out_printf(o, " %c%12s", approx ? '~' : ' ', b);
+}
+
+static void out_name(struct orbit_rp_out *o, const char *s, size_t n)
+{
+	orbit__rp_out_text(o, s, n > NAME_SHOWN ? NAME_SHOWN : n);
+	if (n > NAME_SHOWN)
+		orbit__rp_out_s(o, "...");
+}
+
+static void scope_table(const struct orbit_rp_view *v, struct orbit_rp_out *o, int async)
+{
+	static const char *by[] = {"total time", "self time", "count", "max"};
+	size_t n;
+	struct orbit_rp_row *r = orbit__rp_stats_rows(v->stats, v->names, async, v->o->sort, &n);
+	if (n == 0) {
+		free(r);
+		return;
+	}
+	size_t k = orbit__rp_top(v->o, n);
+	orbit__rp_out_printf(o, "\n%s by %s (%zu of %zu names)\n", async ? "async spans" : "scopes",
+	                     by[v->o->sort], k, n);
+	orbit__rp_out_printf(o, "%10s %14s %14s %14s %14s %14s %14s %14s %8s  %s\n", "count",
+	                     "total", async ? "-" : "self", "mean", "p50", "p95", "p99", "max",
+	                     "unfin.", "name");
+	for (size_t i = 0; i < k; i++) {
+		const struct orbit_rp_stat *x = r[i].st;
+		int ap = x->hist.approx;
+		orbit__rp_out_printf(o, "%10" PRIu64, x->count);
+		out_dur(o, x->total, 0);
+		if (async)
+			orbit__rp_out_printf(o, " %13s", "-");
+		else
+			out_dur(o, x->self, 0);
+		out_dur(o, x->count ? x->total / x->count : 0, 0);
+		out_dur(o, orbit__rp_hist_pct(&x->hist, 50, x->min, x->max), ap);
+		out_dur(o, orbit__rp_hist_pct(&x->hist, 95, x->min, x->max), ap);
+		out_dur(o, orbit__rp_hist_pct(&x->hist, 99, x->min, x->max), ap);
+		out_dur(o, x->max, 0);
+		orbit__rp_out_printf(o, " %8" PRIu64 "  ", x->unfinished);
+		out_name(o, r[i].name, r[i].len);
+		orbit__rp_out_c(o, '\n');
+	}
+	free(r);
+}
+
+static void thread_table(const struct orbit_rp_view *v, struct orbit_rp_out *o)
+{
+	size_t n;
+	struct orbit_rp_thread **a = orbit__rp_threads_by_busy(v->threads, &n);
+	if (n == 0) {
+		free(a);
+		return;
+	}
+	size_t k = orbit__rp_top(v->o, n);
+	orbit__rp_out_printf(o, "\nthreads by busy time (%zu of %zu)\n", k, n);
+	orbit__rp_out_printf(o, "%10s %10s %10s %14s  %s\n", "pid", "tid", "scopes", "busy",
+	                     "name");
+	for (size_t i = 0; i < k; i++) {
+		orbit__rp_out_printf(o, "%10" PRIu32 " %10" PRIu32 " %10" PRIu64, a[i]->pid,
+		                     a[i]->tid, a[i]->scopes);
+		out_dur(o, a[i]->busy_ns, 0);
+		orbit__rp_out_s(o, "  ");
+		if (a[i]->name)
+			out_name(o, a[i]->name, a[i]->name_len);
+		orbit__rp_out_c(o, '\n');
+	}
+	free(a);
+}
+
+static void stream_loss_text(struct orbit_rp_out *o, const struct orbit_rp_stream *s)
+{
+	struct orbit_rp_loss l = orbit__rp_stream_loss(s);
+	uint64_t pr, pp, pd;
+	orbit__rp_stream_page_loss(s, &pr, &pp, &pd);
+	if (orbit__rp_loss_sum(&l) + l.unsent + pr + pp == 0) {
+		orbit__rp_out_s(o, "  loss       none\n");
+		return;
+	}
+	orbit__rp_out_printf(o,
+	                     "  loss       %" PRIu64 " records: lapped %" PRIu64
+	                     ", writer gone %" PRIu64 ", backstop %" PRIu64 ", at end %" PRIu64
+	                     "\n",
+	                     orbit__rp_loss_sum(&l), l.lapped, l.gone, l.backstop, l.at_end);
+	if (l.lapped)
+		orbit__rp_out_s(o, "             lapped: producers overwrote them before the agent "
+		                   "read them; ORBIT_RING_BUDGET in the traced process gives the "
+		                   "rings more room\n");
+	if (l.unsent)
+		orbit__rp_out_printf(o,
+		                     "             %" PRIu64 " records of an earlier stream "
+		                     "never sent (not in this stream's claims)\n",
+		                     l.unsent);
+	if (pr + pp)
+		orbit__rp_out_printf(
+		    o, "             log records lost %" PRIu64 ", log pages lost %" PRIu64 "\n",
+		    pr, pp);
+}
+
+static void stream_equation_text(struct orbit_rp_out *o, const struct orbit_rp_stream *s)
+{
+	struct orbit_rp_equation t;
+	orbit__rp_stream_equation(s, &t);
+	if (t.holds < 0) {
+		orbit__rp_out_printf(o,
+		                     "  equation   unknown: no end of stream (delivered %" PRIu64
+		                     ", lost %" PRIu64 " so far)\n",
+		                     t.delivered, t.lost);
+		return;
+	}
+	orbit__rp_out_printf(
+	    o, "  equation   claimed %" PRIu64 " == delivered %" PRIu64 " + lost %" PRIu64 ": %s",
+	    t.claimed, t.delivered, t.lost, t.holds ? "holds" : "DOES NOT HOLD");
+	if (!t.holds)
+		orbit__rp_out_printf(o, " (first on ring %u)", t.bad_ring);
+	orbit__rp_out_c(o, '\n');
+	int pe = orbit__rp_page_equation(s);
+	if (s->npage_reserved || s->npage)
+		orbit__rp_out_printf(o, "  logs       reserved == delivered + lost: %s\n",
+		                     pe ? "holds" : "DOES NOT HOLD");
+}
+
+static void stream_recon_text(struct orbit_rp_out *o, const struct orbit_rp_stream *s)
+{
+	const struct orbit_reconstruct_stats *r = &s->rstats;
+	if (r->bad_records + r->unmatched_stops + r->unfinished + r->incomplete_names +
+	        r->orphan_continuations + r->gaps + s->bad_logs ==
+	    0)
+		return;
+	orbit__rp_out_printf(o,
+	                     "  rebuilt    %" PRIu64 " unfinished, %" PRIu64
+	                     " stops without start, %" PRIu64 " incomplete names, %" PRIu64
+	                     " orphan name parts, %" PRIu64 " gaps, %" PRIu64
+	                     " bad records, %" PRIu64 " bad log records\n",
+	                     r->unfinished, r->unmatched_stops, r->incomplete_names,
+	                     r->orphan_continuations, r->gaps, r->bad_records, s->bad_logs);
+}
+
+/* Clock trouble: said only when there was some. */
+static void stream_clock_text(struct orbit_rp_out *o, const struct orbit_rp_stream *s)
+{
+	const struct orbit_reconstruct_stats *r = &s->rstats;
+	if (r->untrusted_events + s->untrusted_times + s->clock_resets == 0)
+		return;
+	orbit__rp_out_printf(o,
+	                     "  clock      %" PRIu64 " events with a time not trusted (%" PRIu64
+	                     " records, %" PRIu64 " counter resets, says the agent)\n",
+	                     r->untrusted_events, s->untrusted_times, s->clock_resets);
+}
+
+static void stream_text(struct orbit_rp_out *o, const struct orbit_rp_stream *s)
+{
+	char wall[64], dur[40];
+	uint64_t first, last;
+	orbit__rp_stream_span(s, &first, &last);
+	if (s->handshake) {
+		orbit__rp_out_s(o, "  process    ");
+		orbit__rp_out_text(o, s->process ? s->process : "",
+		                   s->process ? strlen(s->process) : 0);
+		orbit__rp_out_printf(o, ", pid %" PRIu32 ", host ", s->pid);
+		orbit__rp_out_text(o, s->host ? s->host : "", s->host ? strlen(s->host) : 0);
+		orbit__rp_out_s(o, "\n");
+		if (s->ncmd) {
+			orbit__rp_out_s(o, "  command   ");
+			for (size_t i = 0; i < s->ncmd; i++) {
+				orbit__rp_out_c(o, ' ');
+				orbit__rp_out_text(o, s->cmdline[i], strlen(s->cmdline[i]));
+			}
+			orbit__rp_out_c(o, '\n');
+		}
+	} else {
+		orbit__rp_out_s(o, "  process    unknown: packets before any handshake\n");
+	}
+	orbit__rp_wallclock(s, first, wall, sizeof wall);
+	fmt_dur(dur, sizeof dur, last - first);
+	orbit__rp_out_printf(o, "  start      %s (CLOCK_MONOTONIC %" PRIu64 " ns)\n", wall, first);
+	orbit__rp_out_printf(o, "  duration   %s\n", dur);
+	orbit__rp_out_printf(o,
+	                     "  events     %" PRIu64 " records: %" PRIu64 " scopes, %" PRIu64
+	                     " async spans, %" PRIu64 " values, %" PRIu64 " thread names; %" PRIu64
+	                     " log lines, %" PRIu64 " markers\n",
+	                     s->records, s->scopes, s->spans, s->values, s->thread_names, s->logs,
+	                     s->markers);
+	orbit__rp_out_printf(o, "  threads    %" PRIu32 "\n", s->threads);
+	stream_loss_text(o, s);
+	stream_equation_text(o, s);
+	stream_recon_text(o, s);
+	stream_clock_text(o, s);
+}
+
+static void capture_text(struct orbit_rp_out *o, const struct orbit_rp_capture *c)
+{
+	orbit__rp_out_s(o, "capture ");
+	orbit__rp_out_text(o, c->path, strlen(c->path));
+	if (c->error != NULL && c->size == 0) { /* not opened */
+		orbit__rp_out_printf(o, "\n  not read   %s\n", c->error);
+		return;
+	}
+	orbit__rp_out_printf(o, " (%" PRIu64 " bytes)\n", c->size);
+	if (c->error != NULL) {
+		orbit__rp_out_printf(o, "  not read   %s\n", c->error);
+		return;
+	}
+	int n = 0;
+	for (const struct orbit_rp_stream *s = c->streams; s; s = s->next, n++) {
+		if (c->streams->next)
+			orbit__rp_out_printf(o, " stream %d\n", n + 1);
+		stream_text(o, s);
+	}
+	if (c->streams == NULL)
+		orbit__rp_out_s(o, "  nothing could be read\n");
+	if (c->damaged || c->invalid || c->io_error)
+		orbit__rp_out_printf(o,
+		                     "  DAMAGED    %" PRIu64 " frames could not be read, %" PRIu64
+		                     " packets rejected%s\n",
+		                     c->damaged, c->invalid, c->io_error ? ", read error" : "");
+	for (const struct orbit_rp_stream *s = c->streams; s; s = s->next)
+		if (!s->ended) {
+			orbit__rp_out_s(o, "  INCOMPLETE no end of stream: the agent was killed or "
+			                   "the capture was cut\n");
+			break;
+		}
+}
+
+static void summary_end(struct orbit_rp_export *x)
+{
+	const struct orbit_rp_view *v = x->view;
+	struct orbit_rp_out *o = x->out;
+	for (size_t i = 0; i < v->ncaps; i++) {
+		if (i)
+			orbit__rp_out_c(o, '\n');
+		capture_text(o, &v->caps[i]);
+	}
+	scope_table(v, o, 0);
+	scope_table(v, o, 1);
+	thread_table(v, o);
+	if (v->names->refused)
+		orbit__rp_out_printf(o,
+		                     "\n%" PRIu64 " events had names past the %u-name limit; "
+		                     "their statistics are merged\n",
+		                     v->names->refused, ORBIT_RP_MAX_NAMES);
+}
+
+static const char *summary_wanted(const struct orbit_replay_options *o)
+{
+	if (o->quiet || o->log || o->ninputs == 0 ||
+	    (o->json_path && strcmp(o->json_path, "-") == 0))
+		return NULL;
+	return "stdout";
+}
+
+const struct orbit_rp_exporter orbit__rp_export_summary = {
+    .name = "summary",
+    .wanted = summary_wanted,
+    .needs = ORBIT_RP_NEED_STDOUT,
+    .end = summary_end,
+};

@@ -1,0 +1,212 @@
+/*
+ * replay_run.c — one run of orbit-replay (replay.h): the exporters the
+ * options ask for (replay_exporters.c) with their outputs, then --pages,
+ * then the captures as one timeline through the dispatch, then every
+ * exporter's end and the outputs closed. The exit status says the worst
+ * that happened: an output that failed (3), an input that is missing, no
+ * capture, damaged or incomplete (2), or nothing (0).
+ */
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+
+#include "replay_dispatch.h"
+#include "replay_origin.h"
+#include "replay_pages.h"
+#include "replay_report.h"
+#include "replay_tail.h"
+#include "replay_timeline.h"
+
+#define PROGRESS_MIN (64ull << 20) /* input bytes before a progress bar */
+
+struct run {
+	const struct orbit_replay_options *o;
+	struct orbit_rp_report rep;
+	struct orbit_rp_out out; /* the run's standard output */
+	struct orbit_rp_names names;
+	struct orbit_rp_threads threads;
+	struct orbit_rp_stats stats;
+	struct orbit_rp_dispatch d;
+	struct orbit_rp_timeline tl;
+	struct orbit_rp_view view;
+	struct orbit_rp_export ex[ORBIT_RP_EXPORTS];
+	struct orbit_rp_out files[ORBIT_RP_EXPORTS];
+	size_t nex;
+	int begun;   /* every exporter began */
+	int scanned; /* the origin was found before the run */
+	unsigned needs;
+};
+
+/* ---- the exporters and their outputs ---- */
+
+static int open_file(struct run *r, struct orbit_rp_out *o, const char *path)
+{
+	int err = orbit__rp_out_open(o, path);
+	if (err == 0)
+		return 0;
+	orbit__rp_say(&r->rep, "%s: %s", path, strerror(-err));
+	return -1;
+}
+
+static int open_exports(struct run *r)
+{
+	const struct orbit_replay_options *o = r->o;
+	const struct orbit_rp_exporter *const *list =
+	    o->exporters ? o->exporters : orbit__rp_exporters;
+	for (size_t i = 0; list[i] != NULL; i++) {
+		const struct orbit_rp_exporter *ex = list[i];
+		const char *path = ex->wanted(o);
+		if (path == NULL)
+			continue;
+		if (r->nex == ORBIT_RP_EXPORTS) {
+			orbit__rp_say(&r->rep, "more than %u outputs at once", ORBIT_RP_EXPORTS);
+			return ORBIT_REPLAY_OUTPUT;
+		}
+		struct orbit_rp_export *x = &r->ex[r->nex];
+		x->ex = ex;
+		x->view = &r->view;
+		x->slot = (unsigned)r->nex;
+		x->out = ex->needs & ORBIT_RP_NEED_STDOUT ? &r->out : &r->files[r->nex];
+		if (x->out != &r->out && open_file(r, x->out, path) != 0)
+			return ORBIT_REPLAY_OUTPUT;
+		r->nex++;
+		r->needs |= ex->needs;
+	}
+	for (size_t i = 0; i < r->nex; i++) {
+		struct orbit_rp_export *x = &r->ex[i];
+		x->state = calloc(1, x->ex->state_size ? x->ex->state_size : 1);
+		if (x->state == NULL || (x->ex->begin && x->ex->begin(x) != 0))
+			return ORBIT_REPLAY_OUTPUT;
+		orbit__rp_dispatch_add(&r->d, x);
+	}
+	r->begun = 1;
+	return 0;
+}
+
+static int close_file(struct run *r, struct orbit_rp_out *o)
+{
+	const char *path = o->path;
+	if (o->f == NULL && o->buf == NULL)
+		return 0;
+	int err = orbit__rp_out_close(o);
+	if (err == 0)
+		return 0;
+	orbit__rp_say(&r->rep, "%s: write error: %s", path, strerror(-err));
+	return -1;
+}
+
+/* ---- the captures ---- */
+
+static uint64_t bound(uint64_t origin, const struct orbit_replay_bound *b, uint64_t unset)
+{
+	if (!b->set)
+		return unset;
+	if (!b->relative)
+		return b->ns;
+	return origin + b->ns < origin ? UINT64_MAX : origin + b->ns;
+}
+
+static int want_progress(const struct run *r)
+{
+	const struct orbit_replay_options *o = r->o;
+	if (o->err == NULL || o->progress == 0)
+		return 0;
+	if (o->progress > 0)
+		return 1;
+	return r->tl.total_bytes >= PROGRESS_MIN && isatty(fileno(o->err));
+}
+
+static void read_inputs(struct run *r)
+{
+	const struct orbit_replay_options *o = r->o;
+	struct orbit_rp_timeline *tl = &r->tl;
+	tl->rep = &r->rep;
+	tl->d = &r->d;
+	if (orbit__rp_timeline_open(tl, o->inputs, o->ninputs) != 0)
+		return;
+	r->view.caps = tl->caps;
+	r->view.ncaps = tl->n;
+	orbit__rp_dispatch_filter(&r->d, o, bound(r->view.origin, &o->from, 0),
+	                          bound(r->view.origin, &o->to, UINT64_MAX));
+	for (size_t i = 0; (r->needs & ORBIT_RP_NEED_EARLY_NAMES) && i < tl->n; i++)
+		if (tl->srcs[i].r != NULL)
+			orbit__rp_tail_names(&r->threads, tl->caps[i].path, tl->caps[i].size,
+			                     orbit__rp_timeline_first_pid(tl, i));
+	tl->progress = want_progress(r);
+	orbit__rp_timeline_read(tl);
+	if (!r->scanned)
+		r->view.origin = orbit__rp_origin_of(tl->caps, tl->n);
+}
+
+/* Whether the origin is needed before the captures are read. */
+static int origin_early(const struct run *r)
+{
+	const struct orbit_replay_options *o = r->o;
+	return (r->needs & ORBIT_RP_NEED_ORIGIN) || (o->from.set && o->from.relative) ||
+	       (o->to.set && o->to.relative);
+}
+
+/* ---- a run ---- */
+
+/* Ends the exports, closes every output. */
+static int finish(struct run *r, int status)
+{
+	orbit__rp_dispatch_flush(&r->d);
+	for (size_t i = 0; r->begun && status != ORBIT_REPLAY_OUTPUT && i < r->nex; i++)
+		if (r->ex[i].ex->end)
+			r->ex[i].ex->end(&r->ex[i]);
+	int bad = 0;
+	for (size_t i = 0; i < r->nex; i++)
+		if (r->ex[i].out != &r->out)
+			bad |= close_file(r, r->ex[i].out);
+	bad |= close_file(r, &r->out);
+	if (bad || status == ORBIT_REPLAY_OUTPUT)
+		return ORBIT_REPLAY_OUTPUT;
+	return r->rep.damaged || status == ORBIT_REPLAY_DAMAGED ? ORBIT_REPLAY_DAMAGED
+	                                                        : ORBIT_REPLAY_OK;
+}
+
+static void cleanup(struct run *r)
+{
+	for (size_t i = 0; i < r->nex; i++) {
+		struct orbit_rp_export *x = &r->ex[i];
+		if (x->state != NULL && x->ex->free)
+			x->ex->free(x);
+		free(x->state);
+	}
+	orbit__rp_timeline_free(&r->tl);
+	orbit__rp_threads_free(&r->threads);
+	orbit__rp_names_free(&r->names);
+	orbit__rp_stats_free(&r->stats);
+}
+
+int orbit__replay_run(const struct orbit_replay_options *o)
+{
+	struct run *r = calloc(1, sizeof *r);
+	if (r == NULL)
+		return ORBIT_REPLAY_OUTPUT;
+	r->o = o;
+	r->rep.err = o->err;
+	r->stats.hist_budget = ORBIT_RP_HIST_BUDGET;
+	r->d.threads = &r->threads;
+	r->d.names = &r->names;
+	r->d.stats = &r->stats;
+	r->d.to = UINT64_MAX;
+	r->view = (struct orbit_rp_view){o, &r->threads, &r->names, &r->stats, NULL, 0, 0};
+	orbit__rp_out_stream(&r->out, o->out ? o->out : stdout, "stdout");
+	int status = open_exports(r);
+	if (status == 0 && o->pages_path != NULL)
+		status = orbit__rp_pages(&r->out, &r->rep, o->pages_path,
+		                         o->page_size ? o->page_size : 4096);
+	if (status != ORBIT_REPLAY_OUTPUT && o->ninputs > 0) {
+		if (origin_early(r)) {
+			r->view.origin = orbit__rp_origin_scan(o->inputs, o->ninputs);
+			r->scanned = 1;
+		}
+		read_inputs(r);
+	}
+	status = finish(r, status);
+	cleanup(r);
+	free(r);
+	return status;
+}

@@ -1,0 +1,128 @@
+/*
+ * replay_stream.h — captures and their streams: what each one held, its
+ * loss accounting and the two equations (docs/format.md section 6), for
+ * the summaries, the checks and the exporters (replay_stream.c).
+ */
+#ifndef ORBIT_REPLAY_STREAM_H
+#define ORBIT_REPLAY_STREAM_H
+
+#include <stddef.h>
+#include <stdint.h>
+
+#include "capture.h"
+#include "reconstruct.h"
+
+struct orbit_rp_report;
+struct orbit_rp_dispatch;
+
+struct orbit_rp_loss {
+	uint64_t lapped, gone, backstop, unsent, at_end;
+};
+
+#define ORBIT_RP_PAGE_RINGS 4096u
+
+struct orbit_rp_capture;
+
+/* One stream: a Handshake and what follows it, up to EndOfStream. */
+struct orbit_rp_stream {
+	struct orbit_rp_capture *cap;
+	struct orbit_rp_stream *next;
+	struct orbit_rp_dispatch *to; /* where its events go; NULL: times only */
+	int handshake;                /* 0: packets came before any handshake */
+	uint32_t pid;
+	char *process, *host, *agent;
+	char **cmdline;
+	size_t ncmd;
+	uint64_t realtime_ns, monotonic_ns;
+	uint32_t ring_count, page_ring_count, page_size;
+	uint64_t ring_start[ORBIT_MAX_RINGS];
+	uint64_t delivered[ORBIT_MAX_RINGS];
+	struct orbit_rp_loss loss[ORBIT_MAX_RINGS];
+	uint64_t ring_time[ORBIT_MAX_RINGS];  /* last record time read from each ring */
+	uint64_t next_claim[ORBIT_MAX_RINGS]; /* the claim each ring's next batch should start at */
+	uint8_t claim_known[ORBIT_MAX_RINGS]; /* next_claim is known (from the handshake) */
+	uint64_t claimed[ORBIT_MAX_RINGS];
+	uint32_t nclaimed;
+	int ended;
+	uint32_t cut; /* Ack.end of the collector's frame that ends a cut capture */
+	uint64_t untrusted_times, clock_resets; /* EndOfStream 5 and 6 */
+	/* page rings: records delivered, lost (last PageLoss), reserved (End) */
+	uint64_t *page_delivered, *page_lost, *page_pages, *page_unsent, *page_reserved;
+	uint64_t *page_time; /* last log record time of each page ring */
+	uint32_t npage, npage_reserved;
+	struct orbit_reconstruct *rc;
+	struct orbit_reconstruct_stats rstats;
+	uint64_t records, scopes, spans, values, thread_names, logs, markers;
+	uint64_t bad_logs;
+	uint32_t threads;
+	uint64_t first, last; /* earliest and latest time of its events and log lines;
+	                         first > last: none */
+};
+
+/* One input file. */
+struct orbit_rp_capture {
+	const char *path;
+	uint64_t size;
+	struct orbit_rp_stream *streams, *tail;
+	uint64_t damaged; /* frames that could not be read */
+	uint64_t invalid; /* packets, batches or pages rejected */
+	int io_error;
+	const char *error; /* why none of it was read: "no such file", ... */
+};
+
+/* A new stream at the end of cap's list, or NULL. */
+struct orbit_rp_stream *orbit__rp_stream_new(struct orbit_rp_capture *cap);
+/* Takes the process, host, command line, clock pair and ring geometry. */
+void orbit__rp_stream_info(struct orbit_rp_stream *s, const Orbit__Handshake *h);
+/* Makes room for page ring `ring` in s's page arrays; 0 or -1. */
+int orbit__rp_stream_page_ring(struct orbit_rp_stream *s, uint32_t ring);
+/* Adds the reconstructor's counts to the stream's (once per reconstructor). */
+void orbit__rp_stream_add_stats(struct orbit_rp_stream *s,
+                                const struct orbit_reconstruct_stats *st);
+/* The problems a finished stream shows: no end, an equation that fails,
+ * records of unknown kind. */
+void orbit__rp_stream_check(const struct orbit_rp_stream *s, struct orbit_rp_report *rep);
+void orbit__rp_capture_free(struct orbit_rp_capture *cap);
+
+/* The records a ring's Loss counts as lost (the equation's terms). */
+static inline uint64_t orbit__rp_loss_sum(const struct orbit_rp_loss *l)
+{
+	return l->lapped + l->gone + l->backstop + l->at_end;
+}
+
+/* The scope-ring equation of a stream, over all its rings:
+ * claimed == delivered + lapped + writer_gone + backstop + at_end. */
+struct orbit_rp_equation {
+	uint64_t claimed, delivered, lost;
+	int holds;         /* 1 holds, 0 fails, -1 unknown (no end of stream) */
+	uint32_t bad_ring; /* the first ring where it fails */
+};
+void orbit__rp_stream_equation(const struct orbit_rp_stream *s, struct orbit_rp_equation *eq);
+/* Whether ring r's equation holds (a stream with an end). */
+int orbit__rp_ring_holds(const struct orbit_rp_stream *s, uint32_t r);
+/* Page rings: reserved == delivered + lost, for every ring: 1 holds, 0
+ * fails, -1 unknown (no end of stream). */
+int orbit__rp_page_equation(const struct orbit_rp_stream *s);
+/* The loss of all rings added up. */
+struct orbit_rp_loss orbit__rp_stream_loss(const struct orbit_rp_stream *s);
+/* Page rings: records and pages lost, records delivered. */
+void orbit__rp_stream_page_loss(const struct orbit_rp_stream *s, uint64_t *records, uint64_t *pages,
+                                uint64_t *delivered);
+/* An event or a log line of s from start to end (end < start: start). */
+static inline void orbit__rp_stream_saw(struct orbit_rp_stream *s, uint64_t start, uint64_t end)
+{
+	end = end > start ? end : start;
+	if (s->first > start)
+		s->first = start;
+	if (s->last < end)
+		s->last = end;
+}
+
+/* The stream's start and end: the first and last time of its events
+ * (scopes, async spans, values, thread names) and log lines if it had any,
+ * else its handshake's time. */
+void orbit__rp_stream_span(const struct orbit_rp_stream *s, uint64_t *first, uint64_t *last);
+/* Wall-clock text of a CLOCK_MONOTONIC time of a stream, "2026-...Z". */
+void orbit__rp_wallclock(const struct orbit_rp_stream *s, uint64_t mono, char *buf, size_t len);
+
+#endif
