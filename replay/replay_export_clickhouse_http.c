@@ -218,14 +218,18 @@ static int transient_code(int code)
 }
 
 /* ClickHouse's error text on one line: runs of white space as one space,
- * the ", e.what() = ..." tails left out, bytes that are not printable
+ * "e.displayText() = " and the ", e.what() = ..." tails left out, bytes that are not printable
  * ASCII as '?', at most TEXT_MAX bytes. */
 static void one_line(const char *s, size_t n, char *out, size_t cap)
 {
-	static const char tail[] = ", e.what() = ";
+	static const char tail[] = ", e.what() = ", noise[] = "e.displayText() = ";
 	size_t o = 0;
 	int space = 0;
 	for (size_t i = 0; i < n && o + 4 < cap && o < TEXT_MAX; i++) {
+		if (n - i >= sizeof noise - 1 && memcmp(s + i, noise, sizeof noise - 1) == 0) {
+			i += sizeof noise - 2;
+			continue;
+		}
 		if (n - i >= sizeof tail - 1 && memcmp(s + i, tail, sizeof tail - 1) == 0) {
 			i += sizeof tail - 1;
 			while (i < n && s[i] != ' ' && s[i] != '\n' && s[i] != '\r')

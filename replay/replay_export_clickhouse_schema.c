@@ -251,8 +251,12 @@ static char *create_merge_tree(const struct orbit_rp_ch_table_def *d, const char
 	return done(&s);
 }
 
-/* CREATE TABLE IF NOT EXISTS name AS name_local ENGINE = Distributed(...) */
-static char *create_distributed(const struct orbit_rp_ch_table_def *d, const char *cluster)
+/* CREATE TABLE IF NOT EXISTS name AS name_local ENGINE = Distributed(...).
+ * The database is named, not currentDatabase(): 18.16 evaluates the
+ * engine's arguments again when it attaches the table at its next start,
+ * with no current database. */
+static char *create_distributed(const struct orbit_rp_ch_table_def *d, const char *cluster,
+                                const char *db)
 {
 	struct sql s = {0};
 	put(&s, "CREATE TABLE IF NOT EXISTS ");
@@ -261,7 +265,9 @@ static char *create_distributed(const struct orbit_rp_ch_table_def *d, const cha
 	put(&s, d->name);
 	put(&s, "_local ENGINE = Distributed(");
 	put_quoted(&s, cluster, '\'');
-	put(&s, ", currentDatabase(), '");
+	put(&s, ", ");
+	put_quoted(&s, db, '\'');
+	put(&s, ", '");
 	put(&s, d->name);
 	put(&s, "_local', capture_id)");
 	return done(&s);
@@ -289,14 +295,25 @@ int orbit__rp_ch_create(struct orbit_rp_ch_http *h, const char *cluster,
 		if (run(h, done(&s), 1, e) != 0)
 			return -1;
 	}
-	for (int t = 0; t < ORBIT_RP_CH_TABLES; t++) {
-		const struct orbit_rp_ch_table_def *d = &orbit__rp_ch_tables[t];
-		if (run(h, create_merge_tree(d, cluster ? "_local" : ""), 0, e) != 0)
+	/* Without database=, the user's own: the Distributed tables name it. */
+	struct orbit_rp_ch_reply r = {0};
+	if (cluster && !*db) {
+		if (orbit__rp_ch_http_run(h, "SELECT currentDatabase() FORMAT TSVRaw", NULL, 0, 0,
+		                          &r, e) != 0)
 			return -1;
-		if (cluster && run(h, create_distributed(d, cluster), 0, e) != 0)
-			return -1;
+		if (r.data)
+			r.data[strcspn(r.data, "\n")] = '\0';
+		db = r.data ? r.data : "default";
 	}
-	return 0;
+	int ret = 0;
+	for (int t = 0; t < ORBIT_RP_CH_TABLES && ret == 0; t++) {
+		const struct orbit_rp_ch_table_def *d = &orbit__rp_ch_tables[t];
+		ret = run(h, create_merge_tree(d, cluster ? "_local" : ""), 0, e);
+		if (ret == 0 && cluster)
+			ret = run(h, create_distributed(d, cluster, db), 0, e);
+	}
+	orbit__rp_ch_reply_free(&r);
+	return ret;
 }
 
 /* ---- the check before a load ---- */
