@@ -14,5 +14,5 @@ const struct orbit_rp_exporter *const orbit__rp_exporters[] = {
     &orbit__rp_export_clickhouse,
     &orbit__rp_export_summary,
     &orbit__rp_export_json,
-    NULL,
+    NULL, /* the end (this comment keeps clang-format to one per line) */
 };
