@@ -2,17 +2,19 @@
  * replay_export_clickhouse.h — orbit-replay --clickhouse URL: captures
  * loaded into ClickHouse over HTTP (docs/operations.md, "A fleet").
  *
- * Four files do the work:
+ * Five files do the work:
  *   replay_export_clickhouse_load.c    the loader: --clickhouse-create, the
  *                                      schema check, one replay run per
  *                                      capture file, retries with backoff,
  *                                      what was loaded and what was skipped
  *   replay_export_clickhouse.c         the exporter (replay_export.h): rows
- *                                      in RowBinary batches of bounded size,
- *                                      a captures row per stream last
+ *                                      in Native batches of bounded size, a
+ *                                      captures row per stream last
  *   replay_export_clickhouse_schema.c  the tables, their columns and the
  *                                      statements that create them (the one
  *                                      place that states the schema)
+ *   replay_export_clickhouse_send.c    the sender thread: one INSERT in
+ *                                      flight while the next batch fills
  *   replay_export_clickhouse_http.c    HTTP through libcurl, and the errors
  *                                      a user can act on
  *
@@ -30,6 +32,7 @@
 
 #include <stddef.h>
 #include <stdint.h>
+#include <sys/uio.h>
 
 #include "replay.h"
 
@@ -86,13 +89,31 @@ void orbit__rp_ch_http_free(struct orbit_rp_ch_http *h);
 const char *orbit__rp_ch_http_server(const struct orbit_rp_ch_http *h);
 /* The database the URL names (its database= parameter), "" for none. */
 const char *orbit__rp_ch_http_database(const struct orbit_rp_ch_http *h);
-/* Runs sql. With data, sql is an INSERT ... FORMAT RowBinary and data its
- * rows; without, sql is sent as the body. nodb: without the URL's
- * database= (to create it). The reply body goes to *reply (NUL-terminated)
- * when reply is not NULL. 0, or -1 with e filled. */
-int orbit__rp_ch_http_run(struct orbit_rp_ch_http *h, const char *sql, const void *data, size_t len,
-                          int nodb, struct orbit_rp_ch_reply *reply, struct orbit_rp_ch_error *e);
+/* Runs sql. With data, sql is an INSERT ... FORMAT Native and the ndata
+ * pieces of data, in turn, its block; without, sql is sent as the body.
+ * nodb: without the URL's database= (to create it). The reply body goes to
+ * *reply (NUL-terminated) when reply is not NULL. 0, or -1 with e filled. */
+int orbit__rp_ch_http_run(struct orbit_rp_ch_http *h, const char *sql, const struct iovec *data,
+                          int ndata, int nodb, struct orbit_rp_ch_reply *reply,
+                          struct orbit_rp_ch_error *e);
 void orbit__rp_ch_reply_free(struct orbit_rp_ch_reply *r);
+
+/* ---- the sender thread (replay_export_clickhouse_send.c) ---- */
+
+struct orbit_rp_ch_sender;
+
+/* A thread that runs the INSERTs handed to it on http; NULL on failure. */
+struct orbit_rp_ch_sender *orbit__rp_ch_sender_start(struct orbit_rp_ch_http *http);
+/* Waits until the INSERT handed over last is done: 0, or -1 with e filled
+ * (once per failure). Only then may the caller use http or the memory it
+ * handed over. */
+int orbit__rp_ch_sender_wait(struct orbit_rp_ch_sender *s, struct orbit_rp_ch_error *e);
+/* Hands over one INSERT: sql and the n pieces of its block, which must
+ * stay as they are until the next wait. Call after a wait. */
+void orbit__rp_ch_sender_send(struct orbit_rp_ch_sender *s, const char *sql,
+                              const struct iovec *iov, int n);
+/* Finishes the INSERT in flight and ends the thread; NULL does nothing. */
+void orbit__rp_ch_sender_stop(struct orbit_rp_ch_sender *s);
 
 /* ---- the schema (replay_export_clickhouse_schema.c) ---- */
 
@@ -110,6 +131,8 @@ struct orbit_rp_ch_column {
 	const char *name, *type;
 };
 
+#define ORBIT_RP_CH_MAX_COLS 64u /* columns of a table, at most */
+
 struct orbit_rp_ch_table_def {
 	const char *name;
 	const struct orbit_rp_ch_column *cols; /* in the order rows are written */
@@ -119,7 +142,7 @@ struct orbit_rp_ch_table_def {
 
 extern const struct orbit_rp_ch_table_def orbit__rp_ch_tables[ORBIT_RP_CH_TABLES];
 
-/* "INSERT INTO name (c1, c2, ...) FORMAT RowBinary"; NULL when out of memory. */
+/* "INSERT INTO name (c1, c2, ...) FORMAT Native"; NULL when out of memory. */
 char *orbit__rp_ch_insert_sql(enum orbit_rp_ch_table t);
 /* Creates the database the URL names and every table (IF NOT EXISTS); with
  * cluster, NAME_local MergeTree tables and Distributed tables NAME over

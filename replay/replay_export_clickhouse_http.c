@@ -30,6 +30,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/uio.h>
 
 #include "replay_export_clickhouse.h"
 
@@ -39,8 +40,9 @@
 
 #define REPLY_MAX (64u << 20) /* of a SELECT's result */
 #define CONNECT_TIMEOUT_MS 10000L
-#define STALL_SECONDS 120L /* no byte either way for this long: failed */
-#define TEXT_MAX 480u      /* of ClickHouse's error text, in a message */
+#define STALL_SECONDS 120L         /* no byte either way for this long: failed */
+#define TEXT_MAX 480u              /* of ClickHouse's error text, in a message */
+#define UPLOAD_BUFFER (512L << 10) /* libcurl's, for a body: fewer, larger writes */
 
 struct orbit_rp_ch_http {
 	CURL *curl;
@@ -322,8 +324,35 @@ static char *request_url(struct orbit_rp_ch_http *h, const char *sql, int nodb)
 	return out;
 }
 
-int orbit__rp_ch_http_run(struct orbit_rp_ch_http *h, const char *sql, const void *data, size_t len,
-                          int nodb, struct orbit_rp_ch_reply *reply, struct orbit_rp_ch_error *e)
+/* The body of an INSERT: the pieces, read by libcurl in turn. */
+struct body {
+	const struct iovec *iov;
+	int n, i;
+	size_t off; /* into iov[i] */
+};
+
+static size_t on_read(char *p, size_t size, size_t n, void *ctx)
+{
+	struct body *b = ctx;
+	size_t room = size * n, done = 0;
+	while (done < room && b->i < b->n) {
+		const struct iovec *v = &b->iov[b->i];
+		size_t k = v->iov_len - b->off;
+		k = k < room - done ? k : room - done;
+		memcpy(p + done, (const char *)v->iov_base + b->off, k);
+		done += k;
+		b->off += k;
+		if (b->off == v->iov_len) {
+			b->i++;
+			b->off = 0;
+		}
+	}
+	return done;
+}
+
+int orbit__rp_ch_http_run(struct orbit_rp_ch_http *h, const char *sql, const struct iovec *data,
+                          int ndata, int nodb, struct orbit_rp_ch_reply *reply,
+                          struct orbit_rp_ch_error *e)
 {
 	struct orbit_rp_ch_reply own = {0};
 	struct orbit_rp_ch_reply *r = reply ? reply : &own;
@@ -337,8 +366,19 @@ int orbit__rp_ch_http_run(struct orbit_rp_ch_http *h, const char *sql, const voi
 	curl_easy_reset(c);
 	curl_easy_setopt(c, CURLOPT_URL, url);
 	curl_easy_setopt(c, CURLOPT_POST, 1L);
-	curl_easy_setopt(c, CURLOPT_POSTFIELDS, data ? data : (const void *)sql);
-	curl_easy_setopt(c, CURLOPT_POSTFIELDSIZE_LARGE, (curl_off_t)(data ? len : strlen(sql)));
+	struct body body = {data, ndata, 0, 0};
+	if (data) {
+		size_t len = 0;
+		for (int i = 0; i < ndata; i++)
+			len += data[i].iov_len;
+		curl_easy_setopt(c, CURLOPT_READFUNCTION, on_read);
+		curl_easy_setopt(c, CURLOPT_READDATA, &body);
+		curl_easy_setopt(c, CURLOPT_POSTFIELDSIZE_LARGE, (curl_off_t)len);
+		curl_easy_setopt(c, CURLOPT_UPLOAD_BUFFERSIZE, UPLOAD_BUFFER);
+	} else {
+		curl_easy_setopt(c, CURLOPT_POSTFIELDS, sql);
+		curl_easy_setopt(c, CURLOPT_POSTFIELDSIZE_LARGE, (curl_off_t)strlen(sql));
+	}
 	curl_easy_setopt(c, CURLOPT_HTTPHEADER, h->headers);
 	curl_easy_setopt(c, CURLOPT_WRITEFUNCTION, on_body);
 	curl_easy_setopt(c, CURLOPT_WRITEDATA, r);

@@ -147,6 +147,14 @@ static const struct orbit_rp_ch_column captures[] = {
     {"rejected_packets", "UInt64"},
 };
 
+#define FITS(a) _Static_assert(N(a) <= ORBIT_RP_CH_MAX_COLS, #a ": too many columns")
+FITS(scopes);
+FITS(async_spans);
+FITS(value_samples);
+FITS(log_lines);
+FITS(threads);
+FITS(captures);
+
 const struct orbit_rp_ch_table_def orbit__rp_ch_tables[ORBIT_RP_CH_TABLES] = {
     [ORBIT_RP_CH_SCOPES] = {"scopes", scopes, N(scopes), "name, capture_id, start_ns"},
     [ORBIT_RP_CH_ASYNC] = {"async_spans", async_spans, N(async_spans),
@@ -227,7 +235,7 @@ char *orbit__rp_ch_insert_sql(enum orbit_rp_ch_table t)
 			put(&s, ", ");
 		put_quoted(&s, d->cols[i].name, '`');
 	}
-	put(&s, ") FORMAT RowBinary");
+	put(&s, ") FORMAT Native");
 	return done(&s);
 }
 
