@@ -1,8 +1,9 @@
 /*
  * bench_http.c — orbit-bench-http: what sending a batch over HTTP costs the
- * loader (orbit-replay --clickhouse), with libcurl as the loader sends it,
- * beside the floor any HTTP library could reach: the same request written
- * with write(2) on a plain socket. Prints a table; never passes or fails.
+ * loader (orbit-replay --clickhouse), with its own libcurl client
+ * (replay_export_clickhouse_http.c), beside the floor any HTTP library
+ * could reach: the same request written with write(2) on a plain socket.
+ * Prints a table; never passes or fails.
  *
  *   orbit-bench-http [--mib N] [--batches N] [--runs N]
  *
@@ -16,7 +17,6 @@
  * the rows and of ClickHouse taking them.
  */
 #include <arpa/inet.h>
-#include <curl/curl.h>
 #include <errno.h>
 #include <netinet/in.h>
 #include <netinet/tcp.h>
@@ -28,6 +28,8 @@
 #include <sys/socket.h>
 #include <time.h>
 #include <unistd.h>
+
+#include "replay_export_clickhouse.h"
 
 static int listen_fd;
 static uint16_t port;
@@ -94,40 +96,30 @@ static void *sink(void *arg)
 
 /* ---- the clients ---- */
 
-static size_t ignore(char *p, size_t s, size_t n, void *c)
+/* The loader's own client (replay_export_clickhouse_http.c), a block cut
+ * into 19 pieces as a batch of scope rows is (one per column). */
+static int with_loader(const char *body, size_t len, int batches)
 {
-	(void)p;
-	(void)c;
-	return s * n;
-}
-
-static int with_curl(const char *body, size_t len, int batches)
-{
-	char url[128];
-	snprintf(url, sizeof url,
-	         "http://127.0.0.1:%u/?database=orbit&query=INSERT%%20INTO%%20scopes%%20FORMAT%%"
-	         "20RowBinary&insert_distributed_sync=1",
-	         port);
-	CURL *c = curl_easy_init();
-	struct curl_slist *h = curl_slist_append(NULL, "Expect:");
-	for (int i = 0; i < batches; i++) {
-		/* As replay_export_clickhouse_http.c sets it up for each request. */
-		curl_easy_reset(c);
-		curl_easy_setopt(c, CURLOPT_URL, url);
-		curl_easy_setopt(c, CURLOPT_POST, 1L);
-		curl_easy_setopt(c, CURLOPT_POSTFIELDS, body);
-		curl_easy_setopt(c, CURLOPT_POSTFIELDSIZE_LARGE, (curl_off_t)len);
-		curl_easy_setopt(c, CURLOPT_HTTPHEADER, h);
-		curl_easy_setopt(c, CURLOPT_WRITEFUNCTION, ignore);
-		curl_easy_setopt(c, CURLOPT_NOSIGNAL, 1L);
-		curl_easy_setopt(c, CURLOPT_TCP_KEEPALIVE, 1L);
-		if (curl_easy_perform(c) != CURLE_OK) {
-			fprintf(stderr, "orbit-bench-http: curl failed\n");
+	char url[64];
+	snprintf(url, sizeof url, "http://127.0.0.1:%u/?database=orbit", port);
+	struct orbit_rp_ch_error e = {0};
+	struct orbit_rp_ch_http *h = orbit__rp_ch_http_new(url, &e);
+	char *sql = orbit__rp_ch_insert_sql(ORBIT_RP_CH_SCOPES);
+	if (h == NULL || sql == NULL)
+		return -1;
+	enum { PIECES = 19 };
+	struct iovec iov[PIECES];
+	for (int i = 0; i < PIECES; i++) {
+		size_t from = len * (size_t)i / PIECES, to = len * (size_t)(i + 1) / PIECES;
+		iov[i] = (struct iovec){(void *)(body + from), to - from};
+	}
+	for (int i = 0; i < batches; i++)
+		if (orbit__rp_ch_http_run(h, sql, iov, PIECES, 0, NULL, &e) != 0) {
+			fprintf(stderr, "orbit-bench-http: %s\n", e.text);
 			return -1;
 		}
-	}
-	curl_slist_free_all(h);
-	curl_easy_cleanup(c);
+	free(sql);
+	orbit__rp_ch_http_free(h);
 	return 0;
 }
 
@@ -192,7 +184,6 @@ int main(int argc, char **argv)
 	}
 	if (mib < 1 || batches < 1 || runs < 1 || runs > 99)
 		return 1;
-	curl_global_init(CURL_GLOBAL_DEFAULT);
 	listen_fd = socket(AF_INET, SOCK_STREAM, 0);
 	struct sockaddr_in a = {.sin_family = AF_INET};
 	a.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
@@ -213,7 +204,7 @@ int main(int argc, char **argv)
 	for (int r = 0; r < runs; r++)
 		for (int k = 0; k < 2; k++) {
 			double c0 = now(CLOCK_THREAD_CPUTIME_ID), w0 = now(CLOCK_MONOTONIC);
-			if ((k ? with_write : with_curl)(body, len, batches) != 0)
+			if ((k ? with_write : with_loader)(body, len, batches) != 0)
 				return 1;
 			cpu[k][r] = now(CLOCK_THREAD_CPUTIME_ID) - c0;
 			wall[k][r] = now(CLOCK_MONOTONIC) - w0;
@@ -222,7 +213,7 @@ int main(int argc, char **argv)
 	printf("%d batches of %d MiB to a loopback sink, medians of %d runs\n\n", batches, mib,
 	       runs);
 	printf("%-24s %14s %14s %12s\n", "client", "cpu ms/MiB", "wall ms/MiB", "MiB/s");
-	const char *names[] = {"libcurl (the loader's)", "write(2), the floor"};
+	const char *names[] = {"the loader's (libcurl)", "write(2), the floor"};
 	for (int k = 0; k < 2; k++) {
 		qsort(cpu[k], (size_t)runs, sizeof(double), cmp);
 		qsort(wall[k], (size_t)runs, sizeof(double), cmp);

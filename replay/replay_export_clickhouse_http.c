@@ -270,8 +270,12 @@ static void http_error(struct orbit_rp_ch_http *h, long status, const struct orb
 		hint = " [create the schema with --clickhouse-create]";
 	e->transient = transient;
 	e->code = code ? code : -1;
-	snprintf(e->text, sizeof e->text, "ClickHouse at %s: %s (HTTP %ld)%s", h->server,
-	         *text ? text : "no error text", status, hint);
+	char line[sizeof h->server + sizeof text + 160];
+	size_t n = (size_t)snprintf(line, sizeof line, "ClickHouse at %s: %s (HTTP %ld)%s",
+	                            h->server, *text ? text : "no error text", status, hint);
+	n = n < sizeof e->text ? n : sizeof e->text - 1;
+	memcpy(e->text, line, n);
+	e->text[n] = '\0';
 }
 
 static int curl_transient(CURLcode c)
