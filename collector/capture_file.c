@@ -4,7 +4,8 @@
  * The process name in a file name comes from the peer, which may be hostile:
  * only [A-Za-z0-9._-] survive (any other byte becomes '_'), a dot never
  * starts the name nor follows another dot (so no "." / ".." / hidden files),
- * and at most ORBIT_COLLECTOR_NAME_MAX bytes are kept. Files are created with
+ * a '-' never starts it (no file name that reads as an option), and at most
+ * ORBIT_COLLECTOR_NAME_MAX bytes are kept. Files are created with
  * O_EXCL: an existing file is never opened, let alone overwritten; a name in
  * use gets a "-1", "-2" ... suffix.
  */
@@ -34,7 +35,7 @@ void orbit__capfile_sanitize(const char *in, char *out, size_t outlen)
 	for (; in != NULL && in[n] != '\0' && n < max; n++) {
 		char ch = name_byte_ok((unsigned char)in[n]) ? in[n] : '_';
 
-		if (ch == '.' && (n == 0 || out[n - 1] == '.'))
+		if ((ch == '.' && (n == 0 || out[n - 1] == '.')) || (ch == '-' && n == 0))
 			ch = '_';
 		out[n] = ch;
 	}

@@ -92,6 +92,8 @@ void orbit__collector_conn_gone(struct orbit_collector *c, struct orbit_conn *k)
 	if (k->next)
 		k->next->prev = k->prev;
 	c->nconns--;
+	orbit__pool_release(k);
+	orbit__caps_release(k);
 	c->lost_closed += k->lost;
 	stop_if_done(c);
 }
@@ -141,12 +143,7 @@ static void on_connection(uv_stream_t *server, int status)
 	snprintf(k->peer, sizeof k->peer, "unknown peer");
 	if (uv_tcp_getpeername(&k->tcp, (struct sockaddr *)&ss, &len) == 0)
 		sockaddr_text(&ss, k->peer, sizeof k->peer);
-	if (c->nconns >= c->opt.max_connections) {
-		orbit__log(c, 1, "%s: refused: %u connections already open (--max-connections)",
-		           k->peer, c->nconns);
-		uv_close((uv_handle_t *)&k->tcp, on_refused_closed);
-		return;
-	}
+	orbit__pool_add_pending(k);
 	k->next = c->conns;
 	if (c->conns)
 		c->conns->prev = k;
@@ -270,10 +267,10 @@ static int dir_open(struct orbit_collector *c)
 	return 0;
 }
 
-/* Each connection takes a socket and a file. */
+/* Each stream takes a socket and a file, each pending connection a socket. */
 static void nofile_raise(struct orbit_collector *c)
 {
-	rlim_t want = (rlim_t)c->opt.max_connections * 2 + 64;
+	rlim_t want = (rlim_t)c->opt.max_connections * 2 + c->opt.max_pending + 64;
 	struct rlimit r;
 
 	if (getrlimit(RLIMIT_NOFILE, &r) != 0 || r.rlim_cur >= want)
@@ -281,10 +278,10 @@ static void nofile_raise(struct orbit_collector *c)
 	r.rlim_cur = r.rlim_max != RLIM_INFINITY && r.rlim_max < want ? r.rlim_max : want;
 	if (setrlimit(RLIMIT_NOFILE, &r) != 0 || r.rlim_cur < want)
 		orbit__log(c, 1,
-		           "warning: open files limited to %llu; --max-connections %u needs "
-		           "about %llu (ulimit -n)",
+		           "warning: open files limited to %llu; --max-connections %u and "
+		           "--max-pending %u need about %llu (ulimit -n)",
 		           (unsigned long long)r.rlim_cur, c->opt.max_connections,
-		           (unsigned long long)want);
+		           c->opt.max_pending, (unsigned long long)want);
 }
 
 static int bind_first(struct orbit_collector *c, const struct addrinfo *ai)
@@ -344,7 +341,7 @@ static int listen_start(struct orbit_collector *c)
 
 static uint64_t tick_interval(const struct orbit_collector_options *o)
 {
-	uint64_t t = STATUS_INTERVAL_MS;
+	uint64_t t = ORBIT_COLLECTOR_TICK_MAX_MS; /* acknowledgements are due this often */
 	const uint64_t limits[] = {o->handshake_timeout_ms, o->frame_timeout_ms,
 	                           o->idle_timeout_ms};
 
@@ -358,8 +355,12 @@ static int setup(struct orbit_collector *c)
 {
 	if (c->opt.token_file && token_load(c, c->opt.token_file) != 0)
 		return -1;
-	if (dir_open(c) != 0)
+	if (dir_open(c) != 0 || orbit__caps_setup(c) != 0)
 		return -1;
+	if (orbit__frame_writer_init(&c->ack_writer, 1) != 0) {
+		fprintf(stderr, "orbit-collector: out of memory\n");
+		return -1;
+	}
 	nofile_raise(c);
 	if (listen_start(c) != 0)
 		return -1;
@@ -373,8 +374,10 @@ static int setup(struct orbit_collector *c)
 	uint64_t t = tick_interval(&c->opt);
 	uv_timer_start(&c->tick, on_tick, t, t);
 	c->status_ms = uv_now(&c->loop);
-	orbit__log(c, 0, "writing captures to %s%s", c->dir,
-	           c->token_len ? " (token required)" : "");
+	char caps[160];
+	orbit__caps_text(c, caps, sizeof caps);
+	orbit__log(c, 0, "writing captures to %s%s: %s", c->dir,
+	           c->token_len ? " (token required)" : "", caps);
 	return 0;
 }
 
@@ -402,6 +405,7 @@ int main(int argc, char **argv)
 	orbit__log(&c, 0, "stopped: %" PRIu64 " frames, %" PRIu64 " bytes written", c.frames,
 	           c.bytes);
 	orbit__frame_scratch_free(&c.scratch);
+	orbit__frame_writer_free(&c.ack_writer);
 	close(c.dirfd);
 	uv_loop_close(&c.loop);
 	return 0;

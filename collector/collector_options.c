@@ -12,7 +12,9 @@
 
 static const char usage[] =
     "usage: orbit-collector [--listen HOST:PORT] [--dir DIR] [--token-file FILE]\n"
-    "                       [--max-connections N] [--quiet] [--help]\n"
+    "                       [--max-connections N] [--max-pending N]\n"
+    "                       [--max-capture-size SIZE] [--max-dir-size SIZE|auto]\n"
+    "                       [--quiet] [--help]\n"
     "\n"
     "Receives Orbit agents' streams over TCP and writes one capture file per\n"
     "connection: DIR/<process>-<pid>-<UTC time>.orbit.zst (a plain zstd stream).\n"
@@ -23,10 +25,19 @@ static const char usage[] =
     "  --dir DIR              where capture files go (default .; created if missing)\n"
     "  --token-file FILE      accept only agents whose handshake carries this token\n"
     "                         (the file's bytes, one trailing newline stripped)\n"
-    "  --max-connections N    connections served at once (default 256); more are\n"
-    "                         accepted and closed at once\n"
+    "  --max-connections N    streams (accepted handshakes) served at once\n"
+    "                         (default 256); a handshake beyond is closed\n"
+    "  --max-pending N        connections without an accepted handshake held at\n"
+    "                         once (default 256); a new one beyond takes the\n"
+    "                         place of the oldest of the busiest peer address\n"
+    "  --max-capture-size SIZE  cut a stream before its file would pass SIZE\n"
+    "                         (default 4G; 0: no limit; at least 128K)\n"
+    "  --max-dir-size SIZE    cut streams and refuse new ones before the captures\n"
+    "                         in DIR would pass SIZE (default auto: those there\n"
+    "                         at start plus half the free space; 0: no limit)\n"
+    "                         SIZE: a number, optionally K, M, G or T (2^10 ...)\n"
     "  --handshake-timeout-ms N  a new connection must complete its handshake\n"
-    "                         within N ms (default 10000; 0: no limit)\n"
+    "                         within N ms (default 3000; 0: no limit)\n"
     "  --frame-timeout-ms N   a frame whose first bytes arrived must be complete\n"
     "                         within N ms (default 30000; 0: no limit)\n"
     "  --idle-timeout-ms N    close a connection that sent nothing for N ms\n"
@@ -58,6 +69,49 @@ static int parse_u64(const char *s, uint64_t max, uint64_t *out)
 	if (errno != 0 || *end != '\0' || v > max)
 		return -ERANGE;
 	*out = v;
+	return 0;
+}
+
+/* A size: decimal digits, then optionally K, M, G or T (either case) for
+ * 2^10, 2^20, 2^30, 2^40; the same syntax as the agent's sizes. */
+static int parse_size(const char *s, uint64_t *out)
+{
+	char *end;
+	unsigned shift = 0;
+
+	if (s[0] < '0' || s[0] > '9')
+		return -EINVAL;
+	errno = 0;
+	unsigned long long v = strtoull(s, &end, 10);
+	if (errno != 0)
+		return -ERANGE;
+	switch (*end) {
+	case 'k':
+	case 'K':
+		shift = 10;
+		break;
+	case 'm':
+	case 'M':
+		shift = 20;
+		break;
+	case 'g':
+	case 'G':
+		shift = 30;
+		break;
+	case 't':
+	case 'T':
+		shift = 40;
+		break;
+	case '\0':
+		break;
+	default:
+		return -EINVAL;
+	}
+	if (shift != 0 && end[1] != '\0')
+		return -EINVAL;
+	if (v > (UINT64_MAX >> shift))
+		return -ERANGE;
+	*out = (uint64_t)v << shift;
 	return 0;
 }
 
@@ -145,7 +199,10 @@ static int parse_one(int argc, char **argv, int *i, struct orbit_collector_optio
 	                                     "--max-connections",
 	                                     "--handshake-timeout-ms",
 	                                     "--frame-timeout-ms",
-	                                     "--idle-timeout-ms"};
+	                                     "--idle-timeout-ms",
+	                                     "--max-pending",
+	                                     "--max-capture-size",
+	                                     "--max-dir-size"};
 
 	for (size_t n = 0; n < sizeof valued / sizeof valued[0]; n++) {
 		const char *name = valued[n];
@@ -167,11 +224,20 @@ static int parse_one(int argc, char **argv, int *i, struct orbit_collector_optio
 			o->dir = v;
 		} else if (n == 2) {
 			o->token_file = v;
-		} else if (n == 3) {
+		} else if (n == 3 || n == 7) {
 			uint64_t m;
 			if (parse_u64(v, 1000000, &m) != 0 || m == 0)
 				return bad(name, v, "expected a number from 1 to 1000000");
-			o->max_connections = (unsigned)m;
+			*(n == 3 ? &o->max_connections : &o->max_pending) = (unsigned)m;
+		} else if (n == 8) {
+			if (parse_size(v, &o->max_capture_size) != 0 ||
+			    (o->max_capture_size != 0 &&
+			     o->max_capture_size < ORBIT_COLLECTOR_CAPTURE_MIN))
+				return bad(name, v, "expected 0 or a size of at least 128K");
+		} else if (n == 9) {
+			o->dir_size_auto = strcmp(v, "auto") == 0;
+			if (!o->dir_size_auto && parse_size(v, &o->max_dir_size) != 0)
+				return bad(name, v, "expected a size (0: no limit) or auto");
 		} else {
 			uint64_t *t = n == 4   ? &o->handshake_timeout_ms
 			              : n == 5 ? &o->frame_timeout_ms
@@ -203,7 +269,10 @@ int orbit__collector_parse_args(int argc, char **argv, struct orbit_collector_op
 	o->listen = "127.0.0.1:7411";
 	o->dir = ".";
 	o->max_connections = 256;
-	o->handshake_timeout_ms = 10000;
+	o->max_pending = 256;
+	o->max_capture_size = 4ull << 30;
+	o->dir_size_auto = 1;
+	o->handshake_timeout_ms = 3000;
 	o->frame_timeout_ms = 30000;
 	o->idle_timeout_ms = 300000;
 	for (int i = 1; i < argc; i++) {

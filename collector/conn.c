@@ -5,9 +5,12 @@
  *  1. Nothing reaches a file that was not checked: whole frame, checksum,
  *     every packet decoded and validated; the handshake first.
  *  2. A file only ever holds complete frames, in the order received, byte
- *     for byte: a failed write is cut back to the last complete one.
- *  3. A connection holds at most ORBIT_COLLECTOR_BUF_MAX bytes of input and
- *     is not read while its checked frames are being written.
+ *     for byte: a failed write is cut back to the last complete one. The
+ *     one frame a collector adds is its own Ack ending a capture cut at a
+ *     size cap (caps.c), itself a complete frame.
+ *  3. A connection holds at most ORBIT_HANDSHAKE_FRAME_MAX bytes of input
+ *     until its handshake is accepted, ORBIT_COLLECTOR_BUF_MAX after, and is
+ *     not read while its checked frames are being written.
  *  4. Every connection ends with exactly one log line: the peer, the file
  *     and its frames, and why it ended when that was not the peer's orderly
  *     close.
@@ -21,26 +24,40 @@
 #include <string.h>
 #include <time.h>
 #include <unistd.h>
+#include <zstd.h>
 
 #include "capture.h"
 
 #define IDLE_BUF_MS 1000 /* an empty input buffer unused this long is freed */
 
-static void conn_read_start(struct orbit_conn *k);
+/* Why the stream ends, for its last Ack: the first reason given stands. */
+static void conn_end(struct orbit_conn *k, uint32_t end)
+{
+	if (k->end == ORBIT_ACK_GOES_ON)
+		k->end = end;
+}
 
 /* ---- the input buffer ---- */
 
+/* No larger buffer for a peer that has not shown a good handshake. */
+static size_t buf_limit(const struct orbit_conn *k)
+{
+	return k->handshaken ? ORBIT_COLLECTOR_BUF_MAX : ORBIT_HANDSHAKE_FRAME_MAX;
+}
+
 static int buf_reserve(struct orbit_conn *k, size_t need)
 {
+	size_t max = buf_limit(k);
+
 	if (need <= k->cap)
 		return 0;
-	if (need > ORBIT_COLLECTOR_BUF_MAX)
+	if (need > max)
 		return -E2BIG;
 	size_t cap = k->cap ? k->cap * 2 : ORBIT_COLLECTOR_READ_CHUNK;
 	while (cap < need)
 		cap *= 2;
-	if (cap > ORBIT_COLLECTOR_BUF_MAX)
-		cap = ORBIT_COLLECTOR_BUF_MAX;
+	if (cap > max)
+		cap = max;
 	uint8_t *b = realloc(k->buf, cap);
 	if (b == NULL)
 		return -ENOMEM;
@@ -103,9 +120,14 @@ static int handshake_check(struct orbit_conn *k, const Orbit__Packet *p, uint32_
 static int handshake_accept(struct orbit_conn *k, const Orbit__Handshake *h, char *why, size_t n)
 {
 	struct orbit_collector *c = k->c;
-	int err =
-	    orbit__capfile_create(c->dirfd, h->process_name, h->pid, (int64_t)time(NULL), &k->file);
+	int err = orbit__pool_take_stream(k, why, n);
 
+	if (err == 0)
+		err = orbit__caps_admit(k, k->frame_len, why, n);
+	if (err)
+		return err;
+	err =
+	    orbit__capfile_create(c->dirfd, h->process_name, h->pid, (int64_t)time(NULL), &k->file);
 	if (err) {
 		snprintf(k->file_error, sizeof k->file_error, "cannot create: %s", strerror(-err));
 		snprintf(why, n, "no capture file");
@@ -113,6 +135,7 @@ static int handshake_accept(struct orbit_conn *k, const Orbit__Handshake *h, cha
 	}
 	k->handshaken = 1;
 	k->pid = h->pid;
+	k->acks = h->acknowledgements == 1;
 	orbit__log(c, 0, "%s: pid %" PRIu32 " -> %s/%s", k->peer, h->pid, c->dir, k->file.name);
 	return 0;
 }
@@ -173,6 +196,9 @@ static int packets_check(struct orbit_conn *k, char *why, size_t n)
 		} else if (p->body_case == ORBIT__PACKET__BODY_HANDSHAKE) {
 			snprintf(why, n, "packet %" PRIu32 ": a second handshake", i);
 			err = -EPROTO;
+		} else if (p->body_case == ORBIT__PACKET__BODY_ACK) { /* collectors' only */
+			snprintf(why, n, "packet %" PRIu32 ": an acknowledgement from an agent", i);
+			err = -EPROTO;
 		} else if (orbit__packet_validate(p) != 0) {
 			snprintf(why, n, "packet %" PRIu32 " (type %d): fields out of bounds", i,
 			         (int)p->body_case);
@@ -217,6 +243,9 @@ static void write_failed(struct orbit_conn *k, int err)
 		keep += flen;
 		frames++;
 	}
+	if (k->wmarker) /* the cut frame goes whole or not at all */
+		keep = frames = 0;
+	orbit__caps_count(k->c, -(int64_t)(k->wlen - keep));
 	k->file.size += keep;
 	k->file.frames += frames;
 	k->c->bytes += keep;
@@ -226,6 +255,8 @@ static void write_failed(struct orbit_conn *k, int err)
 	snprintf(k->file_error, sizeof k->file_error, "write failed at byte %" PRIu64 ": %s%s", at,
 	         uv_strerror(err), extra);
 	k->writing = 0;
+	k->wmarker = 0;
+	conn_end(k, ORBIT_ACK_FILE_ERROR);
 	orbit__conn_close(k, 1, "capture file error");
 }
 
@@ -245,8 +276,29 @@ static void write_start(struct orbit_conn *k, size_t len, uint32_t frames)
 	k->wdone = 0;
 	k->wframes = frames;
 	k->writing = 1;
+	orbit__caps_count(k->c, (int64_t)len);
 	uv_read_stop((uv_stream_t *)&k->tcp);
 	write_submit(k);
+}
+
+/* The stream reached a size cap: its file ends with the collector's own
+ * frame, an Ack saying so (docs/format.md section 7), and the rest of the
+ * input is dropped. */
+static void cut_write(struct orbit_conn *k)
+{
+	uint8_t m[ORBIT_ACK_FRAME_MAX];
+	size_t n = orbit__caps_marker(k, m);
+
+	conn_end(k, k->cut);
+	k->len = 0;
+	if (n == 0 || buf_reserve(k, n) != 0) {
+		orbit__conn_close(k, 1, "%s", k->reason);
+		return;
+	}
+	memcpy(k->buf, m, n);
+	k->len = n;
+	k->wmarker = 1;
+	write_start(k, n, 0);
 }
 
 static void on_written(uv_fs_t *req)
@@ -271,21 +323,34 @@ static void on_written(uv_fs_t *req)
 	k->file.frames += k->wframes;
 	c->bytes += k->wlen;
 	c->frames += k->wframes;
+	k->marker_done |= k->wmarker;
+	k->wmarker = 0;
 	buf_consume(k, k->wlen);
 	k->writing = 0;
+	if (k->ended && !k->end_synced) { /* the agent may be waiting for this */
+		k->end_synced = 1;
+		k->sync_now = 1;
+	}
+	orbit__ack_maybe(k, k->ended);
+	orbit__ack_sync_maybe(k);
 	if (k->len > 0)
 		k->partial_since_ms = uv_now(&c->loop);
-	if (k->closing)
+	if (k->closing) {
 		orbit__conn_close(k, 0, NULL); /* finishes it */
-	else if (k->failed || c->stopping)
+	} else if (k->cut && !k->marker_done) {
+		cut_write(k);
+	} else if (k->failed || c->stopping) {
+		conn_end(k, k->failed ? ORBIT_ACK_BAD_FRAME : ORBIT_ACK_STOPPING);
 		orbit__conn_close(k, k->failed, "%s", k->failed ? k->reason : "collector stopping");
-	else
-		conn_read_start(k);
+	} else if (k->cut) {
+		conn_end(k, k->cut);
+		orbit__conn_close(k, 1, "%s", k->reason);
+	} else {
+		orbit__conn_read_start(k);
+	}
 }
 
 /* ---- refusing an agent ---- */
-
-#define REFUSE_LINGER_MS 2000u /* for the agent to read why and hang up */
 
 static void on_shutdown(uv_shutdown_t *req, int status)
 {
@@ -295,11 +360,11 @@ static void on_shutdown(uv_shutdown_t *req, int status)
 
 /*
  * The handshake was refused: the agent is told in one line
- * ("orbit-collector: rejected: WHY"), the only bytes a collector ever sends,
- * so that it stops tracing instead of reconnecting. The connection then
- * reads and drops whatever comes until the agent hangs up (closing with
- * unread bytes would reset the connection, and the line with it), at most
- * REFUSE_LINGER_MS.
+ * ("orbit-collector: rejected: WHY"), the only bytes a collector sends
+ * before a handshake is accepted, so that it stops tracing instead of
+ * reconnecting. The connection then reads and drops whatever comes until
+ * the agent hangs up (closing with unread bytes would reset the connection,
+ * and the line with it), at most ORBIT_COLLECTOR_LINGER_MS.
  */
 static void refuse(struct orbit_conn *k, const char *why)
 {
@@ -319,23 +384,51 @@ static void refuse(struct orbit_conn *k, const char *why)
 
 /* ---- processing what was read ---- */
 
+/*
+ * The first frame must be a small Handshake: a peer that has not shown its
+ * token gets no buffer and no decompression larger than
+ * ORBIT_HANDSHAKE_FRAME_MAX. r and flen are orbit__frame_size's answer.
+ */
+static int first_frame_small(const uint8_t *buf, size_t len, int r, size_t flen)
+{
+	unsigned long long content = ZSTD_getFrameContentSize(buf, len);
+
+	if (content != ZSTD_CONTENTSIZE_ERROR && content != ZSTD_CONTENTSIZE_UNKNOWN &&
+	    content > ORBIT_HANDSHAKE_FRAME_MAX)
+		return -E2BIG;
+	if ((r == 0 && flen > ORBIT_HANDSHAKE_FRAME_MAX) ||
+	    (r == 1 && len >= ORBIT_HANDSHAKE_FRAME_MAX))
+		return -E2BIG;
+	return r;
+}
+
 static void conn_process(struct orbit_conn *k)
 {
 	size_t off = 0;
 	uint32_t frames = 0;
 	int err = 0;
-	char why[160];
+	char why[200];
 
 	while (off < k->len) {
-		size_t flen;
+		size_t flen = 0;
 		int r = orbit__frame_size(k->buf + off, k->len - off, &flen);
 
+		if (r >= 0 && !k->handshaken)
+			r = first_frame_small(k->buf, k->len, r, flen);
+		if (r == 0 && k->handshaken &&
+		    (k->cut = orbit__caps_check(k, off, flen, k->reason, sizeof k->reason)) != 0)
+			break;
 		if (r == 1)
 			break;
-		if (r < 0) {
+		if (r == -E2BIG) {
+			snprintf(why, sizeof why, "the first frame is over %u bytes",
+			         ORBIT_HANDSHAKE_FRAME_MAX);
+			err = r;
+		} else if (r < 0) {
 			snprintf(why, sizeof why, "%s", orbit__frame_strerror(r));
 			err = r;
 		} else {
+			k->frame_len = flen;
 			err = frame_check(k, k->buf + off, flen, why, sizeof why);
 		}
 		if (err) {
@@ -352,17 +445,26 @@ static void conn_process(struct orbit_conn *k)
 		off += flen;
 		frames++;
 	}
+	if (k->cut)
+		k->len = off; /* the frame that does not fit, and all after it, go */
 	if (off > 0) {
 		write_start(k, off, frames);
 		return;
 	}
-	/* Refused for what the agent sent (not for our own file trouble, which
-	 * a later connection may not have): tell it why. */
+	if (k->cut) {
+		cut_write(k);
+		return;
+	}
+	/* Refused for what the agent sent, or because the directory is full
+	 * (not for other file trouble, which a later connection may not have,
+	 * nor for want of a free slot): tell it why. */
 	if (err && !k->handshaken && k->file_error[0] == '\0' &&
-	    (err == -EPROTO || err == -EACCES || err == -EINVAL)) {
+	    (err == -EPROTO || err == -EACCES || err == -EINVAL || err == -EDQUOT)) {
 		refuse(k, k->reason);
 		return;
 	}
+	if (err && k->handshaken)
+		conn_end(k, ORBIT_ACK_BAD_FRAME);
 	if (err)
 		orbit__conn_close(k, 1, "%s", k->reason);
 }
@@ -370,13 +472,16 @@ static void conn_process(struct orbit_conn *k)
 static void on_alloc(uv_handle_t *h, size_t suggested, uv_buf_t *b)
 {
 	struct orbit_conn *k = h->data;
+	size_t want = k->len + ORBIT_COLLECTOR_READ_CHUNK;
 
 	(void)suggested;
-	if (buf_reserve(k, k->len + ORBIT_COLLECTOR_READ_CHUNK) != 0) {
+	if (want > buf_limit(k))
+		want = buf_limit(k);
+	if (want <= k->len || buf_reserve(k, want) != 0) {
 		*b = uv_buf_init(NULL, 0); /* the read callback gets UV_ENOBUFS */
 		return;
 	}
-	*b = uv_buf_init((char *)k->buf + k->len, ORBIT_COLLECTOR_READ_CHUNK);
+	*b = uv_buf_init((char *)k->buf + k->len, (unsigned)(want - k->len));
 }
 
 static void on_eof(struct orbit_conn *k, ssize_t status)
@@ -384,6 +489,12 @@ static void on_eof(struct orbit_conn *k, ssize_t status)
 	size_t partial = k->len - (k->writing ? k->wlen : 0);
 	const char *how = status == UV_EOF ? "closed by the peer" : uv_strerror((int)status);
 
+	if (status == UV_EOF) {
+		k->eof = 1;
+		conn_end(k, ORBIT_ACK_PEER_ENDED);
+	} else {
+		k->read_error = 1; /* no last Ack: the connection is gone */
+	}
 	if (status == UV_ENOBUFS)
 		orbit__conn_close(k, 1, "out of memory for its input");
 	else if (partial > 0)
@@ -405,11 +516,13 @@ static void on_read(uv_stream_t *s, ssize_t n, const uv_buf_t *b)
 	(void)b;
 	if (n == 0)
 		return;
-	if (k->refusing) { /* its bytes go nowhere; its hang-up ends it */
-		if (n < 0)
+	if (k->refusing || k->lingering) { /* its bytes go nowhere; its hang-up ends it */
+		if (n >= 0)
+			k->len = 0;
+		else if (k->refusing)
 			orbit__conn_close(k, 1, "%s", k->reason);
 		else
-			k->len = 0;
+			orbit__conn_tcp_close(k);
 		return;
 	}
 	if (n < 0) {
@@ -423,21 +536,28 @@ static void on_read(uv_stream_t *s, ssize_t n, const uv_buf_t *b)
 	conn_process(k);
 }
 
-static void conn_read_start(struct orbit_conn *k)
+void orbit__conn_read_start(struct orbit_conn *k)
 {
 	int err = uv_read_start((uv_stream_t *)&k->tcp, on_alloc, on_read);
 
-	if (err)
+	if (err && k->lingering) {
+		orbit__conn_tcp_close(k);
+	} else if (err) {
+		k->read_error = 1;
 		orbit__conn_close(k, 1, "cannot read: %s", uv_strerror(err));
+	}
 }
 
 void orbit__conn_start(struct orbit_conn *k)
 {
 	k->tcp.data = k;
 	k->req.data = k;
+	k->sync_req.data = k;
+	k->ack_req.data = k;
+	k->last_req.data = k;
 	k->file.fd = -1;
 	k->accepted_ms = k->last_byte_ms = uv_now(&k->c->loop);
-	conn_read_start(k);
+	orbit__conn_read_start(k);
 }
 
 /* ---- closing ---- */
@@ -451,7 +571,9 @@ static void conn_report(struct orbit_conn *k)
 		snprintf(file, sizeof file,
 		         "%s/%s: %" PRIu64 " frames, %" PRIu64 " bytes, %" PRIu64 " events lost%s",
 		         c->dir, k->file.name, k->file.frames, k->file.size, k->lost,
-		         k->ended ? ", end of stream" : "");
+		         k->ended         ? ", end of stream"
+		         : k->marker_done ? ", cut (the file ends with the collector's Ack)"
+		                          : "");
 	if (!k->handshaken && k->file_error[0] != '\0')
 		orbit__log(c, 1, "%s/%s: %s; refused %s", c->dir, k->file.name, k->file_error,
 		           k->peer);
@@ -481,6 +603,15 @@ static void conn_maybe_free(struct orbit_conn *k)
 	free(k);
 }
 
+/* The file is closed: the last Ack, if the agent asked for them. */
+static void conn_done(struct orbit_conn *k)
+{
+	k->finished = 1;
+	if (k->handshaken && k->acks && !k->tcp_closing)
+		orbit__ack_last(k);
+	conn_maybe_free(k);
+}
+
 static void on_fsynced(uv_fs_t *req)
 {
 	struct orbit_conn *k = req->data;
@@ -490,31 +621,33 @@ static void on_fsynced(uv_fs_t *req)
 	if (r < 0 && k->file_error[0] == '\0')
 		snprintf(k->file_error, sizeof k->file_error, "fsync failed: %s",
 		         uv_strerror((int)r));
+	if (r == 0)
+		k->synced_frames = k->file.frames;
 	if (close(k->file.fd) != 0 && k->file_error[0] == '\0')
 		snprintf(k->file_error, sizeof k->file_error, "close failed: %s", strerror(errno));
 	k->file.fd = -1;
-	k->finished = 1;
-	conn_maybe_free(k);
+	conn_done(k);
 }
 
-static void conn_finish(struct orbit_conn *k)
+void orbit__conn_finish(struct orbit_conn *k)
 {
 	if (k->finishing)
 		return;
-	if (k->file.fd < 0) {
-		k->finishing = 1;
-		k->finished = 1;
-		conn_maybe_free(k);
+	if (k->syncing) { /* the fdatasync in flight uses the file: after it */
+		k->finish_after_sync = 1;
 		return;
 	}
 	k->finishing = 1;
+	if (k->file.fd < 0) {
+		conn_done(k);
+		return;
+	}
 	int err = uv_fs_fsync(&k->c->loop, &k->req, k->file.fd, on_fsynced);
 	if (err < 0) {
 		snprintf(k->file_error, sizeof k->file_error, "fsync failed: %s", uv_strerror(err));
 		close(k->file.fd);
 		k->file.fd = -1;
-		k->finished = 1;
-		conn_maybe_free(k);
+		conn_done(k);
 	}
 }
 
@@ -524,6 +657,15 @@ static void on_tcp_closed(uv_handle_t *h)
 
 	k->tcp_closed = 1;
 	conn_maybe_free(k);
+}
+
+void orbit__conn_tcp_close(struct orbit_conn *k)
+{
+	if (k->tcp_closing)
+		return;
+	k->tcp_closing = 1;
+	uv_read_stop((uv_stream_t *)&k->tcp);
+	uv_close((uv_handle_t *)&k->tcp, on_tcp_closed);
 }
 
 void orbit__conn_close(struct orbit_conn *k, int error, const char *fmt, ...)
@@ -538,17 +680,23 @@ void orbit__conn_close(struct orbit_conn *k, int error, const char *fmt, ...)
 		}
 		if (fmt != NULL)
 			k->error = error;
+		orbit__pool_leave_pending(k);
 		uv_read_stop((uv_stream_t *)&k->tcp);
-		uv_close((uv_handle_t *)&k->tcp, on_tcp_closed);
+		/* An agent that reads Acks gets a last one once the file is
+		 * finished; the socket stays open for it. */
+		if (!k->handshaken || !k->acks || k->read_error)
+			orbit__conn_tcp_close(k);
 	}
 	if (!k->writing)
-		conn_finish(k);
+		orbit__conn_finish(k);
 }
 
 void orbit__conn_stop(struct orbit_conn *k)
 {
-	if (!k->closing && !k->writing)
+	if (!k->closing && !k->writing) {
+		conn_end(k, ORBIT_ACK_STOPPING);
 		orbit__conn_close(k, 0, "collector stopping");
+	}
 	/* else on_written closes it once the frames in flight are written */
 }
 
@@ -556,26 +704,29 @@ void orbit__conn_tick(struct orbit_conn *k, uint64_t now)
 {
 	const struct orbit_collector_options *o = &k->c->opt;
 
+	orbit__ack_tick(k, now);
 	if (k->closing || k->writing)
 		return;
 	if (k->refusing) {
-		if (now - k->refused_ms >= REFUSE_LINGER_MS)
+		if (now - k->refused_ms >= ORBIT_COLLECTOR_LINGER_MS)
 			orbit__conn_close(k, 1, "%s", k->reason);
 		return;
 	}
 	if (!k->handshaken && o->handshake_timeout_ms &&
-	    now - k->accepted_ms >= o->handshake_timeout_ms)
+	    now - k->accepted_ms >= o->handshake_timeout_ms) {
 		orbit__conn_close(k, 1, "no handshake within %" PRIu64 " ms (%zu bytes received)",
 		                  o->handshake_timeout_ms, k->len);
-	else if (k->len > 0 && o->frame_timeout_ms &&
-	         now - k->partial_since_ms >= o->frame_timeout_ms)
+	} else if (k->len > 0 && o->frame_timeout_ms &&
+	           now - k->partial_since_ms >= o->frame_timeout_ms) {
+		conn_end(k, ORBIT_ACK_TIMEOUT);
 		orbit__conn_close(k, 1,
 		                  "frame at stream byte %" PRIu64 " incomplete after %" PRIu64
 		                  " ms (%zu bytes of it received)",
 		                  k->stream_off, o->frame_timeout_ms, k->len);
-	else if (o->idle_timeout_ms && now - k->last_byte_ms >= o->idle_timeout_ms)
+	} else if (o->idle_timeout_ms && now - k->last_byte_ms >= o->idle_timeout_ms) {
+		conn_end(k, ORBIT_ACK_TIMEOUT);
 		orbit__conn_close(k, 1, "idle for %" PRIu64 " ms", o->idle_timeout_ms);
-	else if (k->len == 0 && k->buf != NULL && now - k->last_byte_ms >= IDLE_BUF_MS) {
+	} else if (k->len == 0 && k->buf != NULL && now - k->last_byte_ms >= IDLE_BUF_MS) {
 		free(k->buf); /* idle connections hold no buffer */
 		k->buf = NULL;
 		k->cap = 0;

@@ -116,6 +116,8 @@ int orbit__packet_validate(const Orbit__Packet *p)
 	case ORBIT__PACKET__BODY_THREAD_NAME:
 	case ORBIT__PACKET__BODY_PAGE_LOSS:
 		return 0;
+	case ORBIT__PACKET__BODY_ACK:
+		return p->ack->synced_frames <= p->ack->frames ? 0 : -EINVAL;
 	default:
 		return -EINVAL;
 	}

@@ -21,6 +21,22 @@
 #define ORBIT_PACKET_MAX (1u << 20)           /* one packet */
 #define ORBIT_FRAME_WINDOW_LOG_MAX 23         /* zstd window: 8 MiB */
 #define ORBIT_PROTOCOL_VERSION 1u
+#define ORBIT_HANDSHAKE_FRAME_MAX (64u << 10) /* a stream's first frame, and its content */
+
+/* Acknowledgements (docs/format.md section 7): a collector sends each as one
+ * frame of at most ORBIT_ACK_FRAME_MAX bytes holding one Ack packet. Ack.end
+ * says why an Ack is the stream's last one. */
+#define ORBIT_ACK_FRAME_MAX 128u
+enum orbit_ack_end {
+	ORBIT_ACK_GOES_ON = 0,    /* not the last Ack */
+	ORBIT_ACK_PEER_ENDED = 1, /* the agent closed its side of the connection */
+	ORBIT_ACK_CAPTURE_CAP = 2, /* --max-capture-size reached */
+	ORBIT_ACK_DIR_CAP = 3,     /* --max-dir-size reached */
+	ORBIT_ACK_STOPPING = 4,    /* the collector is stopping (SIGINT, SIGTERM) */
+	ORBIT_ACK_BAD_FRAME = 5,   /* frame number frames + 1 failed a check */
+	ORBIT_ACK_FILE_ERROR = 6,  /* the capture file could not be written */
+	ORBIT_ACK_TIMEOUT = 7,     /* a frame did not complete in time, or the agent was idle */
+};
 
 /* Protobuf varints, as packets and their length prefixes use them. */
 static inline size_t orbit__varint_size(uint64_t v)

@@ -28,7 +28,9 @@ struct open_item { /* an open scope, or an open async span */
 	uint32_t depth;
 	struct name_buf name;
 	int incomplete;
-	int suspect; /* open across a gap: its stop may be lost */
+	int untrusted;          /* the start's time */
+	int suspect;            /* open across a gap: its stop may be lost */
+	uint64_t suspect_until; /* then: its thread's last record before the gap */
 	int has_attrs;
 	uint32_t color;
 	uint64_t group;
@@ -42,11 +44,14 @@ struct thread_state {
 	struct orbit_record head;
 	struct name_buf name;
 	uint16_t next_part;
+	uint8_t pending_flags; /* flags of the head and its continuations so far */
 	/* open scopes, innermost last */
 	struct open_item *open;
 	size_t nopen, capopen;
 	size_t nsuspect;
-	uint32_t ring; /* ring its records came from, + 1 (0: unknown) */
+	uint32_t ring;          /* ring its records came from, + 1 (0: unknown) */
+	uint64_t last_start_id; /* the thread's highest scope id so far (0: none) */
+	uint64_t last_time;     /* its last record's time: the latest it is known alive */
 };
 
 struct span_node {
@@ -54,6 +59,7 @@ struct span_node {
 	int stop; /* a stop waiting for its start (it came first) */
 	uint64_t stop_time;
 	uint32_t stop_tid;
+	int stop_untrusted;
 	struct span_node *next;
 };
 
@@ -75,6 +81,7 @@ struct orbit_reconstruct {
 	struct span_node *spans[SPAN_BUCKETS];
 	uint64_t next_claim[ORBIT_RECONSTRUCT_RINGS]; /* + 1; 0: ring not seen */
 	uint32_t nthreads;
+	uint64_t last_time; /* the latest record time of the input */
 	uint32_t waiting_stops;
 	uint32_t open_spans;
 	struct thread_state *recent[RECENT]; /* by tid % RECENT */
@@ -172,8 +179,11 @@ static void attrs_of(const struct orbit_record *r, int *has, uint32_t *color, ui
 	*group = *has ? orbit__le64(r->name + 4) : 0;
 }
 
+/* end: the stop's time, or for an unfinished item the latest time it is known
+ * to have been open (never before its start). */
 static void emit_item(struct orbit_reconstruct *rc, enum orbit_event_type type,
-                      const struct open_item *it, uint64_t end, uint32_t end_tid, int unfinished)
+                      const struct open_item *it, uint64_t end, uint32_t end_tid, int unfinished,
+                      int end_untrusted)
 {
 	struct orbit_event ev = {
 	    .type = type,
@@ -182,9 +192,11 @@ static void emit_item(struct orbit_reconstruct *rc, enum orbit_event_type type,
 	    .depth = it->depth,
 	    .unfinished = unfinished,
 	    .name_incomplete = it->incomplete,
+	    .time_untrusted = it->untrusted || end_untrusted,
 	    .id = it->id,
 	    .start = it->start,
 	    .end = unfinished ? it->start : end,
+	    .open_until = end < it->start ? it->start : end,
 	    .name = name_data(&it->name),
 	    .name_len = it->name.len,
 	    .has_attrs = it->has_attrs,
@@ -193,13 +205,20 @@ static void emit_item(struct orbit_reconstruct *rc, enum orbit_event_type type,
 	};
 	if (unfinished)
 		rc->stats.unfinished++;
+	if (ev.time_untrusted)
+		rc->stats.untrusted_events++;
 	rc->fn(rc->ctx, &ev);
 }
 
-static void drop_open(struct orbit_reconstruct *rc, struct thread_state *t, size_t k)
+/* Ends open scope k as unfinished at end: a stop of a scope around it came,
+ * or its thread ended, or (end of input, overflow) nothing more is known. */
+static void drop_open(struct orbit_reconstruct *rc, struct thread_state *t, size_t k, uint64_t end,
+                      int end_untrusted)
 {
 	struct open_item *it = &t->open[k];
-	emit_item(rc, ORBIT_EVENT_SCOPE, it, 0, it->tid, 1);
+	if (it->suspect && it->suspect_until < end) /* its stop may be in the gap */
+		end = it->suspect_until;
+	emit_item(rc, ORBIT_EVENT_SCOPE, it, end, it->tid, 1, end_untrusted);
 	free(it->name.heap);
 	if (it->suspect)
 		t->nsuspect--;
@@ -208,10 +227,11 @@ static void drop_open(struct orbit_reconstruct *rc, struct thread_state *t, size
 }
 
 static int push_scope(struct orbit_reconstruct *rc, struct thread_state *t,
-                      const struct orbit_record *head, struct name_buf *name, int incomplete)
+                      const struct orbit_record *head, struct name_buf *name, int incomplete,
+                      int untrusted)
 {
 	if (t->nopen == MAX_OPEN)
-		drop_open(rc, t, 0);
+		drop_open(rc, t, 0, head->time, untrusted);
 	if (t->nopen == t->capopen) {
 		size_t cap = t->capopen ? t->capopen * 2 : 16;
 		struct open_item *o = realloc(t->open, cap * sizeof *o);
@@ -228,10 +248,20 @@ static int push_scope(struct orbit_reconstruct *rc, struct thread_state *t,
 	it->depth = (uint32_t)(t->nopen - t->nsuspect);
 	it->name = *name; /* takes the buffer */
 	it->incomplete = incomplete;
+	it->untrusted = untrusted;
 	attrs_of(head, &it->has_attrs, &it->color, &it->group);
 	memset(name, 0, sizeof *name);
 	t->nopen++;
 	return 0;
+}
+
+/* Ends every open scope of t, unfinished, at end: its thread is over. */
+static void end_thread(struct orbit_reconstruct *rc, struct thread_state *t, uint64_t end,
+                       int end_untrusted)
+{
+	while (t->nopen > 0)
+		drop_open(rc, t, t->nopen - 1, end, end_untrusted);
+	t->last_start_id = 0;
 }
 
 /*
@@ -266,17 +296,17 @@ static struct span_node *add_span(struct orbit_reconstruct *rc, uint64_t id)
 }
 
 static void end_span(struct orbit_reconstruct *rc, struct span_node **p, uint64_t end,
-                     uint32_t end_tid)
+                     uint32_t end_tid, int end_untrusted)
 {
 	struct span_node *n = *p;
 	*p = n->next;
-	emit_item(rc, ORBIT_EVENT_ASYNC, &n->item, end, end_tid, 0);
+	emit_item(rc, ORBIT_EVENT_ASYNC, &n->item, end, end_tid, 0, end_untrusted);
 	free(n->item.name.heap);
 	free(n);
 }
 
 static int open_span(struct orbit_reconstruct *rc, const struct orbit_record *head,
-                     struct name_buf *name, int incomplete)
+                     struct name_buf *name, int incomplete, int untrusted)
 {
 	struct span_node **waiting = find_span(rc, head->id, 1, head->time);
 	if (waiting == NULL && rc->open_spans >= MAX_OPEN_SPANS) {
@@ -286,9 +316,10 @@ static int open_span(struct orbit_reconstruct *rc, const struct orbit_record *he
 		                       .start = head->time,
 		                       .tid = head->tid,
 		                       .name = *name,
-		                       .incomplete = incomplete};
+		                       .incomplete = incomplete,
+		                       .untrusted = untrusted};
 		attrs_of(head, &it.has_attrs, &it.color, &it.group);
-		emit_item(rc, ORBIT_EVENT_ASYNC, &it, 0, head->tid, 1);
+		emit_item(rc, ORBIT_EVENT_ASYNC, &it, head->time, head->tid, 1, 0);
 		return 0;
 	}
 	struct span_node *n = waiting ? *waiting : add_span(rc, head->id);
@@ -300,28 +331,32 @@ static int open_span(struct orbit_reconstruct *rc, const struct orbit_record *he
 	n->item.tid = head->tid;
 	n->item.name = *name;
 	n->item.incomplete = incomplete;
+	n->item.untrusted = untrusted;
 	attrs_of(head, &n->item.has_attrs, &n->item.color, &n->item.group);
 	memset(name, 0, sizeof *name);
 	if (waiting) {
 		n->stop = 0;
 		rc->waiting_stops--;
-		end_span(rc, waiting, n->stop_time, n->stop_tid);
+		end_span(rc, waiting, n->stop_time, n->stop_tid, n->stop_untrusted);
 	}
 	return 0;
 }
 
-/* A head record whose whole name is known (or never will be). */
+/* A head record whose whole name is known (or never will be); flags: the
+ * head's and its continuations'. */
 static int complete_head(struct orbit_reconstruct *rc, struct thread_state *t,
-                         const struct orbit_record *head, struct name_buf *name, int incomplete)
+                         const struct orbit_record *head, struct name_buf *name, int incomplete,
+                         uint8_t flags)
 {
 	if (incomplete)
 		rc->stats.incomplete_names++;
+	int untrusted = (flags & ORBIT_REC_FLAG_TIME_UNTRUSTED) != 0;
 	int err = 0;
 	switch (head->kind) {
 	case ORBIT_REC_SCOPE_START:
-		return push_scope(rc, t, head, name, incomplete);
+		return push_scope(rc, t, head, name, incomplete, untrusted);
 	case ORBIT_REC_ASYNC_START:
-		return open_span(rc, head, name, incomplete);
+		return open_span(rc, head, name, incomplete, untrusted);
 	case ORBIT_REC_THREAD_NAME:
 	default: { /* the value kinds */
 		struct orbit_event ev = {
@@ -330,14 +365,18 @@ static int complete_head(struct orbit_reconstruct *rc, struct thread_state *t,
 		    .tid = head->tid,
 		    .end_tid = head->tid,
 		    .name_incomplete = incomplete,
+		    .time_untrusted = untrusted,
 		    .start = head->time,
 		    .end = head->time,
+		    .open_until = head->time,
 		    .name = name_data(name),
 		    .name_len = name->len,
 		    .value_kind = head->kind,
 		    .value_bits = head->id,
 		};
 		attrs_of(head, &ev.has_attrs, &ev.color, &ev.group);
+		if (untrusted)
+			rc->stats.untrusted_events++;
 		rc->fn(rc->ctx, &ev);
 		name->len = 0;
 		break;
@@ -351,7 +390,7 @@ static int flush_pending(struct orbit_reconstruct *rc, struct thread_state *t)
 	if (!t->pending)
 		return 0;
 	t->pending = 0;
-	return complete_head(rc, t, &t->head, &t->name, 1);
+	return complete_head(rc, t, &t->head, &t->name, 1, t->pending_flags);
 }
 
 static void stop_scope(struct orbit_reconstruct *rc, struct thread_state *t,
@@ -364,22 +403,25 @@ static void stop_scope(struct orbit_reconstruct *rc, struct thread_state *t,
 		rc->stats.unmatched_stops++;
 		return;
 	}
-	/* Scopes opened inside the one stopping never got their stop. */
+	/* Scopes opened inside the one stopping never got their stop: they
+	 * end with it. */
+	int untrusted = (r->flags & ORBIT_REC_FLAG_TIME_UNTRUSTED) != 0;
 	while (t->nopen > k)
-		drop_open(rc, t, t->nopen - 1);
+		drop_open(rc, t, t->nopen - 1, r->time, untrusted);
 	struct open_item *it = &t->open[--t->nopen];
 	if (it->suspect)
 		t->nsuspect--;
-	emit_item(rc, ORBIT_EVENT_SCOPE, it, r->time, r->tid, 0);
+	emit_item(rc, ORBIT_EVENT_SCOPE, it, r->time, r->tid, 0, untrusted);
 	free(it->name.heap);
 }
 
 static int stop_span(struct orbit_reconstruct *rc, const struct orbit_record *r)
 {
+	int untrusted = (r->flags & ORBIT_REC_FLAG_TIME_UNTRUSTED) != 0;
 	struct span_node **p = find_span(rc, r->id, 0, r->time);
 	if (p != NULL) {
 		rc->open_spans--;
-		end_span(rc, p, r->time, r->tid);
+		end_span(rc, p, r->time, r->tid, untrusted);
 		return 0;
 	}
 	if (rc->waiting_stops >= MAX_WAITING_STOPS) { /* starts lost, or hostile */
@@ -393,6 +435,7 @@ static int stop_span(struct orbit_reconstruct *rc, const struct orbit_record *r)
 	n->stop = 1;
 	n->stop_time = r->time;
 	n->stop_tid = r->tid;
+	n->stop_untrusted = untrusted;
 	return 0;
 }
 
@@ -408,15 +451,16 @@ static int continuation(struct orbit_reconstruct *rc, struct thread_state *t,
 	if (name_append(&t->name, r->name, take) != 0)
 		return -ENOMEM;
 	t->next_part++;
+	t->pending_flags |= r->flags;
 	if (t->name.len < t->head.len)
 		return 0;
 	t->pending = 0;
-	return complete_head(rc, t, &t->head, &t->name, 0);
+	return complete_head(rc, t, &t->head, &t->name, 0, t->pending_flags);
 }
 
 /* One valid record of thread t. */
-static int add_to(struct orbit_reconstruct *rc, struct thread_state *t,
-                  const struct orbit_record *r)
+static int add_record(struct orbit_reconstruct *rc, struct thread_state *t,
+                      const struct orbit_record *r)
 {
 	if (r->kind == ORBIT_REC_NAME_CONT)
 		return continuation(rc, t, r);
@@ -429,6 +473,20 @@ static int add_to(struct orbit_reconstruct *rc, struct thread_state *t,
 		return 0;
 	case ORBIT_REC_ASYNC_STOP:
 		return stop_span(rc, r);
+	case ORBIT_REC_THREAD_END:
+		rc->stats.thread_ends++;
+		end_thread(rc, t, r->time, (r->flags & ORBIT_REC_FLAG_TIME_UNTRUSTED) != 0);
+		return 0;
+	case ORBIT_REC_SCOPE_START:
+		/* Scope ids of one thread only increase: one not above the
+		 * last is a new thread under a reused id, whose thread-end
+		 * record never came. The old one ended after its last record. */
+		if (r->id <= t->last_start_id) {
+			rc->stats.reused_tids++;
+			end_thread(rc, t, t->last_time, 0);
+		}
+		t->last_start_id = r->id;
+		break;
 	default:
 		break;
 	}
@@ -441,15 +499,26 @@ static int add_to(struct orbit_reconstruct *rc, struct thread_state *t,
 		t->pending = 1;
 		t->head = *r;
 		t->next_part = 1;
+		t->pending_flags = r->flags;
 		return 0;
 	}
-	return complete_head(rc, t, r, &t->name, 0);
+	return complete_head(rc, t, r, &t->name, 0, r->flags);
+}
+
+static int add_to(struct orbit_reconstruct *rc, struct thread_state *t,
+                  const struct orbit_record *r)
+{
+	int err = add_record(rc, t, r);
+	t->last_time = r->time;
+	if (r->time > rc->last_time)
+		rc->last_time = r->time;
+	return err;
 }
 
 int orbit__reconstruct_add(struct orbit_reconstruct *rc, const struct orbit_record *r)
 {
 	rc->stats.records++;
-	if (r->kind == 0 || r->kind > ORBIT_REC_KIND_MAX || (r->flags & ~ORBIT_REC_FLAG_ATTRS)) {
+	if (r->kind == 0 || r->kind > ORBIT_REC_KIND_MAX || (r->flags & ~ORBIT_REC_FLAGS_KNOWN)) {
 		rc->stats.bad_records++;
 		return 0;
 	}
@@ -469,8 +538,11 @@ static int gap(struct orbit_reconstruct *rc, uint32_t ring)
 			int err = flush_pending(rc, t);
 			if (err)
 				return err;
-			for (size_t i = 0; i < t->nopen; i++)
+			for (size_t i = 0; i < t->nopen; i++) {
+				if (!t->open[i].suspect)
+					t->open[i].suspect_until = t->last_time;
 				t->open[i].suspect = 1;
+			}
 			t->nsuspect = t->nopen;
 		}
 	}
@@ -521,8 +593,7 @@ void orbit__reconstruct_finish(struct orbit_reconstruct *rc)
 	for (uint32_t b = 0; b < THREAD_BUCKETS; b++) {
 		for (struct thread_state *t = rc->threads[b]; t; t = t->next) {
 			flush_pending(rc, t);
-			while (t->nopen > 0)
-				drop_open(rc, t, t->nopen - 1);
+			end_thread(rc, t, t->last_time, 0);
 		}
 	}
 	for (uint32_t b = 0; b < SPAN_BUCKETS; b++) {
@@ -531,8 +602,9 @@ void orbit__reconstruct_finish(struct orbit_reconstruct *rc)
 			rc->spans[b] = n->next;
 			if (n->stop)
 				rc->stats.unmatched_stops++;
-			else
-				emit_item(rc, ORBIT_EVENT_ASYNC, &n->item, 0, n->item.tid, 1);
+			else /* open when the input ended */
+				emit_item(rc, ORBIT_EVENT_ASYNC, &n->item, rc->last_time,
+				          n->item.tid, 1, 0);
 			free(n->item.name.heap);
 			free(n);
 		}

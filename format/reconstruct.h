@@ -8,9 +8,16 @@
  *    (tid, id); a name whose continuation never came is delivered as far as
  *    it got, flagged incomplete;
  *  - matches scope starts and stops by (tid, scope id); depth is the number of
- *    the thread's own scopes open at the start. A stop that closes an outer
- *    scope ends the inner ones still open as unfinished; a stop with no start
- *    is counted, never invented into a scope;
+ *    the thread's own scopes open at the start. A start whose stop never
+ *    comes costs nothing but itself: it ends, unfinished, when the stop of a
+ *    scope around it comes (at that stop's time), or at its thread's end; a
+ *    stop with no start is counted, never invented into a scope;
+ *  - follows thread lifetimes: a thread ends at its thread-end record (kind
+ *    13, from the agent's per-thread destructor), or, when that never came,
+ *    after its last record before a scope start whose id is not above the
+ *    thread's last (per-thread ids start at 1 and only increase, so that
+ *    start is a new thread with the old one's id), or at the end of input.
+ *    A new thread under an old id starts at depth 0 with nothing open;
  *  - follows loss: records come in batches of consecutive claims of one ring
  *    (orbit__reconstruct_batch); a batch that does not start where the ring's
  *    last one ended is a gap, where stops may have been lost. Scopes open on
@@ -41,11 +48,22 @@ struct orbit_event {
 	uint32_t tid;
 	uint32_t end_tid;
 	uint32_t depth;
-	int unfinished;      /* scope or span whose end never came: end == start */
+	/* Flags: what is uncertain about the event (docs/format.md, 2). */
+	int unfinished;      /* scope or span whose own stop never came: end ==
+	                      * start, and open_until says how long it ran */
 	int name_incomplete; /* a continuation of the name was lost */
+	int time_untrusted;  /* the agent could not trust a time's conversion (the
+	                      * start's or the stop's: record flag bit 1) */
 	uint64_t id;
 	uint64_t start;
 	uint64_t end;
+	/* The latest time it is known to have been open: end, or for an
+	 * unfinished one the stop of a scope around it, its thread's end, or
+	 * (end of input) its thread's last record, the input's for a span; for
+	 * a scope open across a gap, no later than its thread's last record
+	 * before the gap (its stop may have been lost there); never before
+	 * start (a value or thread name: its time). */
+	uint64_t open_until;
 	const char *name; /* not NUL-terminated; valid during the callback */
 	size_t name_len;
 	int has_attrs;
@@ -62,7 +80,10 @@ struct orbit_reconstruct_stats {
 	uint64_t unfinished;      /* scopes and spans reported unfinished */
 	uint64_t incomplete_names;
 	uint64_t orphan_continuations;
-	uint64_t gaps; /* batches that did not follow their ring's last */
+	uint64_t gaps;             /* batches that did not follow their ring's last */
+	uint64_t untrusted_events; /* events reported with time_untrusted */
+	uint64_t thread_ends;      /* thread-end records */
+	uint64_t reused_tids;      /* new threads found by their scope ids under an old id */
 };
 
 typedef void (*orbit_event_fn)(void *ctx, const struct orbit_event *ev);

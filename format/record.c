@@ -15,7 +15,7 @@ int orbit__record_decode(const uint8_t *b, struct orbit_record *r)
 	memcpy(r->name, b + 24, ORBIT_RECORD_NAME);
 	if (r->kind == 0 || r->kind > ORBIT_REC_KIND_MAX)
 		return -EINVAL;
-	if (r->flags & ~ORBIT_REC_FLAG_ATTRS)
+	if (r->flags & ~ORBIT_REC_FLAGS_KNOWN)
 		return -EINVAL;
 	return 0;
 }
@@ -34,7 +34,8 @@ void orbit__record_encode(const struct orbit_record *r, uint8_t *b)
 int orbit__record_has_name(uint8_t kind)
 {
 	return kind != ORBIT_REC_SCOPE_STOP && kind != ORBIT_REC_ASYNC_STOP &&
-	       kind != ORBIT_REC_NAME_CONT && kind >= 1 && kind <= ORBIT_REC_KIND_MAX;
+	       kind != ORBIT_REC_NAME_CONT && kind != ORBIT_REC_THREAD_END && kind >= 1 &&
+	       kind <= ORBIT_REC_KIND_MAX;
 }
 
 size_t orbit__record_head_name(const struct orbit_record *r, const uint8_t **name)

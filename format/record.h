@@ -11,7 +11,8 @@
  *   8      8    id    (scope id, async id, or the value's bits)
  *   16     4    tid
  *   20     1    kind  (ORBIT_REC_*)
- *   21     1    flags (bit 0: the name area starts with color u32, group u64)
+ *   21     1    flags (bit 0: the name area starts with color u32, group u64;
+ *                       bit 1: the agent could not trust the time's conversion)
  *   22     2    len   (head: whole name length; continuation: part number)
  *   24     32   name  (bytes of the name; unused bytes are zero)
  */
@@ -39,9 +40,12 @@ enum orbit_rec_kind {
 	ORBIT_REC_DOUBLE = 10,
 	ORBIT_REC_THREAD_NAME = 11,
 	ORBIT_REC_NAME_CONT = 12,
-	ORBIT_REC_KIND_MAX = 12,
+	ORBIT_REC_THREAD_END = 13,
+	ORBIT_REC_KIND_MAX = 13,
 };
 #define ORBIT_REC_FLAG_ATTRS 1u
+#define ORBIT_REC_FLAG_TIME_UNTRUSTED 2u
+#define ORBIT_REC_FLAGS_KNOWN (ORBIT_REC_FLAG_ATTRS | ORBIT_REC_FLAG_TIME_UNTRUSTED)
 
 struct orbit_record {
 	uint64_t time;

@@ -117,7 +117,9 @@ static void on_span(struct orbit_rp_dispatch *d, struct orbit_rp_stream *s,
                     const struct orbit_event *ev, int async)
 {
 	struct orbit_rp_thread *th = stream_thread(d, s, ev->tid);
-	uint64_t end = ev->end < ev->start ? ev->start : ev->end;
+	/* An unfinished scope or span ends where it is last known open. */
+	uint64_t end = ev->unfinished ? ev->open_until : ev->end;
+	end = end < ev->start ? ev->start : end;
 	uint64_t self = 0;
 	if (!async && th != NULL)
 		self = orbit__rp_self_time(th, ev->depth, end - ev->start, ev->unfinished);
@@ -133,6 +135,7 @@ static void on_span(struct orbit_rp_dispatch *d, struct orbit_rp_stream *s,
 	    .depth = ev->depth,
 	    .flags = (async ? ORBIT_RP_ASYNC : 0) | (ev->unfinished ? ORBIT_RP_UNFINISHED : 0) |
 	             (ev->name_incomplete ? ORBIT_RP_NAME_INCOMPLETE : 0) |
+	             (ev->time_untrusted ? ORBIT_RP_TIME_UNTRUSTED : 0) |
 	             (ev->has_attrs ? ORBIT_RP_ATTRS : 0),
 	    .color = ev->color,
 	    .group = ev->group,
@@ -175,6 +178,7 @@ static void on_value(struct orbit_rp_dispatch *d, struct orbit_rp_stream *s,
 	    .pid = s->pid,
 	    .tid = ev->tid,
 	    .flags = (ev->name_incomplete ? ORBIT_RP_NAME_INCOMPLETE : 0) |
+	             (ev->time_untrusted ? ORBIT_RP_TIME_UNTRUSTED : 0) |
 	             (ev->has_attrs ? ORBIT_RP_ATTRS : 0),
 	    .color = ev->color,
 	    .group = ev->group,
@@ -192,6 +196,7 @@ void orbit__rp_dispatch_event(void *ctx, const struct orbit_event *ev)
 {
 	struct orbit_rp_stream *s = ctx;
 	struct orbit_rp_dispatch *d = s->to;
+	orbit__rp_stream_saw(s, ev->start, ev->end);
 	switch (ev->type) {
 	case ORBIT_EVENT_SCOPE:
 		s->scopes++;

@@ -19,12 +19,14 @@ struct orbit_rp_thread;
 /* Bits of the flags word of every event. */
 enum orbit_rp_flag {
 	ORBIT_RP_ASYNC = 1u << 0,           /* span: an async span, not a scope */
-	ORBIT_RP_UNFINISHED = 1u << 1,      /* span: its stop never came; end == start */
+	ORBIT_RP_UNFINISHED = 1u << 1,      /* span: its stop never came; end is the latest
+	                                     * time it is known open (reconstruct.h) */
 	ORBIT_RP_NAME_INCOMPLETE = 1u << 2, /* a continuation of the name was lost */
 	ORBIT_RP_ATTRS = 1u << 3,           /* color and group were given (..._WITH_COLOR) */
 	ORBIT_RP_MARKER = 1u << 4,          /* line: a marker; text is its bytes */
 	ORBIT_RP_LOG_RING = 1u << 5,        /* loss mark: of a page ring (log lines) */
-	                                    /* Next: issue 9's time-untrusted bit (bit 6). */
+	ORBIT_RP_TIME_UNTRUSTED = 1u << 6,  /* span, value: the agent could not trust the
+	                                     * conversion of a time (record flag bit 1) */
 };
 
 /* Where an event was written in the program's source (issue 11). The

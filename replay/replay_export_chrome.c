@@ -3,9 +3,12 @@
  * chrome://tracing and Perfetto UI open.
  *
  *   scopes       "X" complete events (ts, dur), in the tie order of
- *                replay_order.c; unfinished: dur 0, args.unfinished;
- *                args.color "#rrggbbaa" and args.group when given
- *   async spans  "b" / "e" nestable async events, id as a hex string
+ *                replay_order.c; what is uncertain in args: unfinished (dur
+ *                runs to the latest time it is known open), name_incomplete,
+ *                time_untrusted; args.color "#rrggbbaa" and args.group when
+ *                given
+ *   async spans  "b" / "e" nestable async events, id as a hex string, the
+ *                same args on "b"
  *   values       "C" counters, one series per name and process
  *   log lines    "i" instants on their thread, markers with their bytes
  *   names        "M" process_name (at each stream) and thread_name (at the
@@ -71,8 +74,10 @@ static void chrome_process(struct orbit_rp_export *x, const struct orbit_rp_stre
 }
 
 /* The args of a scope or an async begin: what the reconstruction found
- * (unfinished, name_incomplete), and the colour and group it was given
- * (the group as a string: a 64-bit id is not exact in a JavaScript number). */
+ * uncertain (unfinished, name_incomplete, time_untrusted), and the colour and
+ * group it was given (the group as a string: a 64-bit id is not exact in a
+ * JavaScript number). Values ("C" events) carry no flags: a counter's args
+ * are its series. */
 static void span_args(struct orbit_rp_out *o, const struct orbit_rp_span *s)
 {
 	const char *sep = ",\"args\":{";
@@ -84,6 +89,11 @@ static void span_args(struct orbit_rp_out *o, const struct orbit_rp_span *s)
 	if (s->flags & ORBIT_RP_NAME_INCOMPLETE) {
 		orbit__rp_out_s(o, sep);
 		orbit__rp_out_s(o, "\"name_incomplete\":true");
+		sep = ",";
+	}
+	if (s->flags & ORBIT_RP_TIME_UNTRUSTED) {
+		orbit__rp_out_s(o, sep);
+		orbit__rp_out_s(o, "\"time_untrusted\":true");
 		sep = ",";
 	}
 	if (s->flags & ORBIT_RP_ATTRS) {
@@ -164,17 +174,6 @@ static void chrome_value(struct orbit_rp_export *x, const struct orbit_rp_value 
 	orbit__rp_out_s(o, "}}");
 }
 
-static void hex_bytes(struct orbit_rp_out *o, const char *p, size_t n)
-{
-	static const char hex[] = "0123456789abcdef";
-	orbit__rp_out_c(o, '"');
-	for (size_t i = 0; i < n; i++) {
-		char b[2] = {hex[(unsigned char)p[i] >> 4], hex[(unsigned char)p[i] & 15]};
-		orbit__rp_out_write(o, b, 2);
-	}
-	orbit__rp_out_c(o, '"');
-}
-
 static void chrome_line(struct orbit_rp_export *x, const struct orbit_rp_line *l)
 {
 	struct orbit_rp_out *o = event_open(x, "i");
@@ -184,7 +183,9 @@ static void chrome_line(struct orbit_rp_export *x, const struct orbit_rp_line *l
 	orbit__rp_out_s(o, ",\"s\":\"t\",\"cat\":\"log\"");
 	if (l->flags & ORBIT_RP_MARKER) {
 		orbit__rp_out_s(o, ",\"name\":\"marker\",\"args\":{\"bytes\":");
-		hex_bytes(o, l->text, l->len);
+		orbit__rp_out_c(o, '"');
+		orbit__rp_out_hex(o, l->text, l->len);
+		orbit__rp_out_c(o, '"');
 		orbit__rp_out_c(o, '}');
 	} else {
 		put_name(o, l->text, l->len);

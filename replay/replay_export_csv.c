@@ -2,10 +2,17 @@
  * replay_export_csv.c — --csv: one row per scope and async span, RFC 4180
  * (CRLF line ends, fields with , " CR LF or other control characters
  * quoted, quotes doubled). Rows come in the order scopes end (a scope after
- * the scopes inside it); sort by start_ns for a timeline. An unfinished
- * scope has empty end_ns and duration_ns: its end is unknown, not zero.
- * color ("#rrggbbaa") and group_id are empty unless the event was written
- * with ..._WITH_COLOR or ..._WITH_GROUP_AND_COLOR.
+ * the scopes inside it); sort by start_ns for a timeline. color
+ * ("#rrggbbaa") and group_id are empty unless the event was written with
+ * ..._WITH_COLOR or ..._WITH_GROUP_AND_COLOR. marks says what is uncertain
+ * about the row, as space-separated words, empty when nothing is:
+ *   unfinished      its stop never came: end_ns is the latest time it is
+ *                   known to have been open (the stop of a scope around it,
+ *                   its thread's end, the end of the capture), not its stop
+ *   name_incomplete part of its name was lost: name is what arrived
+ *   time_untrusted  the agent could not trust the conversion of its start's
+ *                   or stop's time (its clock counter went backwards or
+ *                   jumped around then)
  */
 #include "replay_export.h"
 
@@ -13,7 +20,8 @@ static int csv_begin(struct orbit_rp_export *x)
 {
 	orbit__rp_out_s(
 	    x->out,
-	    "pid,tid,thread_name,depth,name,start_ns,end_ns,duration_ns,kind,color,group_id\r\n");
+	    "pid,tid,thread_name,depth,name,start_ns,end_ns,duration_ns,kind,color,group_id,"
+	    "marks\r\n");
 	return 0;
 }
 
@@ -36,13 +44,9 @@ static void csv_span(struct orbit_rp_export *x, const struct orbit_rp_span *s)
 	orbit__rp_out_c(o, ',');
 	orbit__rp_out_u64(o, s->start);
 	orbit__rp_out_c(o, ',');
-	if (!(s->flags & ORBIT_RP_UNFINISHED)) {
-		orbit__rp_out_u64(o, s->end);
-		orbit__rp_out_c(o, ',');
-		orbit__rp_out_u64(o, s->end - s->start);
-	} else {
-		orbit__rp_out_c(o, ',');
-	}
+	orbit__rp_out_u64(o, s->end);
+	orbit__rp_out_c(o, ',');
+	orbit__rp_out_u64(o, s->end - s->start);
 	orbit__rp_out_s(o, async ? ",async," : ",scope,");
 	if (s->flags & ORBIT_RP_ATTRS) {
 		orbit__rp_out_color(o, s->color);
@@ -50,6 +54,21 @@ static void csv_span(struct orbit_rp_export *x, const struct orbit_rp_span *s)
 		orbit__rp_out_u64(o, s->group);
 	} else {
 		orbit__rp_out_c(o, ',');
+	}
+	orbit__rp_out_c(o, ',');
+	static const struct {
+		uint32_t flag;
+		const char *word;
+	} marks[] = {{ORBIT_RP_UNFINISHED, "unfinished"},
+	             {ORBIT_RP_NAME_INCOMPLETE, "name_incomplete"},
+	             {ORBIT_RP_TIME_UNTRUSTED, "time_untrusted"}};
+	const char *sep = "";
+	for (size_t i = 0; i < sizeof marks / sizeof marks[0]; i++) {
+		if (s->flags & marks[i].flag) {
+			orbit__rp_out_s(o, sep);
+			orbit__rp_out_s(o, marks[i].word);
+			sep = " ";
+		}
 	}
 	orbit__rp_out_s(o, "\r\n");
 }

@@ -61,6 +61,11 @@ static void json_recon(struct orbit_rp_out *o, const struct orbit_rp_stream *s)
 	ju64(o, "gaps", r->gaps, &f);
 	ju64(o, "bad_records", r->bad_records, &f);
 	ju64(o, "bad_log_records", s->bad_logs, &f);
+	ju64(o, "time_untrusted", r->untrusted_events, &f);
+	ju64(o, "thread_ends", r->thread_ends, &f);
+	ju64(o, "reused_tids", r->reused_tids, &f);
+	ju64(o, "agent_untrusted_times", s->untrusted_times, &f);
+	ju64(o, "agent_clock_resets", s->clock_resets, &f);
 	orbit__rp_out_c(o, '}');
 }
 
@@ -122,6 +127,8 @@ static void json_capture(struct orbit_rp_out *o, const struct orbit_rp_capture *
 	int f = 1, complete = c->streams != NULL;
 	orbit__rp_out_c(o, '{');
 	jstr(o, "file", c->path, &f);
+	if (c->error != NULL)
+		jstr(o, "error", c->error, &f);
 	ju64(o, "bytes", c->size, &f);
 	ju64(o, "damaged_frames", c->damaged, &f);
 	ju64(o, "rejected_packets", c->invalid, &f);

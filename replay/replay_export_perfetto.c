@@ -14,8 +14,9 @@
  *  - scopes: TYPE_SLICE_BEGIN / TYPE_SLICE_END on the thread track, in the
  *    tie order of replay_order.c; names interned (InternedData.event_names,
  *    iid = name id + 1) the first time they are used; debug annotations
- *    unfinished, name_incomplete, and color ("#rrggbbaa") and group when
- *    the scope was given them;
+ *    unfinished (the slice ends where it is last known open),
+ *    name_incomplete, time_untrusted, and color ("#rrggbbaa") and group
+ *    when the scope was given them;
  *  - async spans: a track per (pid, id) under the process track;
  *  - values: TYPE_COUNTER on a counter track per (pid, name);
  *  - log lines: TYPE_INSTANT on the thread track, the text as the name.
@@ -345,10 +346,11 @@ static void slice(struct orbit_rp_export *x, const struct orbit_rp_span *s, uint
 	Event ev = PERFETTO__PROTOS__TRACK_EVENT__INIT;
 	Perfetto__Protos__InternedData in = PERFETTO__PROTOS__INTERNED_DATA__INIT;
 	Perfetto__Protos__EventName en = PERFETTO__PROTOS__EVENT_NAME__INIT, *ens[1];
-	Perfetto__Protos__DebugAnnotation a[4] = {
+	Perfetto__Protos__DebugAnnotation a[5] = {
 	    PERFETTO__PROTOS__DEBUG_ANNOTATION__INIT, PERFETTO__PROTOS__DEBUG_ANNOTATION__INIT,
-	    PERFETTO__PROTOS__DEBUG_ANNOTATION__INIT, PERFETTO__PROTOS__DEBUG_ANNOTATION__INIT};
-	Perfetto__Protos__DebugAnnotation *ap[4];
+	    PERFETTO__PROTOS__DEBUG_ANNOTATION__INIT, PERFETTO__PROTOS__DEBUG_ANNOTATION__INIT,
+	    PERFETTO__PROTOS__DEBUG_ANNOTATION__INIT};
+	Perfetto__Protos__DebugAnnotation *ap[5];
 	char color[10];
 	ev.has_type = 1;
 	ev.type = end ? PERFETTO__PROTOS__TRACK_EVENT__TYPE__TYPE_SLICE_END
@@ -362,6 +364,8 @@ static void slice(struct orbit_rp_export *x, const struct orbit_rp_span *s, uint
 			ap[na] = flag_arg(&a[na], "unfinished"), na++;
 		if (s->flags & ORBIT_RP_NAME_INCOMPLETE)
 			ap[na] = flag_arg(&a[na], "name_incomplete"), na++;
+		if (s->flags & ORBIT_RP_TIME_UNTRUSTED)
+			ap[na] = flag_arg(&a[na], "time_untrusted"), na++;
 		if (s->flags & ORBIT_RP_ATTRS) { /* TrackEvent has no colour of its own */
 			orbit__rp_color_text(s->color, color);
 			a[na].name = (char *)"color";
@@ -434,14 +438,10 @@ static void perfetto_value(struct orbit_rp_export *x, const struct orbit_rp_valu
 
 static char *hex_of(const char *p, size_t n)
 {
-	static const char hex[] = "0123456789abcdef";
 	char *h = malloc(2 * n + 1);
 	if (h == NULL)
 		return NULL;
-	for (size_t i = 0; i < n; i++) {
-		h[2 * i] = hex[(unsigned char)p[i] >> 4];
-		h[2 * i + 1] = hex[(unsigned char)p[i] & 15];
-	}
+	orbit__rp_hex(h, p, n);
 	h[2 * n] = '\0';
 	return h;
 }

@@ -164,6 +164,18 @@ static void stream_recon_text(struct orbit_rp_out *o, const struct orbit_rp_stre
 	                     r->orphan_continuations, r->gaps, r->bad_records, s->bad_logs);
 }
 
+/* Clock trouble: said only when there was some. */
+static void stream_clock_text(struct orbit_rp_out *o, const struct orbit_rp_stream *s)
+{
+	const struct orbit_reconstruct_stats *r = &s->rstats;
+	if (r->untrusted_events + s->untrusted_times + s->clock_resets == 0)
+		return;
+	orbit__rp_out_printf(o,
+	                     "  clock      %" PRIu64 " events with a time not trusted (%" PRIu64
+	                     " records, %" PRIu64 " counter resets, says the agent)\n",
+	                     r->untrusted_events, s->untrusted_times, s->clock_resets);
+}
+
 static void stream_text(struct orbit_rp_out *o, const struct orbit_rp_stream *s)
 {
 	char wall[64], dur[40];
@@ -201,13 +213,22 @@ static void stream_text(struct orbit_rp_out *o, const struct orbit_rp_stream *s)
 	stream_loss_text(o, s);
 	stream_equation_text(o, s);
 	stream_recon_text(o, s);
+	stream_clock_text(o, s);
 }
 
 static void capture_text(struct orbit_rp_out *o, const struct orbit_rp_capture *c)
 {
 	orbit__rp_out_s(o, "capture ");
 	orbit__rp_out_text(o, c->path, strlen(c->path));
+	if (c->error != NULL && c->size == 0) { /* not opened */
+		orbit__rp_out_printf(o, "\n  not read   %s\n", c->error);
+		return;
+	}
 	orbit__rp_out_printf(o, " (%" PRIu64 " bytes)\n", c->size);
+	if (c->error != NULL) {
+		orbit__rp_out_printf(o, "  not read   %s\n", c->error);
+		return;
+	}
 	int n = 0;
 	for (const struct orbit_rp_stream *s = c->streams; s; s = s->next, n++) {
 		if (c->streams->next)

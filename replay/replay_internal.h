@@ -72,6 +72,9 @@ void orbit__rp_out_csv(struct orbit_rp_out *o, const char *s, size_t n);
  * everything else as \xNN. */
 void orbit__rp_out_text(struct orbit_rp_out *o, const char *s, size_t n);
 
+/* Bytes as lower-case hex digits, two per byte (dst: room for 2 * n). */
+void orbit__rp_hex(char *dst, const void *src, size_t n);
+void orbit__rp_out_hex(struct orbit_rp_out *o, const void *src, size_t n);
 /* A colour given as 0xRRGGBBAA, as text: "#rrggbbaa" and its NUL. */
 void orbit__rp_color_text(uint32_t color, char text[10]);
 void orbit__rp_out_color(struct orbit_rp_out *o, uint32_t color);

@@ -38,10 +38,7 @@ static void log_record(struct orbit_rp_stream *s, uint32_t ring,
 		s->bad_logs++;
 		return;
 	}
-	if (s->first > rec->time)
-		s->first = rec->time;
-	if (s->last < rec->time)
-		s->last = rec->time;
+	orbit__rp_stream_saw(s, rec->time, rec->time);
 	if (ring < s->npage)
 		s->page_time[ring] = rec->time;
 	struct orbit_rp_line l = {

@@ -8,7 +8,10 @@
  *
  * A frame the reader cannot read, or a packet outside the format's limits,
  * is one line on stderr naming the file and the frame's byte offset; the
- * reader resynchronises at the next frame.
+ * reader resynchronises at the next frame. A file that holds no Orbit
+ * capture at all gets one line saying so instead: missing, a directory, a
+ * zstd file whose first frame Orbit would never write (no content size or
+ * checksum, too large) or whose content is not packets, or no zstd at all.
  */
 #include <errno.h>
 #include <inttypes.h>
@@ -37,6 +40,8 @@ static const char *packet_kind(const Orbit__Packet *p)
 		return "end of stream";
 	case ORBIT__PACKET__BODY_PAGE_LOSS:
 		return "log loss";
+	case ORBIT__PACKET__BODY_ACK:
+		return "collector's acknowledgement";
 	default:
 		return "empty";
 	}
@@ -68,6 +73,10 @@ static void peek(struct orbit_rp_timeline *tl, struct orbit_rp_source *src)
 			return;
 		}
 		if (rc < 0 && prob.error == rc) {
+			if (src->problems++ == 0) {
+				src->first_error = prob.error;
+				src->first_at = prob.offset;
+			}
 			orbit__rp_problem(tl->rep, "%s: offset %" PRIu64 ": %s%s", path,
 			                  prob.offset, orbit__frame_strerror(prob.error),
 			                  prob.error == ORBIT_FRAME_EPACKET ? ": packet skipped"
@@ -99,6 +108,74 @@ static void peek(struct orbit_rp_timeline *tl, struct orbit_rp_source *src)
 	}
 }
 
+/* What a file that gave no packet at all is, when that is clear: NULL for
+ * damage (a cut or corrupt first frame of what may be a capture). */
+static const char *not_a_capture(const struct orbit_rp_source *src)
+{
+	if (src->cap->io_error || src->problems == 0 || src->first_at != 0)
+		return NULL;
+	switch (src->first_error) {
+	case ORBIT_FRAME_ENOSIZE: /* Orbit's writers always set both */
+	case ORBIT_FRAME_ECHECKSUM:
+	case ORBIT_FRAME_EBIG:    /* over the format's limits */
+	case ORBIT_FRAME_EPACKET: /* a sound zstd frame holding no packets */
+		return "not an Orbit capture (no handshake frame)";
+	case ORBIT_FRAME_EMAGIC: /* and no zstd frame anywhere after it */
+		return src->problems == 1 ? "not an Orbit capture (not zstd)" : NULL;
+	default:
+		return NULL;
+	}
+}
+
+static const char *open_error(int err)
+{
+	switch (-err) {
+	case ENOENT:
+		return "no such file";
+	case EACCES:
+	case EPERM:
+		return "permission denied";
+	case EISDIR:
+		return "is a directory";
+	default:
+		return orbit__frame_strerror(err);
+	}
+}
+
+/* Opens src and reads its first packet, holding its problems until then: a
+ * file that gives no packet at all may be no capture, said in one line. */
+static void source_open(struct orbit_rp_timeline *tl, struct orbit_rp_source *src)
+{
+	struct orbit_rp_capture *cap = src->cap;
+	struct stat st;
+	int err = 0;
+	if (stat(cap->path, &st) != 0)
+		err = -errno;
+	else if (S_ISDIR(st.st_mode))
+		err = -EISDIR;
+	else
+		cap->size = (uint64_t)st.st_size;
+	tl->total_bytes += cap->size;
+	src->r = err ? NULL : orbit__capture_open(cap->path, &err);
+	if (src->r == NULL) {
+		cap->error = open_error(err);
+		orbit__rp_problem(tl->rep, "%s: %s", cap->path, cap->error);
+		src->done = 1;
+		return;
+	}
+	orbit__rp_hold(tl->rep);
+	peek(tl, src);
+	const char *what = src->peek == NULL ? not_a_capture(src) : NULL;
+	if (what != NULL && orbit__rp_held_all(tl->rep))
+		orbit__rp_drop(tl->rep); /* one line says it all */
+	else
+		orbit__rp_release(tl->rep);
+	if (what != NULL) {
+		cap->error = what;
+		orbit__rp_problem(tl->rep, "%s: %s", cap->path, what);
+	}
+}
+
 int orbit__rp_timeline_open(struct orbit_rp_timeline *tl, const char *const *paths, size_t n)
 {
 	tl->srcs = calloc(n, sizeof *tl->srcs);
@@ -110,23 +187,9 @@ int orbit__rp_timeline_open(struct orbit_rp_timeline *tl, const char *const *pat
 	}
 	tl->n = n;
 	for (size_t i = 0; i < n; i++) {
-		struct orbit_rp_source *src = &tl->srcs[i];
-		struct orbit_rp_capture *cap = &tl->caps[i];
-		struct stat st;
-		int err = 0;
-		cap->path = paths[i];
-		src->cap = cap;
-		if (stat(cap->path, &st) == 0)
-			cap->size = (uint64_t)st.st_size;
-		tl->total_bytes += cap->size;
-		src->r = orbit__capture_open(cap->path, &err);
-		if (src->r == NULL) {
-			orbit__rp_problem(tl->rep, "%s: %s", cap->path, orbit__frame_strerror(err));
-			cap->io_error = 1;
-			src->done = 1;
-			continue;
-		}
-		peek(tl, src);
+		tl->caps[i].path = paths[i];
+		tl->srcs[i].cap = &tl->caps[i];
+		source_open(tl, &tl->srcs[i]);
 	}
 	return 0;
 }
@@ -180,7 +243,7 @@ void orbit__rp_timeline_read(struct orbit_rp_timeline *tl)
 	}
 	orbit__rp_progress_clear(tl->rep);
 	for (size_t i = 0; i < tl->n; i++)
-		if (tl->caps[i].streams == NULL && !tl->caps[i].io_error)
+		if (tl->caps[i].streams == NULL && !tl->caps[i].io_error && !tl->caps[i].error)
 			orbit__rp_problem(tl->rep, "%s: no stream could be read", tl->caps[i].path);
 }
 

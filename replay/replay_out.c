@@ -163,12 +163,36 @@ void orbit__rp_out_printf(struct orbit_rp_out *o, const char *fmt, ...)
 	free(big);
 }
 
+static const char hex_digit[] = "0123456789abcdef";
+
+void orbit__rp_hex(char *dst, const void *src, size_t n)
+{
+	const unsigned char *p = src;
+	for (size_t i = 0; i < n; i++) {
+		dst[2 * i] = hex_digit[p[i] >> 4];
+		dst[2 * i + 1] = hex_digit[p[i] & 15];
+	}
+}
+
+void orbit__rp_out_hex(struct orbit_rp_out *o, const void *src, size_t n)
+{
+	const unsigned char *p = src;
+	char b[128];
+	while (n > 0) {
+		size_t k = n < sizeof b / 2 ? n : sizeof b / 2;
+		orbit__rp_hex(b, p, k);
+		orbit__rp_out_write(o, b, 2 * k);
+		p += k;
+		n -= k;
+	}
+}
+
 void orbit__rp_color_text(uint32_t color, char text[10])
 {
-	static const char hex[] = "0123456789abcdef";
+	unsigned char be[4] = {(unsigned char)(color >> 24), (unsigned char)(color >> 16),
+	                       (unsigned char)(color >> 8), (unsigned char)color};
 	text[0] = '#';
-	for (int i = 0; i < 8; i++)
-		text[1 + i] = hex[(color >> (28 - 4 * i)) & 15];
+	orbit__rp_hex(text + 1, be, 4);
 	text[9] = '\0';
 }
 
@@ -251,8 +275,7 @@ static int json_plain(unsigned char c)
 
 static void json_escape(struct orbit_rp_out *o, unsigned char c)
 {
-	static const char hex[] = "0123456789abcdef";
-	char e[6] = {'\\', 'u', '0', '0', hex[c >> 4], hex[c & 15]};
+	char e[6] = {'\\', 'u', '0', '0', hex_digit[c >> 4], hex_digit[c & 15]};
 	switch (c) {
 	case '"':
 		orbit__rp_out_write(o, "\\\"", 2);
@@ -336,7 +359,6 @@ void orbit__rp_out_csv(struct orbit_rp_out *o, const char *s, size_t n)
 
 void orbit__rp_out_text(struct orbit_rp_out *o, const char *s, size_t n)
 {
-	static const char hex[] = "0123456789abcdef";
 	const unsigned char *u = (const unsigned char *)s;
 	size_t i = 0;
 	while (i < n) {
@@ -344,7 +366,7 @@ void orbit__rp_out_text(struct orbit_rp_out *o, const char *s, size_t n)
 		           : u[i] >= 0x80                              ? utf8_seq(u + i, n - i)
 		                                                       : 0;
 		if (k == 0) {
-			char e[4] = {'\\', 'x', hex[u[i] >> 4], hex[u[i] & 15]};
+			char e[4] = {'\\', 'x', hex_digit[u[i] >> 4], hex_digit[u[i] & 15]};
 			orbit__rp_out_write(o, e, 4);
 			i++;
 			continue;

@@ -22,12 +22,16 @@
 
 #define MAX_STREAMS 4096u /* kept for the summary, per run */
 
+/* The reconstructor's callback when only times are kept. */
+static void event_time(void *ctx, const struct orbit_event *ev)
+{
+	orbit__rp_stream_saw(ctx, ev->start, ev->end);
+}
+
 static int stream_open(struct orbit_rp_timeline *tl, struct orbit_rp_stream *s)
 {
 	s->to = tl->d;
-	if (tl->d == NULL)
-		return 0;
-	s->rc = orbit__reconstruct_new(orbit__rp_dispatch_event, s);
+	s->rc = orbit__reconstruct_new(tl->d ? orbit__rp_dispatch_event : event_time, s);
 	return s->rc ? 0 : -1;
 }
 
@@ -41,7 +45,8 @@ void orbit__rp_source_finish(struct orbit_rp_timeline *tl, struct orbit_rp_sourc
 	orbit__reconstruct_free(s->rc);
 	s->rc = NULL;
 	orbit__rp_stream_check(s, tl->rep);
-	orbit__rp_dispatch_stream_end(tl->d, s);
+	if (tl->d)
+		orbit__rp_dispatch_stream_end(tl->d, s);
 }
 
 static struct orbit_rp_stream *stream_new(struct orbit_rp_timeline *tl, struct orbit_rp_source *src)
@@ -115,24 +120,6 @@ static void ring_gap(struct orbit_rp_timeline *tl, struct orbit_rp_stream *s, ui
 		loss_mark(tl, s, r, 0, s->ring_time[r], first_time, first_claim - s->next_claim[r]);
 }
 
-/* The stream's first and last time over the batch's records: every record
- * but a name's continuation carries the time of its event (format/record.h:
- * time is bytes 0..7, the kind byte 20). */
-static void batch_times(struct orbit_rp_stream *s, const uint8_t *rec, uint32_t n)
-{
-	uint64_t lo = s->first, hi = s->last;
-	for (uint32_t i = 0; i < n; i++, rec += ORBIT_RECORD_SIZE) {
-		uint8_t kind = rec[20];
-		if (kind == 0 || kind >= ORBIT_REC_NAME_CONT)
-			continue;
-		uint64_t t = orbit__le64(rec);
-		lo = t < lo ? t : lo;
-		hi = t > hi ? t : hi;
-	}
-	s->first = lo;
-	s->last = hi;
-}
-
 /* ---- the packets ---- */
 
 static void on_batch(struct orbit_rp_timeline *tl, struct orbit_rp_source *src,
@@ -158,7 +145,6 @@ static void on_batch(struct orbit_rp_timeline *tl, struct orbit_rp_source *src,
 	uint32_t r = b->ring;
 	s->delivered[r] += b->count;
 	s->records += b->count;
-	batch_times(s, tl->batch, b->count);
 	if (b->count > 0) { /* the record layout: time is bytes 0..7 (format/record.h) */
 		ring_gap(tl, s, r, b->first_claim, orbit__le64(tl->batch));
 		s->ring_time[r] =
@@ -197,6 +183,8 @@ static void on_end(struct orbit_rp_timeline *tl, struct orbit_rp_source *src,
 	if (s == NULL)
 		return;
 	s->ended = 1;
+	s->untrusted_times = e->untrusted_times;
+	s->clock_resets = e->clock_resets;
 	s->nclaimed = (uint32_t)e->n_claimed_per_ring;
 	for (uint32_t r = 0; r < s->nclaimed; r++) {
 		s->claimed[r] = e->claimed_per_ring[r];
@@ -284,6 +272,12 @@ void orbit__rp_packet(struct orbit_rp_timeline *tl, struct orbit_rp_source *src,
 	case ORBIT__PACKET__BODY_PAGE_LOSS:
 		on_page_loss(tl, src, p->page_loss);
 		break;
+	case ORBIT__PACKET__BODY_ACK: { /* written by a collector that cut the stream */
+		struct orbit_rp_stream *s = stream_of(tl, src);
+		if (s != NULL)
+			s->cut = p->ack->end;
+		break;
+	}
 	default:
 		break;
 	}

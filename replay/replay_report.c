@@ -6,6 +6,7 @@
  */
 #include <inttypes.h>
 #include <stdarg.h>
+#include <stdlib.h>
 #include <string.h>
 #include <time.h>
 
@@ -30,15 +31,68 @@ static void line(struct orbit_rp_report *r, const char *fmt, va_list ap)
 	fputc('\n', r->err);
 }
 
+/* Keeps a problem line; 0, or -1 when it cannot (then it is printed). */
+static int keep(struct orbit_rp_report *r, const char *fmt, va_list ap)
+{
+	if (r->nheld == ORBIT_RP_HELD_LINES) {
+		orbit__rp_release(r);
+		return -1;
+	}
+	char *text = NULL;
+	if (vasprintf(&text, fmt, ap) < 0)
+		return -1;
+	r->held[r->nheld++] = text;
+	return 0;
+}
+
 void orbit__rp_problem(struct orbit_rp_report *r, const char *fmt, ...)
 {
 	va_list ap;
 	r->damaged = 1;
 	if (r->err == NULL)
 		return;
+	if (r->holding) {
+		va_start(ap, fmt);
+		int kept = keep(r, fmt, ap) == 0;
+		va_end(ap);
+		if (kept)
+			return;
+	}
 	va_start(ap, fmt);
 	line(r, fmt, ap);
 	va_end(ap);
+}
+
+void orbit__rp_hold(struct orbit_rp_report *r)
+{
+	r->holding = r->err != NULL;
+	r->nheld = 0;
+}
+
+int orbit__rp_held_all(const struct orbit_rp_report *r)
+{
+	return r->holding;
+}
+
+static void held_lines(struct orbit_rp_report *r, int print)
+{
+	r->holding = 0;
+	for (unsigned i = 0; i < r->nheld; i++) {
+		if (print)
+			orbit__rp_say(r, "%s", r->held[i]);
+		free(r->held[i]);
+	}
+	r->nheld = 0;
+}
+
+void orbit__rp_release(struct orbit_rp_report *r)
+{
+	held_lines(r, 1);
+}
+
+void orbit__rp_drop(struct orbit_rp_report *r)
+{
+	held_lines(r, 0);
 }
 
 void orbit__rp_say(struct orbit_rp_report *r, const char *fmt, ...)

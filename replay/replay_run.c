@@ -3,8 +3,8 @@
  * options ask for (replay_exporters.c) with their outputs, then --pages,
  * then the captures as one timeline through the dispatch, then every
  * exporter's end and the outputs closed. The exit status says the worst
- * that happened: an output that failed (3), damaged or incomplete input
- * (2), or nothing (0).
+ * that happened: an output that failed (3), an input that is missing, no
+ * capture, damaged or incomplete (2), or nothing (0).
  */
 #include <stdlib.h>
 #include <string.h>

@@ -17,6 +17,7 @@
 #include <string.h>
 #include <time.h>
 
+#include "frame.h"
 #include "replay_report.h"
 #include "replay_stream.h"
 
@@ -99,6 +100,9 @@ void orbit__rp_stream_add_stats(struct orbit_rp_stream *s, const struct orbit_re
 	s->rstats.incomplete_names += st->incomplete_names;
 	s->rstats.orphan_continuations += st->orphan_continuations;
 	s->rstats.gaps += st->gaps;
+	s->rstats.untrusted_events += st->untrusted_events;
+	s->rstats.thread_ends += st->thread_ends;
+	s->rstats.reused_tids += st->reused_tids;
 }
 
 /* ---- the equations ---- */
@@ -169,7 +173,17 @@ void orbit__rp_stream_page_loss(const struct orbit_rp_stream *s, uint64_t *recor
 void orbit__rp_stream_check(const struct orbit_rp_stream *s, struct orbit_rp_report *rep)
 {
 	const char *path = s->cap->path;
-	if (!s->ended)
+	if (!s->ended && s->cut)
+		orbit__rp_problem(
+		    rep,
+		    "%s: incomplete capture: cut by the collector at its %s (pid %" PRIu32
+		    "): the stream went on, the rest was not kept",
+		    path,
+		    s->cut == ORBIT_ACK_CAPTURE_CAP ? "--max-capture-size"
+		    : s->cut == ORBIT_ACK_DIR_CAP   ? "--max-dir-size"
+		                                    : "end",
+		    s->pid);
+	else if (!s->ended)
 		orbit__rp_problem(rep,
 		                  "%s: incomplete capture: no end of stream (pid %" PRIu32
 		                  "): the agent was killed or the capture was cut",

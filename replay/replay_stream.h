@@ -44,6 +44,8 @@ struct orbit_rp_stream {
 	uint64_t claimed[ORBIT_MAX_RINGS];
 	uint32_t nclaimed;
 	int ended;
+	uint32_t cut; /* Ack.end of the collector's frame that ends a cut capture */
+	uint64_t untrusted_times, clock_resets; /* EndOfStream 5 and 6 */
 	/* page rings: records delivered, lost (last PageLoss), reserved (End) */
 	uint64_t *page_delivered, *page_lost, *page_pages, *page_unsent, *page_reserved;
 	uint64_t *page_time; /* last log record time of each page ring */
@@ -53,7 +55,7 @@ struct orbit_rp_stream {
 	uint64_t records, scopes, spans, values, thread_names, logs, markers;
 	uint64_t bad_logs;
 	uint32_t threads;
-	uint64_t first, last; /* earliest and latest time of its records and log lines;
+	uint64_t first, last; /* earliest and latest time of its events and log lines;
 	                         first > last: none */
 };
 
@@ -65,6 +67,7 @@ struct orbit_rp_capture {
 	uint64_t damaged; /* frames that could not be read */
 	uint64_t invalid; /* packets, batches or pages rejected */
 	int io_error;
+	const char *error; /* why none of it was read: "no such file", ... */
 };
 
 /* A new stream at the end of cap's list, or NULL. */
@@ -105,8 +108,19 @@ struct orbit_rp_loss orbit__rp_stream_loss(const struct orbit_rp_stream *s);
 /* Page rings: records and pages lost, records delivered. */
 void orbit__rp_stream_page_loss(const struct orbit_rp_stream *s, uint64_t *records, uint64_t *pages,
                                 uint64_t *delivered);
-/* The stream's start and end: the first and last time of its records and
- * log lines if it had any, else its handshake's time. */
+/* An event or a log line of s from start to end (end < start: start). */
+static inline void orbit__rp_stream_saw(struct orbit_rp_stream *s, uint64_t start, uint64_t end)
+{
+	end = end > start ? end : start;
+	if (s->first > start)
+		s->first = start;
+	if (s->last < end)
+		s->last = end;
+}
+
+/* The stream's start and end: the first and last time of its events
+ * (scopes, async spans, values, thread names) and log lines if it had any,
+ * else its handshake's time. */
 void orbit__rp_stream_span(const struct orbit_rp_stream *s, uint64_t *first, uint64_t *last);
 /* Wall-clock text of a CLOCK_MONOTONIC time of a stream, "2026-...Z". */
 void orbit__rp_wallclock(const struct orbit_rp_stream *s, uint64_t mono, char *buf, size_t len);

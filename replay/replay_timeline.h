@@ -26,6 +26,9 @@ struct orbit_rp_source {
 	uint64_t frame_at;   /* offset of the frame the peeked packet is in */
 	struct orbit_rp_stream *stream;
 	int done;
+	int first_error;   /* the first frame problem (enum orbit_frame_error), 0: none */
+	uint64_t first_at; /* its offset */
+	uint64_t problems; /* frame problems before the first good packet */
 };
 
 struct orbit_rp_timeline {

@@ -119,8 +119,10 @@ enum orbit__kind {
 	ORBIT__VALUE_DOUBLE = 10,
 	ORBIT__THREAD_NAME = 11,
 	ORBIT__NAME_CONT = 12,
+	ORBIT__THREAD_END = 13, /* the thread's destructor ran (orbit.c) */
 };
-#define ORBIT__FLAG_ATTRS 1u /* name area starts with color and group id */
+#define ORBIT__FLAG_ATTRS 1u          /* name area starts with color and group id */
+#define ORBIT__FLAG_TIME_UNTRUSTED 2u /* set by the agent only (clock.h, guarantee 4) */
 
 #ifdef __cplusplus
 } /* extern "C" */

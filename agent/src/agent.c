@@ -104,11 +104,15 @@ static void calibrate(void)
 	orbit__clock_calibrate(&A.clock);
 	if (A.clock.source == ORBIT__CLOCK_MONOTONIC)
 		return;
-	/* A rate from two pairs a few µs apart would be far off. */
-	while (A.clock.count < 2 ||
-	       A.clock.pair[(A.clock.head + A.clock.count - 1) % ORBIT__CLOCK_PAIRS].ns -
-	               A.clock.pair[A.clock.head].ns <
-	           MIN_CALIBRATION_NS) {
+	/* A rate from two pairs a few µs apart would be far off. Bounded: a
+	 * counter that resets at every pair must not hold the agent here. */
+	for (int tries = 0;
+	     tries < 200 &&
+	     (A.clock.count < 2 ||
+	      A.clock.pair[(A.clock.head + A.clock.count - 1) % ORBIT__CLOCK_PAIRS].ns -
+	              A.clock.pair[A.clock.head].ns <
+	          MIN_CALIBRATION_NS);
+	     tries++) {
 		struct timespec ts = {0, 500000};
 		nanosleep(&ts, NULL);
 		orbit__clock_calibrate(&A.clock);
@@ -198,6 +202,8 @@ static void drain_pass(int final, int all)
 		memcpy(&t, A.buf + off, 8);
 		t = orbit__clock_cursor_to_ns(&cur, t);
 		memcpy(A.buf + off, &t, 8);
+		if (orbit__clock_cursor_untrusted(&cur)) /* flags: byte 21 (format.md) */
+			A.buf[off + 21] |= ORBIT__FLAG_TIME_UNTRUSTED;
 	}
 	for (size_t i = 0; i < A.nruns; i++) {
 		const struct run *r = &A.runs[i];

@@ -10,10 +10,41 @@
  *
  * Conversion: the agent takes calibration pairs (ticks, CLOCK_MONOTONIC ns),
  * each the narrowest of a few (ticks, ns, ticks) readings, at every drain,
- * after copying the records it will convert. A time is interpolated between
- * the two pairs around it, so the error is the pairs' own (tens of ns), the
- * mapping is continuous and increasing (a thread's times never go backwards),
- * and NTP's slewing of CLOCK_MONOTONIC is followed pair by pair.
+ * after copying the records it will convert, so every record copied lies
+ * before the newest pair. A time is interpolated between the pairs around
+ * it, however old it is (a record may be published long after its clock
+ * read). The map is one polyline:
+ *
+ *   history: closed chords between    | the open chord, | recent: the last
+ *   vertices, one where the rate bent | from the last   | ORBIT__CLOCK_PAIRS
+ *   more than the tube allows         | vertex to E     | pairs, exact
+ *
+ * A pair leaving the recent ring joins the open chord; the chord closes into
+ * a vertex only when one more pair would not let a single chord stay within
+ * the tube [exact, exact + tol] of all of them (tol = thin_ns, 100 ns to
+ * start; clock.c says how, in O(1) per pair and no memory per pair). So:
+ *
+ *  1. Among the recent pairs a time converts exactly as between its own two
+ *     pairs (their error, tens of ns); an older one at most tol above that.
+ *     Nothing inside the epoch is extrapolated, whatever the record's age.
+ *  2. The map is non-decreasing in ticks, and a tick's converted time never
+ *     decreases from one pass to the next (the history only ever raises the
+ *     map, by at most tol), so a thread's times never go backwards, whenever
+ *     each of its records is converted.
+ *  3. A counter that goes backwards, or jumps against CLOCK_MONOTONIC by more
+ *     than ORBIT__CLOCK_JUMP_NS + 2000 ppm of the time between two pairs
+ *     (TSC reset on resume, a VM moved to another host), starts the
+ *     conversion again from scratch (a new epoch): one line on stderr the
+ *     first time, and a count (orbit__clock_resets).
+ *  4. A time outside the current epoch's pairs could not be converted
+ *     honestly: the cursor counts it (orbit__clock_untrusted), says so
+ *     (orbit__clock_cursor_untrusted) and keeps it between the epoch's
+ *     bounds: not before the last pair of the epoch before, not after the
+ *     newest pair.
+ *  5. When the history fills, its older vertices are thinned again with twice
+ *     the tolerance, level by level of age (still only raising the map):
+ *     memory is bounded, and the error bound doubles per level for the
+ *     oldest times only (orbit__clock_tolerance_at).
  */
 #ifndef ORBIT_AGENT_CLOCK_H
 #define ORBIT_AGENT_CLOCK_H
@@ -22,18 +53,42 @@
 
 #include "orbit.h"
 
-#define ORBIT__CLOCK_PAIRS 1024u /* 10 s of pairs at the default drain period */
+#define ORBIT__CLOCK_PAIRS 1024u     /* recent pairs, exact: 10 s at the default period */
+#define ORBIT__CLOCK_HISTORY 4096u   /* history vertices */
+#define ORBIT__CLOCK_THIN_NS 100u    /* tolerance of the history's newest level */
+#define ORBIT__CLOCK_LEVELS 12u      /* level L: within ORBIT__CLOCK_THIN_NS << L */
+#define ORBIT__CLOCK_JUMP_NS 100000u /* a counter off its rate by more jumped */
 
 struct orbit__clock_pair {
 	uint64_t ticks;
 	uint64_t ns;
 };
 
+/* A slope, ns per tick, as a fraction; den 0 is +infinity. */
+struct orbit__clock_slope {
+	uint64_t num, den;
+};
+
 struct orbit__clock_conv {
 	uint32_t source; /* enum orbit__clock */
-	uint32_t count;  /* pairs held, at most ORBIT__CLOCK_PAIRS */
-	uint32_t head;   /* index of the oldest pair */
+	/* recent pairs: a ring, oldest at head (agent.c reads these three) */
+	uint32_t count;
+	uint32_t head;
 	struct orbit__clock_pair pair[ORBIT__CLOCK_PAIRS];
+	/* history vertices (ticks of a past pair, converted time), oldest
+	 * first; the last is where the open chord starts */
+	uint32_t nhist;
+	struct orbit__clock_pair hist[ORBIT__CLOCK_HISTORY];
+	/* the open chord: pairs that left the ring since the last vertex */
+	uint32_t npend;                      /* how many (0: no chord open) */
+	struct orbit__clock_pair pend_last;  /* the last of them, as taken */
+	struct orbit__clock_slope lo, hi;    /* the slopes that fit them all; the chord is lo */
+	uint32_t thin_ns;                    /* ORBIT__CLOCK_THIN_NS */
+	uint32_t level[ORBIT__CLOCK_LEVELS]; /* vertices per level, newest (0) last in hist */
+	/* trouble */
+	uint64_t resets;    /* epochs started again: counter backwards or jumped */
+	uint64_t untrusted; /* times the cursor converted outside the epoch */
+	uint64_t floor_ns;  /* the last pair of the epoch before (0: none) */
 };
 
 /* The clock producers should read on this machine, honouring ORBIT_CLOCK. */
@@ -43,28 +98,74 @@ uint32_t orbit__clock_choose(void);
 uint64_t orbit__clock_ticks(uint32_t source);
 
 void orbit__clock_init(struct orbit__clock_conv *c, uint32_t source);
-/* Takes a calibration pair now (no-op for CLOCK_MONOTONIC). */
-void orbit__clock_calibrate(struct orbit__clock_conv *c);
-/* Adds a pair read elsewhere; ignored unless later than the last in both
- * coordinates. */
-void orbit__clock_add_pair(struct orbit__clock_conv *c, struct orbit__clock_pair p);
-/* Ticks to CLOCK_MONOTONIC ns. */
-uint64_t orbit__clock_to_ns(const struct orbit__clock_conv *c, uint64_t ticks);
-/* A cursor over the conversion for many times in a row: the segment between
- * two pairs as a 32.32 fixed-point slope, so a time in the same segment as
- * the last costs a multiply, not a search and a division. Within a segment
- * it rounds down, so it never exceeds the next pair: still increasing. */
-struct orbit__clock_cursor {
-	const struct orbit__clock_conv *conv;
-	uint64_t lo, hi;  /* ticks the segment covers, [lo, hi) */
-	uint64_t base_ns; /* ns at lo */
-	uint64_t mult;    /* ns per tick << 32 */
-	int valid;
-};
-void orbit__clock_cursor_init(struct orbit__clock_cursor *c, const struct orbit__clock_conv *conv);
-uint64_t orbit__clock_cursor_to_ns(struct orbit__clock_cursor *c, uint64_t ticks);
 
-/* Ticks per second over the pairs held (0 for CLOCK_MONOTONIC or too few). */
+/* What orbit__clock_add_pair and orbit__clock_calibrate did. */
+enum orbit__clock_added {
+	ORBIT__CLOCK_ADDED = 0,
+	ORBIT__CLOCK_REFUSED = 1, /* ns before the last pair's, or ticks equal: not used */
+	ORBIT__CLOCK_RESET = 2,   /* counter backwards or jumped: a new epoch began with it */
+};
+/* Takes a calibration pair now (no-op, ORBIT__CLOCK_ADDED, for
+ * CLOCK_MONOTONIC). */
+int orbit__clock_calibrate(struct orbit__clock_conv *c);
+/* Adds a pair read elsewhere (tests inject counter trouble this way). */
+int orbit__clock_add_pair(struct orbit__clock_conv *c, struct orbit__clock_pair p);
+
+/* Ticks to CLOCK_MONOTONIC ns, exactly, counting nothing. Outside the
+ * epoch's pairs the end pieces are extended (log pages may hold records
+ * read after the newest pair), never below floor_ns. */
+uint64_t orbit__clock_to_ns(const struct orbit__clock_conv *c, uint64_t ticks);
+
+/* A cursor over the conversion of a pass's records, all read before the
+ * newest pair: the piece between two pairs as a 32.32 fixed-point slope, so
+ * a time in the same piece as the last costs a multiply, not a search and a
+ * division. Within a piece it rounds down, so it never exceeds the next
+ * pair: still non-decreasing. History chords convert exactly (guarantee 2
+ * needs the exact value there). A time outside the epoch is untrusted
+ * (guarantee 4). */
+struct orbit__clock_cursor {
+	struct orbit__clock_conv *conv;
+	uint64_t lo, hi;   /* ticks the piece covers, [lo, hi) */
+	uint64_t base_ns;  /* ns at lo */
+	uint64_t num, den; /* exact: ns per tick as a fraction */
+	uint64_t mult;     /* ns per tick << 32 */
+	uint64_t min_ns;   /* no time in the piece converts below this */
+	int exact;         /* a chord of the history, or the open one */
+	int valid;
+	int untrusted; /* the last time converted was outside the epoch */
+};
+void orbit__clock_cursor_init(struct orbit__clock_cursor *c, struct orbit__clock_conv *conv);
+uint64_t orbit__clock_cursor_to_ns(struct orbit__clock_cursor *c, uint64_t ticks);
+static inline int orbit__clock_cursor_untrusted(const struct orbit__clock_cursor *c)
+{
+	return c->untrusted;
+}
+
+/* Ticks per second over the epoch's pairs (0 for CLOCK_MONOTONIC or too
+ * few). */
 uint64_t orbit__clock_rate(const struct orbit__clock_conv *c);
+
+/* Since orbit__clock_init: epochs started again, and times converted by a
+ * cursor that could not be trusted. */
+static inline uint64_t orbit__clock_resets(const struct orbit__clock_conv *c)
+{
+	return c->resets;
+}
+static inline uint64_t orbit__clock_untrusted(const struct orbit__clock_conv *c)
+{
+	return c->untrusted;
+}
+/* The most a time at ticks may lie above the exact interpolation between
+ * the pairs around it: 0 from the second recent pair on, thin_ns << L in
+ * level L of the history. */
+uint64_t orbit__clock_tolerance_at(const struct orbit__clock_conv *c, uint64_t ticks);
+/* The largest of those: that of the oldest level in use. */
+static inline uint64_t orbit__clock_tolerance(const struct orbit__clock_conv *c)
+{
+	uint32_t L = ORBIT__CLOCK_LEVELS - 1;
+	while (L > 0 && c->level[L] == 0)
+		L--;
+	return (uint64_t)c->thin_ns << L;
+}
 
 #endif

@@ -70,6 +70,36 @@ ORBIT_EXPORT const char *orbit_strerror(int err)
 	}
 }
 
+/*
+ * A thread's end (docs/format.md, thread end): when a thread that wrote
+ * exits, its key's destructor writes one thread-end record, so readers know
+ * that a later thread with the same id is another one. It runs for threads
+ * that return or call pthread_exit, not for the thread that calls exit(),
+ * nor when the process is killed; readers have a rule for those.
+ */
+static pthread_key_t g_thread_key;
+static pthread_once_t g_thread_key_once = PTHREAD_ONCE_INIT;
+static int g_thread_key_ok; /* written in pthread_once, read after it returns */
+
+/* The record goes through the write path's claim, fill and publish: its
+ * release store pairs with the drain's acquire load, as every record's. */
+static void thread_end(void *arg)
+{
+	struct orbit__thread *t = arg;
+	if (t->ring == NULL || !orbit__on())
+		return;
+	uint64_t time = orbit__ticks();
+	uint64_t claim;
+	struct orbit__slot *s = orbit__claim(t, &claim);
+	orbit__fill(s, time, ORBIT__THREAD_END, 0, t->tid, "", 0);
+	orbit__publish(s, claim);
+}
+
+static void make_thread_key(void)
+{
+	g_thread_key_ok = pthread_key_create(&g_thread_key, thread_end) == 0;
+}
+
 struct orbit__thread *orbit__thread_attach(void)
 {
 	struct orbit__segment *seg = atomic_load_explicit(&g_segment, memory_order_acquire);
@@ -79,6 +109,9 @@ struct orbit__thread *orbit__thread_attach(void)
 	t->tid = (uint32_t)syscall(SYS_gettid);
 	t->mask = seg->layout.slots_per_ring - 1;
 	t->ring = orbit__segment_ring(seg, orbit__ring_of_tid(t->tid, seg->layout.ring_count));
+	pthread_once(&g_thread_key_once, make_thread_key);
+	if (g_thread_key_ok) /* without a key, readers fall back on scope ids */
+		pthread_setspecific(g_thread_key, t);
 	return t;
 }
 

@@ -190,6 +190,18 @@ static void packets(struct all *a)
 	a->h.n_ring_start = 1;
 	packet_put("handshake_ring_start", &a->p[0]);
 	a->h.n_ring_start = 2;
+	/* a collector's acknowledgement (docs/format.md 7.2), and a bad one */
+	Orbit__Ack ack = ORBIT__ACK__INIT;
+	Orbit__Packet ap = ORBIT__PACKET__INIT;
+	ack.frames = 12;
+	ack.bytes = 123456;
+	ack.synced_frames = 10;
+	ack.end = ORBIT_ACK_CAPTURE_CAP;
+	ap.body_case = ORBIT__PACKET__BODY_ACK;
+	ap.ack = &ack;
+	packet_put("ack", &ap);
+	ack.synced_frames = 13;
+	packet_put("ack_synced_past_frames", &ap);
 	/* protobuf-c takes this (field 0, non-minimal tag) as an unknown field
 	 * and packs it as 00, which it then refuses: found by packet_fuzz */
 	const uint8_t field_zero[] = {0x80, 0x00, 0x01};
@@ -246,6 +258,15 @@ static void frames(struct all *a)
 	put("frame", "batch", f, len);
 	f = frame_of(&w, &a->p[3], 1, &len);
 	put("frame", "thread_name", f, len);
+	Orbit__Ack ack = ORBIT__ACK__INIT;
+	Orbit__Packet ap = ORBIT__PACKET__INIT;
+	ack.frames = 3;
+	ack.bytes = 4096;
+	ack.synced_frames = 2;
+	ap.body_case = ORBIT__PACKET__BODY_ACK;
+	ap.ack = &ack;
+	f = frame_of(&w, &ap, 1, &len);
+	put("frame", "ack", f, len);
 	orbit__frame_writer_free(&w);
 
 	uint8_t content[64];

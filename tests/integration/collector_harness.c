@@ -144,11 +144,17 @@ int coll_alive(const struct coll *h)
 
 int coll_stop(struct coll *h, int sig)
 {
+	CHECK(h->pid > 0);
+	kill(h->pid, sig);
+	return coll_wait(h, sig);
+}
+
+int coll_wait(struct coll *h, int sig)
+{
 	int status;
 	uint64_t deadline = harness_now_ms() + HARNESS_WAIT_MS;
 
 	CHECK(h->pid > 0);
-	kill(h->pid, sig);
 	for (;;) {
 		pid_t r = waitpid(h->pid, &status, WNOHANG);
 		if (r == h->pid)
@@ -288,7 +294,7 @@ void coll_cleanup(struct coll *h)
 
 /* ---- clients ---- */
 
-int client_connect(const struct coll *h)
+int client_connect_from(const struct coll *h, const char *local)
 {
 	struct sockaddr_storage ss;
 	socklen_t len;
@@ -314,11 +320,49 @@ int client_connect(const struct coll *h)
 	}
 	int fd = socket(ss.ss_family, SOCK_STREAM | SOCK_CLOEXEC, 0);
 	CHECK(fd >= 0);
+	if (local != NULL) {
+		struct sockaddr_in a = {.sin_family = AF_INET};
+		CHECK(ss.ss_family == AF_INET && inet_pton(AF_INET, local, &a.sin_addr) == 1);
+		if (bind(fd, (struct sockaddr *)&a, sizeof a) != 0) {
+			close(fd);
+			return -1;
+		}
+	}
 	if (connect(fd, (struct sockaddr *)&ss, len) != 0) {
 		fprintf(stderr, "connect to %s: %s\n", h->listen, strerror(errno));
 		exit(1);
 	}
 	return fd;
+}
+
+int client_connect(const struct coll *h)
+{
+	return client_connect_from(h, NULL);
+}
+
+int harness_second_address(void)
+{
+	int fd = socket(AF_INET, SOCK_STREAM | SOCK_CLOEXEC, 0);
+	struct sockaddr_in a = {.sin_family = AF_INET};
+
+	CHECK(fd >= 0);
+	inet_pton(AF_INET, "127.0.0.2", &a.sin_addr);
+	int ok = bind(fd, (struct sockaddr *)&a, sizeof a) == 0;
+	close(fd);
+	return ok;
+}
+
+int harness_files(int want)
+{
+	struct rlimit r;
+
+	CHECK(getrlimit(RLIMIT_NOFILE, &r) == 0);
+	if (r.rlim_cur < (rlim_t)want + 64) {
+		r.rlim_cur = r.rlim_max < (rlim_t)want + 64 ? r.rlim_max : (rlim_t)want + 64;
+		setrlimit(RLIMIT_NOFILE, &r);
+		CHECK(getrlimit(RLIMIT_NOFILE, &r) == 0);
+	}
+	return (int)r.rlim_cur - 64 < want ? (int)r.rlim_cur - 64 : want;
 }
 
 int client_local_port(int fd)
@@ -465,6 +509,7 @@ void stream_handshake(struct stream *s, uint32_t version, const char *token)
 		hs.token.data = (uint8_t *)token;
 		hs.token.len = strlen(token);
 	}
+	hs.acknowledgements = s->acks ? 1 : 0;
 	p.body_case = ORBIT__PACKET__BODY_HANDSHAKE;
 	p.handshake = &hs;
 	stream_add(s, &p);
@@ -693,4 +738,150 @@ void capture_verify_stream(const struct coll *h, const struct stream *s)
 
 	CHECK_EQ_U64(capture_find(h, s->name, s->pid, path, sizeof path), 1);
 	capture_verify(path, s, s->frames);
+}
+
+/* ---- acknowledgements ---- */
+
+/* Decodes the whole Ack frame of flen bytes at the front of a->buf. */
+static void ack_take(struct ack_reader *a, size_t flen)
+{
+	size_t off = 0, plen;
+	const uint8_t *bytes;
+	int packets = 0;
+	Orbit__Packet *p = NULL;
+
+	CHECK(flen <= ORBIT_ACK_FRAME_MAX);
+	CHECK(orbit__frame_decompress(&a->scratch, a->buf, flen) == 0);
+	while (orbit__frame_next_packet(&a->scratch, &off, &bytes, &plen)) {
+		packets++;
+		if (p != NULL)
+			orbit__packet__free_unpacked(p, NULL);
+		p = orbit__packet__unpack(NULL, plen, bytes);
+	}
+	CHECK(packets == 1 && p != NULL && p->body_case == ORBIT__PACKET__BODY_ACK);
+	CHECK(orbit__packet_validate(p) == 0);
+	const Orbit__Ack *k = p->ack;
+	/* Nothing after the last; never less than before; never the same. */
+	CHECK(a->end == ORBIT_ACK_GOES_ON);
+	CHECK(k->frames >= a->frames && k->bytes >= a->bytes && k->synced_frames >= a->synced);
+	CHECK(k->synced_frames <= k->frames);
+	CHECK(k->end != ORBIT_ACK_GOES_ON || a->count == 0 || k->frames != a->frames ||
+	      k->synced_frames != a->synced);
+	a->frames = k->frames;
+	a->bytes = k->bytes;
+	a->synced = k->synced_frames;
+	a->end = k->end;
+	a->count++;
+	orbit__packet__free_unpacked(p, NULL);
+	memmove(a->buf, a->buf + flen, a->len - flen);
+	a->len -= flen;
+}
+
+int ack_next(int fd, struct ack_reader *a, int timeout_ms)
+{
+	uint64_t deadline = harness_now_ms() + (uint64_t)timeout_ms;
+
+	for (;;) {
+		size_t flen;
+		if (a->len > 0) {
+			int r = orbit__frame_size(a->buf, a->len, &flen);
+			CHECK(r >= 0); /* nothing but frames */
+			if (r == 0) {
+				ack_take(a, flen);
+				return 1;
+			}
+		}
+		if (a->closed) {
+			CHECK_EQ_U64(a->len, 0); /* no torn Ack */
+			return -1;
+		}
+		int64_t left = (int64_t)(deadline - harness_now_ms());
+		struct pollfd pf = {fd, POLLIN, 0};
+		if (left <= 0)
+			return 0;
+		if (poll(&pf, 1, (int)left) <= 0)
+			continue;
+		ssize_t r = recv(fd, a->buf + a->len, sizeof a->buf - a->len, 0);
+		if (r < 0 && (errno == EINTR || errno == EAGAIN))
+			continue;
+		if (r <= 0)
+			a->closed = 1;
+		else
+			a->len += (size_t)r;
+	}
+}
+
+int ack_wait_frames(int fd, struct ack_reader *a, uint64_t frames, int timeout_ms)
+{
+	uint64_t deadline = harness_now_ms() + (uint64_t)timeout_ms;
+
+	while (a->frames < frames && a->end == ORBIT_ACK_GOES_ON) {
+		int64_t left = (int64_t)(deadline - harness_now_ms());
+		if (left <= 0 || ack_next(fd, a, (int)left) != 1)
+			return 0;
+	}
+	return a->frames >= frames;
+}
+
+int ack_wait_last(int fd, struct ack_reader *a, int timeout_ms)
+{
+	uint64_t deadline = harness_now_ms() + (uint64_t)timeout_ms;
+
+	while (a->end == ORBIT_ACK_GOES_ON) {
+		int64_t left = (int64_t)(deadline - harness_now_ms());
+		if (left <= 0 || ack_next(fd, a, (int)left) != 1)
+			return 0;
+	}
+	return 1;
+}
+
+void ack_reader_free(struct ack_reader *a)
+{
+	orbit__frame_scratch_free(&a->scratch);
+}
+
+/* ---- the proxy ---- */
+
+void proxy_start(struct proxy *p, const char *exe, const struct coll *h, const char *const *args)
+{
+	int out[2];
+	char to[64];
+	const char *argv[16];
+	int n = 0;
+
+	snprintf(to, sizeof to, "127.0.0.1:%d", h->port);
+	argv[n++] = exe;
+	argv[n++] = "--to";
+	argv[n++] = to;
+	for (int i = 0; args != NULL && args[i] != NULL && n < 15; i++)
+		argv[n++] = args[i];
+	argv[n] = NULL;
+	p->via = *h;
+	p->via.pid = -1;
+	CHECK(pipe(out) == 0);
+	fflush(stdout);
+	fflush(stderr);
+	p->pid = fork();
+	CHECK(p->pid >= 0);
+	if (p->pid == 0) {
+		prctl(PR_SET_PDEATHSIG, SIGKILL);
+		close(out[0]);
+		dup2(out[1], STDOUT_FILENO);
+		execv(exe, (char *const *)argv);
+		fprintf(stderr, "exec %s: %s\n", exe, strerror(errno));
+		_exit(127);
+	}
+	close(out[1]);
+	read_listening(&p->via, out[0]);
+	close(out[0]);
+	fprintf(stderr, "proxy %d on %s in front of %s\n", (int)p->pid, p->via.listen, h->listen);
+}
+
+void proxy_stop(struct proxy *p)
+{
+	if (p->pid > 0) {
+		kill(p->pid, SIGTERM);
+		waitpid(p->pid, NULL, 0);
+		p->pid = -1;
+	}
 }

@@ -42,6 +42,7 @@ struct coll {
 /* A client's stream and the record of what it sent. */
 struct stream {
 	int fd;
+	int acks; /* stream_handshake asks for acknowledgements */
 	char name[96];
 	uint32_t pid;
 	int local_port;
@@ -62,6 +63,8 @@ void harness_root(struct coll *h);
 void coll_start(struct coll *h, const char *exe, const char *listen, const char *const *args);
 /* Signals it and waits; returns the exit status (or -1: killed by a signal). */
 int coll_stop(struct coll *h, int sig);
+/* Waits for it to exit after signal sig was sent; the same status. */
+int coll_wait(struct coll *h, int sig);
 int coll_alive(const struct coll *h);
 /* VmRSS / VmHWM in KiB. */
 long coll_rss_kib(const struct coll *h, const char *field);
@@ -75,6 +78,12 @@ void coll_cleanup(struct coll *h);
 
 /* A connected TCP socket to the collector (blocking). */
 int client_connect(const struct coll *h);
+/* The same from a local address (NULL: any); -1 if it cannot be bound. */
+int client_connect_from(const struct coll *h, const char *local);
+/* 1 if 127.0.0.2 can be bound (Linux loopback), for a second peer address. */
+int harness_second_address(void);
+/* Raises RLIMIT_NOFILE for want descriptors; the number available. */
+int harness_files(int want);
 int client_local_port(int fd);
 int send_all(int fd, const void *p, size_t n);
 /* Waits for the collector to close fd: 2 closed after its one refusal line,
@@ -107,6 +116,35 @@ void capture_verify(const char *path, const struct stream *s, size_t frames);
 void capture_verify_stream(const struct coll *h, const struct stream *s);
 /* zstd -t on path: 0 pass, 1 fail, 77 zstd not installed. */
 int zstd_test(const char *path);
+
+/* Acknowledgements read back from the collector (docs/format.md 7). */
+struct ack_reader {
+	uint8_t buf[4096];
+	size_t len;
+	struct orbit_frame_scratch scratch;
+	uint64_t frames, bytes, synced; /* the last Ack */
+	uint32_t end;
+	unsigned count; /* Acks read */
+	int closed;     /* the collector closed the connection */
+};
+/* Reads the next Ack from fd within timeout_ms: 1 read (a's fields are its
+ * values, checked against the previous: never less, always more, unless
+ * it is the last), 0 timed out, -1 the connection ended. Any byte that is
+ * not a whole Ack frame fails the test. */
+int ack_next(int fd, struct ack_reader *a, int timeout_ms);
+/* Reads Acks until one says at least frames frames (or ends); 1 or 0. */
+int ack_wait_frames(int fd, struct ack_reader *a, uint64_t frames, int timeout_ms);
+/* Reads Acks until the last one (end != 0); returns 1, 0 on timeout. */
+int ack_wait_last(int fd, struct ack_reader *a, int timeout_ms);
+void ack_reader_free(struct ack_reader *a);
+
+/* tests/tools/tcp_proxy in front of a collector. */
+struct proxy {
+	pid_t pid;
+	struct coll via; /* connect here to go through it */
+};
+void proxy_start(struct proxy *p, const char *exe, const struct coll *h, const char *const *args);
+void proxy_stop(struct proxy *p);
 
 uint64_t harness_now_ms(void);
 void harness_random(uint8_t *p, size_t n, uint64_t *seed);

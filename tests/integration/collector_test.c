@@ -10,8 +10,10 @@
  * frames reached its file, that the collector still accepts, and that its
  * memory stayed bounded. Every case ends with SIGTERM and exit status 0.
  */
+#include <arpa/inet.h>
 #include <errno.h>
 #include <fcntl.h>
+#include <inttypes.h>
 #include <netinet/in.h>
 #include <poll.h>
 #include <signal.h>
@@ -30,6 +32,9 @@
 #include "collector_harness.h"
 
 static const char *exe;
+/* Optional tools after the case: tcp_proxy, emit, capture_dump,
+ * orbit-replay (by name). */
+static const char *tool_proxy, *tool_emit, *tool_dump, *tool_replay;
 
 static void start(struct coll *h, const char *const *args)
 {
@@ -537,6 +542,10 @@ static void case_names(void)
 	    {"\xe5\x90\x8d", "___"},
 	    {"x\ny", "x_y"},
 	    {"ok.name-1_2", "ok.name-1_2"},
+	    {"-rf", "_rf"},
+	    {"--help", "_-help"},
+	    {" -x", "_-x"},
+	    {"\x01\x1b[0m\x7f\xff", "___0m__"},
 	    {"xxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxx"
 	     "xxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxx",
 	     "xxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxx"},
@@ -641,25 +650,18 @@ static void case_exists(void)
 	finish(&h);
 }
 
-static int ensure_files(int want)
-{
-	struct rlimit r;
-
-	CHECK(getrlimit(RLIMIT_NOFILE, &r) == 0);
-	if (r.rlim_cur < (rlim_t)want + 64) {
-		r.rlim_cur = r.rlim_max < (rlim_t)want + 64 ? r.rlim_max : (rlim_t)want + 64;
-		setrlimit(RLIMIT_NOFILE, &r);
-	}
-	return (int)r.rlim_cur - 64 < want ? (int)r.rlim_cur - 64 : want;
-}
-
 static void case_idle(void)
 {
-	const char *const args[] = {"--max-connections", "512", "--handshake-timeout-ms",
-	                            HARNESS_ASAN ? "8000" : "4000", NULL};
+	const char *const args[] = {"--max-connections",
+	                            "512",
+	                            "--max-pending",
+	                            "512",
+	                            "--handshake-timeout-ms",
+	                            HARNESS_ASAN ? "8000" : "4000",
+	                            NULL};
 	struct coll h;
 	struct stream good;
-	int want = 300, n = ensure_files(300);
+	int want = 300, n = harness_files(300);
 	int fds[300];
 	const uint8_t partial[] = {0x28, 0xB5, 0x2F, 0xFD, 0xE4}; /* a header begun */
 
@@ -791,32 +793,44 @@ static void case_idle_timeout(void)
 	finish(&h);
 }
 
+static void wait_file_size(struct coll *h, const struct stream *s, size_t size, int at_least);
+
+/* --max-connections counts streams: idle connections do not take a slot;
+ * a handshake beyond is closed without a refusal line (the agent retries). */
 static void case_max_connections(void)
 {
-	const char *const args[] = {"--max-connections", "3", NULL};
+	const char *const args[] = {"--max-connections", "2", NULL};
 	struct coll h;
-	struct stream first, later;
-	int idle[2], extra;
+	struct stream first, second, extra, later;
+	char path[512];
+	int idle[3];
 
 	start(&h, args);
+	for (int i = 0; i < 3; i++)
+		idle[i] = client_connect(&h);
 	good_open(&first, &h, "first", 1);
 	stream_good_frames(&first, 2);
-	idle[0] = client_connect(&h);
-	idle[1] = client_connect(&h);
-	extra = client_connect(&h);
-	int extra_port = client_local_port(extra);
-	CHECK(wait_closed(extra, HARNESS_WAIT_MS));
-	close(extra);
-	coll_expect_log(&h, needle(":%d: refused: %s", extra_port, "3 connections already open"));
+	good_open(&second, &h, "second", 2);
+	stream_good_frames(&second, 2);
+	wait_file_size(&h, &second, second.len, 0);
+	good_open(&extra, &h, "extra", 3);
+	CHECK_EQ_U64(wait_closed(extra.fd, HARNESS_WAIT_MS), 1);
+	coll_expect_log(&h, needle(":%d: refused: %s", extra.local_port,
+	                           "2 streams already open (--max-connections)"));
+	CHECK_EQ_U64(capture_find(&h, "extra", 3, path, sizeof path), 0);
 	stream_close_wait(&first, &h);
-	good_open(&later, &h, "later", 2);
+	good_open(&later, &h, "later", 4);
 	stream_good_frames(&later, 2);
 	stream_close_wait(&later, &h);
+	stream_close_wait(&second, &h);
 	capture_verify_stream(&h, &first);
+	capture_verify_stream(&h, &second);
 	capture_verify_stream(&h, &later);
-	close(idle[0]);
-	close(idle[1]);
+	for (int i = 0; i < 3; i++)
+		close(idle[i]);
 	stream_free(&first);
+	stream_free(&second);
+	stream_free(&extra);
 	stream_free(&later);
 	finish(&h);
 }
@@ -1212,6 +1226,732 @@ static void case_quiet(void)
 	coll_cleanup(&h);
 }
 
+/* ---- the pending pool and strangers ---- */
+
+/* A partial first frame of a stranger: a zstd header, then raw blocks up to
+ * total bytes. big: the header declares 60 MiB of content; else 60 KiB
+ * that the blocks run past. */
+static uint8_t *stranger_frame(size_t total, int big)
+{
+	uint8_t *f = malloc(total);
+	uint64_t content = big ? 60ull << 20 : 60ull << 10, seed = 7;
+	size_t at = 0;
+
+	CHECK(f != NULL);
+	memcpy(f, "\x28\xb5\x2f\xfd", 4);
+	f[4] = 0x84;     /* 4-byte content size, checksum, no single segment */
+	f[5] = 13u << 3; /* window 8 MiB */
+	for (int i = 0; i < 4; i++)
+		f[6 + i] = (uint8_t)(content >> (8 * i));
+	at = 10;
+	while (at + 3 < total) {
+		uint32_t size = 128u << 10;
+		uint32_t bh = size << 3; /* raw, not last */
+		f[at] = (uint8_t)bh;
+		f[at + 1] = (uint8_t)(bh >> 8);
+		f[at + 2] = (uint8_t)(bh >> 16);
+		at += 3;
+		size_t n = total - at < size ? total - at : size;
+		harness_random(f + at, n, &seed);
+		at += n;
+	}
+	return f;
+}
+
+static int connect_nonblock_from(const struct coll *h, const char *local)
+{
+	int fd = socket(AF_INET, SOCK_STREAM | SOCK_CLOEXEC | SOCK_NONBLOCK, 0);
+	struct sockaddr_in a = {.sin_family = AF_INET}, to = {.sin_family = AF_INET};
+
+	CHECK(fd >= 0);
+	inet_pton(AF_INET, local, &a.sin_addr);
+	inet_pton(AF_INET, "127.0.0.1", &to.sin_addr);
+	to.sin_port = htons((uint16_t)h->port);
+	CHECK(bind(fd, (struct sockaddr *)&a, sizeof a) == 0);
+	CHECK(connect(fd, (struct sockaddr *)&to, sizeof to) == 0 || errno == EINPROGRESS);
+	return fd;
+}
+
+static void token_setup(struct coll *h, char *tokfile, size_t n)
+{
+	harness_root(h);
+	snprintf(tokfile, n, "%s/token", h->root);
+	FILE *f = fopen(tokfile, "w");
+	CHECK(f != NULL && fputs("s3cret-token\n", f) >= 0 && fclose(f) == 0);
+	token_for_good = "s3cret-token";
+}
+
+/*
+ * Issue 10, rows 6 and 7: 1000 tokenless connections, each sending a 4 MiB
+ * partial first frame, while a good agent streams. The collector's peak
+ * memory stays under 64 MiB (it was 4.1 GB), every stranger is closed, and
+ * the agent's capture is complete.
+ */
+static void case_strangers(void)
+{
+	enum { N = 1000, TOTAL = 4 << 20 };
+	const long limit_kib = 64L * 1024; /* also under ASan: 25 MiB measured */
+	struct coll h;
+	char tokfile[256];
+	struct stream good;
+	static int fd[N];
+	static size_t sent[N];
+	uint8_t *frame[2] = {stranger_frame(TOTAL, 1), stranger_frame(TOTAL, 0)};
+
+	if (!harness_second_address())
+		SKIP("127.0.0.2 cannot be bound: no second peer address");
+	if (harness_files(N + 16) < N + 16)
+		SKIP("ulimit -n cannot be raised to hold %d connections", N);
+	token_setup(&h, tokfile, sizeof tokfile);
+	const char *const args[] = {"--token-file", tokfile, NULL};
+	coll_start(&h, exe, NULL, args);
+	good_open(&good, &h, "good", 1001);
+	stream_good_frames(&good, 3);
+	long base = coll_rss_kib(&h, "VmHWM");
+	for (int i = 0; i < N; i++)
+		fd[i] = connect_nonblock_from(&h, "127.0.0.2");
+	int open = N;
+	uint64_t deadline = harness_now_ms() + 4 * HARNESS_WAIT_MS;
+	for (int round = 0; open > 0; round++) {
+		CHECK(harness_now_ms() < deadline);
+		for (int i = 0; i < N; i++) {
+			if (fd[i] < 0)
+				continue;
+			ssize_t r =
+			    send(fd[i], frame[i & 1] + sent[i], TOTAL - sent[i], MSG_NOSIGNAL);
+			if (r > 0)
+				sent[i] += (size_t)r;
+			if ((r < 0 && errno != EAGAIN && errno != EINPROGRESS &&
+			     errno != ENOTCONN) ||
+			    sent[i] == TOTAL) {
+				close(fd[i]);
+				fd[i] = -1;
+				open--;
+			}
+		}
+		if (round % 8 == 0)
+			stream_good_frames(&good, 1);
+		usleep(2000); /* the strangers' sockets have no common readiness signal */
+	}
+	long hwm = coll_rss_kib(&h, "VmHWM");
+	fprintf(stderr,
+	        "%d strangers sent up to %d bytes each: collector VmHWM %ld KiB (before %ld, "
+	        "limit %ld)\n",
+	        N, TOTAL, hwm, base, limit_kib);
+	CHECK(hwm > 0 && hwm < limit_kib);
+	CHECK(coll_log_count(&h, "the first frame is over 65536 bytes") > 0);
+	/* each stranger ended with its one line, none with a file */
+	const char *line = "orbit-collector: 127.0.0.2:";
+	for (uint64_t end = harness_now_ms() + HARNESS_WAIT_MS;
+	     coll_log_count(&h, line) < N && harness_now_ms() < end;)
+		usleep(10000);                     /* the log file is the readiness signal */
+	CHECK_EQ_U64(coll_log_count(&h, line), N); /* and no file: capture_count below */
+	stream_good_frames(&good, 3);
+	stream_close_wait(&good, &h);
+	capture_verify_stream(&h, &good);
+	CHECK_EQ_U64(capture_count(&h), 1);
+	stream_free(&good);
+	free(frame[0]);
+	free(frame[1]);
+	finish(&h);
+}
+
+/* Keeps n stranger connections from 127.0.0.2 open, reconnecting at most
+ * `burst` of those the collector closed; returns the reconnections. */
+static int strangers_hold(const struct coll *h, int *fd, int n, int burst)
+{
+	static const uint8_t partial[] = {0x28, 0xB5, 0x2F, 0xFD, 0xE4};
+	int again = 0;
+
+	for (int i = 0; i < n; i++) {
+		if (fd[i] >= 0) {
+			struct pollfd p = {fd[i], POLLIN, 0};
+			char b[64];
+			if (poll(&p, 1, 0) <= 0 || recv(fd[i], b, sizeof b, MSG_DONTWAIT) > 0)
+				continue;
+			close(fd[i]); /* closed by the collector */
+			fd[i] = -1;
+		}
+		if (again == burst)
+			continue;
+		fd[i] = client_connect_from(h, "127.0.0.2");
+		CHECK(fd[i] >= 0);
+		if (i % 2) /* half of them begin a frame */
+			(void)send_all(fd[i], partial, sizeof partial);
+		again++;
+	}
+	return again;
+}
+
+/*
+ * A real traced process (examples/emit with ORBIT_COLLECTOR and ORBIT_TOKEN)
+ * gets a slot and a complete capture while strangers hold every pending
+ * slot (256, the default --max-pending) and 44 more reconnect as soon as
+ * they are closed, so that the pool is always full and churning.
+ */
+static void case_strangers_agent(void)
+{
+	enum { N = 300 };
+	struct coll h;
+	char tokfile[256], addr[64], path[512], cmd[1200];
+	int fd[N];
+
+	if (tool_emit == NULL || tool_dump == NULL)
+		SKIP("needs examples/emit and tests/capture_dump");
+	if (!harness_second_address())
+		SKIP("127.0.0.2 cannot be bound: no second peer address");
+	if (harness_files(N + 16) < N + 16)
+		SKIP("ulimit -n cannot be raised to hold %d connections", N);
+	token_setup(&h, tokfile, sizeof tokfile);
+	const char *const args[] = {"--token-file", tokfile, NULL};
+	coll_start(&h, exe, NULL, args);
+	for (int i = 0; i < N; i++)
+		fd[i] = -1;
+	strangers_hold(&h, fd, N, N);
+	snprintf(addr, sizeof addr, "127.0.0.1:%d", h.port);
+	pid_t pid = fork();
+	CHECK(pid >= 0);
+	if (pid == 0) {
+		setenv("ORBIT_COLLECTOR", addr, 1);
+		setenv("ORBIT_TOKEN", "s3cret-token", 1);
+		setenv("ORBIT_RING_BUDGET", "64M", 1);
+		execl(tool_emit, tool_emit, "--threads", "2", "--iterations", "40000", "--rate",
+		      "200000", (char *)NULL);
+		_exit(127);
+	}
+	int status, again = 0;
+	uint64_t deadline = harness_now_ms() + 6 * HARNESS_WAIT_MS;
+	while (waitpid(pid, &status, WNOHANG) == 0) {
+		CHECK(harness_now_ms() < deadline);
+		again += strangers_hold(&h, fd, N, 16);
+		usleep(10000); /* pace of the reconnecting strangers */
+	}
+	CHECK(WIFEXITED(status) && WEXITSTATUS(status) == 0);
+	fprintf(stderr, "the strangers reconnected %d times while emit ran\n", again);
+	snprintf(cmd, sizeof cmd, ":%d: disconnected", h.port); /* any agent */
+	coll_expect_log(&h, "end of stream");
+	CHECK_EQ_U64(capture_find(&h, "emit", (uint32_t)pid, path, sizeof path), 1);
+	snprintf(cmd, sizeof cmd, "'%s' --emit 2 40000 '%s' >/dev/null", tool_dump, path);
+	CHECK(system(cmd) == 0);
+	CHECK_EQ_U64(capture_count(&h), 1);
+	for (int i = 0; i < N; i++)
+		if (fd[i] >= 0)
+			close(fd[i]);
+	finish(&h);
+}
+
+/* The pool evicts the oldest connection of the busiest address. */
+static void case_pending_pool(void)
+{
+	const char *const args[] = {"--max-pending", "4", NULL};
+	struct coll h;
+	struct stream agent;
+	int a[8], port[8];
+
+	if (!harness_second_address())
+		SKIP("127.0.0.2 cannot be bound: no second peer address");
+	start(&h, args);
+	for (int i = 0; i < 4; i++) {
+		a[i] = client_connect_from(&h, "127.0.0.2");
+		port[i] = client_local_port(a[i]);
+	}
+	stream_init(&agent, "agent", 5);
+	agent.fd = client_connect(&h);
+	agent.local_port = client_local_port(agent.fd);
+	/* the pool was full: the oldest of 127.0.0.2 made room */
+	CHECK_EQ_U64(wait_closed(a[0], HARNESS_WAIT_MS), 1);
+	coll_expect_log(&h, needle("127.0.0.2:%d: refused: %s", port[0],
+	                           "4 connections without a handshake (--max-pending)"));
+	for (int i = 4; i < 8; i++) {
+		a[i] = client_connect_from(&h, "127.0.0.2");
+		port[i] = client_local_port(a[i]);
+		CHECK_EQ_U64(wait_closed(a[i - 3], HARNESS_WAIT_MS), 1);
+	}
+	/* never the agent, from the other address */
+	struct pollfd p = {agent.fd, POLLIN, 0};
+	CHECK_EQ_U64(poll(&p, 1, 100), 0);
+	stream_handshake(&agent, ORBIT_PROTOCOL_VERSION, NULL);
+	stream_flush(&agent);
+	stream_good_frames(&agent, 3);
+	stream_close_wait(&agent, &h);
+	capture_verify_stream(&h, &agent);
+	for (int i = 0; i < 8; i++)
+		close(a[i]);
+	stream_free(&agent);
+	finish(&h);
+}
+
+/* The first frame is a small Handshake: over ORBIT_HANDSHAKE_FRAME_MAX,
+ * compressed or not, it is closed before any larger buffer is given. */
+static void attack_big_handshake(struct coll *h)
+{
+	struct attacker a;
+	struct orbit_frame_writer w;
+	static char name[70000];
+	Orbit__Handshake hs = ORBIT__HANDSHAKE__INIT;
+	Orbit__Packet p = ORBIT__PACKET__INIT;
+
+	memset(name, 'n', sizeof name - 1);
+	hs.protocol_version = ORBIT_PROTOCOL_VERSION;
+	hs.process_name = name; /* compresses well: its content is the problem */
+	p.body_case = ORBIT__PACKET__BODY_HANDSHAKE;
+	p.handshake = &hs;
+	CHECK(orbit__frame_writer_init(&w, 1) == 0);
+	CHECK(orbit__frame_add(&w, &p) == 0 && orbit__frame_finish(&w) == 0);
+	CHECK(w.out_len < ORBIT_HANDSHAKE_FRAME_MAX);
+	attacker_open(&a, h, "bighandshake", 0, 0);
+	attacker_send(&a, w.out, w.out_len);
+	attacker_expect(&a, h, "the first frame is over 65536 bytes");
+	orbit__frame_writer_free(&w);
+}
+
+/* An Ack packet is the collector's: an agent that sends one is closed. */
+static void attack_agent_ack(struct coll *h)
+{
+	struct attacker a;
+	struct stream s;
+	Orbit__Ack k = ORBIT__ACK__INIT;
+	Orbit__Packet p = ORBIT__PACKET__INIT;
+
+	k.frames = 1;
+	k.end = ORBIT_ACK_CAPTURE_CAP;
+	p.body_case = ORBIT__PACKET__BODY_ACK;
+	p.ack = &k;
+	stream_init(&s, "x", 1);
+	stream_add_thread(&s, 1, "fine");
+	stream_add(&s, &p);
+	stream_flush(&s);
+	attacker_open(&a, h, "agentack", 1, 2);
+	attacker_send(&a, s.bytes, s.len);
+	attacker_expect(&a, h, "packet 1: an acknowledgement from an agent");
+	stream_free(&s);
+}
+
+/* ---- acknowledgements ---- */
+
+static void ack_check_file(struct coll *h, const struct stream *s, const struct ack_reader *a)
+{
+	char path[512];
+	struct stat st;
+
+	CHECK_EQ_U64(capture_find(h, s->name, s->pid, path, sizeof path), 1);
+	CHECK(stat(path, &st) == 0);
+	CHECK(a->frames >= 1 && a->frames <= s->frames);
+	CHECK_EQ_U64(a->bytes, s->frame_end[a->frames - 1]); /* bytes of those frames */
+	CHECK((uint64_t)st.st_size >= a->bytes);             /* and they are in the file */
+}
+
+static void acks_open(struct stream *s, struct coll *h, const char *name, uint32_t pid)
+{
+	stream_open(s, h, name, pid);
+	s->acks = 1;
+	stream_handshake(s, ORBIT_PROTOCOL_VERSION, token_for_good);
+	stream_flush(s);
+}
+
+/* Acks arrive, say exactly which frames are in the file, come at a low rate,
+ * catch up with fdatasync, and the last one follows the agent's end. */
+static void case_acks(void)
+{
+	struct coll h;
+	struct stream s;
+	struct ack_reader a = {0};
+	uint64_t t0 = harness_now_ms();
+
+	start(&h, NULL);
+	acks_open(&s, &h, "acked", 31);
+	CHECK(ack_next(s.fd, &a, HARNESS_WAIT_MS) == 1); /* at once: accepted */
+	CHECK_EQ_U64(a.frames, 1);
+	ack_check_file(&h, &s, &a);
+	for (int round = 0; round < 6; round++) {
+		stream_good_frames(&s, 5);
+		CHECK(ack_wait_frames(s.fd, &a, s.frames, HARNESS_WAIT_MS));
+		CHECK_EQ_U64(a.frames, s.frames);
+		ack_check_file(&h, &s, &a);
+		usleep(100000); /* a stream that takes a while */
+	}
+	while (a.synced < a.frames) /* fdatasync catches up */
+		CHECK(ack_next(s.fd, &a, HARNESS_WAIT_MS) == 1);
+	stream_add_end(&s);
+	stream_flush(&s);
+	while (a.frames < s.frames || a.synced < s.frames) /* at once after EndOfStream */
+		CHECK(ack_next(s.fd, &a, HARNESS_WAIT_MS) == 1);
+	CHECK_EQ_U64(a.end, ORBIT_ACK_GOES_ON);
+	shutdown(s.fd, SHUT_WR); /* the agent's end: then the last Ack */
+	CHECK(ack_wait_last(s.fd, &a, HARNESS_WAIT_MS));
+	CHECK_EQ_U64(a.end, ORBIT_ACK_PEER_ENDED);
+	CHECK_EQ_U64(a.frames, s.frames);
+	CHECK_EQ_U64(a.synced, s.frames);
+	CHECK_EQ_U64(a.bytes, s.len);
+	CHECK_EQ_U64(ack_next(s.fd, &a, HARNESS_WAIT_MS), -1); /* and the collector closes */
+	uint64_t ms = harness_now_ms() - t0;
+	fprintf(stderr, "%u acks for %zu frames in %" PRIu64 " ms\n", a.count, s.frames, ms);
+	/* format.md 7.2: one per 250 ms, one per sync (1 s), the first, the
+	 * forced ones around EndOfStream, the last */
+	CHECK(a.count <= 8 + ms / 250 + ms / 1000);
+	CHECK(a.count < s.frames); /* fewer than one per frame */
+	coll_expect_log(&h, needle(":%d: disconnected%s", s.local_port, ""));
+	capture_verify_stream(&h, &s);
+	ack_reader_free(&a);
+	stream_free(&s);
+	finish(&h);
+}
+
+/* A bad frame: the last Ack counts the good frames before it. */
+static void case_acks_bad_frame(void)
+{
+	struct coll h;
+	struct stream s;
+	struct ack_reader a = {0};
+	uint8_t content[2000], frame[4096];
+	size_t n = packets_content(content, sizeof content);
+	size_t len = zstd_frame(frame, sizeof frame, content, n, 1, 1);
+
+	frame[len - 1] ^= 0x40;
+	start(&h, NULL);
+	acks_open(&s, &h, "badframe", 32);
+	stream_good_frames(&s, 4);
+	(void)send_all(s.fd, frame, len);
+	CHECK(ack_wait_last(s.fd, &a, HARNESS_WAIT_MS));
+	CHECK_EQ_U64(a.end, ORBIT_ACK_BAD_FRAME);
+	CHECK_EQ_U64(a.frames, s.frames);
+	CHECK_EQ_U64(a.synced, s.frames);
+	CHECK_EQ_U64(ack_next(s.fd, &a, HARNESS_WAIT_MS), -1);
+	coll_expect_log(&h, "frame data damaged");
+	capture_verify_stream(&h, &s);
+	ack_reader_free(&a);
+	stream_free(&s);
+	finish(&h);
+}
+
+/* SIGTERM: the last Ack says the collector stopped, and how much it kept;
+ * the frame in mid-air is not counted. */
+static void case_acks_stop(void)
+{
+	struct coll h;
+	struct stream s, more;
+	struct ack_reader a = {0};
+
+	start(&h, NULL);
+	acks_open(&s, &h, "stopped", 33);
+	stream_good_frames(&s, 6);
+	CHECK(ack_wait_frames(s.fd, &a, s.frames, HARNESS_WAIT_MS));
+	stream_init(&more, "x", 1);
+	stream_good_frames(&more, 1);
+	CHECK(send_all(s.fd, more.bytes, more.len / 2) == 0);
+	kill(h.pid, SIGTERM);
+	CHECK(ack_wait_last(s.fd, &a, HARNESS_WAIT_MS));
+	CHECK_EQ_U64(a.end, ORBIT_ACK_STOPPING);
+	CHECK_EQ_U64(a.frames, s.frames);
+	CHECK_EQ_U64(a.synced, s.frames);
+	close(s.fd);
+	s.fd = -1;
+	CHECK_EQ_U64(coll_wait(&h, SIGTERM), 0);
+	capture_verify_stream(&h, &s);
+	ack_reader_free(&a);
+	stream_free(&s);
+	stream_free(&more);
+	coll_cleanup(&h);
+}
+
+/* The collector's own last frame: one Ack packet that says where and why
+ * the stream was cut; everything before it is the stream as received. */
+static void capture_verify_cut(const char *path, const struct stream *s, size_t frames,
+                               uint32_t end)
+{
+	size_t want = s->frame_end[frames - 1], got = 0;
+	struct stat st;
+	int err = 0;
+	struct orbit_capture_reader *r;
+	Orbit__Packet *p;
+	struct orbit_capture_problem problem;
+
+	CHECK(stat(path, &st) == 0 && (uint64_t)st.st_size > want);
+	CHECK((uint64_t)st.st_size - want <= ORBIT_ACK_FRAME_MAX);
+	CHECK(zstd_test(path) != 1);
+	r = orbit__capture_open(path, &err);
+	CHECK(r != NULL);
+	while ((err = orbit__capture_next(r, &p, &problem)) == 1) {
+		if (got < s->frame_packets[frames - 1]) {
+			size_t n = orbit__packet__get_packed_size(p);
+			CHECK_EQ_U64(n, s->packet_len[got]);
+		} else {
+			CHECK_EQ_U64(got, s->frame_packets[frames - 1]); /* one packet after */
+			CHECK(p->body_case == ORBIT__PACKET__BODY_ACK);
+			CHECK_EQ_U64(p->ack->frames, frames);
+			CHECK_EQ_U64(p->ack->bytes, want);
+			CHECK_EQ_U64(p->ack->synced_frames, frames);
+			CHECK_EQ_U64(p->ack->end, end);
+		}
+		orbit__packet__free_unpacked(p, NULL);
+		got++;
+	}
+	CHECK_EQ_U64(err, 0);
+	CHECK_EQ_U64(got, s->frame_packets[frames - 1] + 1);
+	orbit__capture_close(r);
+	/* byte for byte before the cut */
+	FILE *f = fopen(path, "rb");
+	uint8_t *b = malloc(want);
+	CHECK(f != NULL && b != NULL && fread(b, 1, want, f) == want);
+	CHECK(memcmp(b, s->bytes, want) == 0);
+	fclose(f);
+	free(b);
+}
+
+/* Streams frames of random bytes until the collector stops taking them. */
+static void stream_until_closed(struct stream *s, int frames)
+{
+	for (int i = 0; i < frames; i++) {
+		int fd = s->fd;
+		s->fd = -1; /* built and recorded, sent below, errors allowed */
+		stream_add_page(s, 30000, 1);
+		stream_flush(s);
+		s->fd = fd;
+		(void)send_all(fd, s->bytes + s->frame_end[s->frames - 2],
+		               s->frame_end[s->frames - 1] - s->frame_end[s->frames - 2]);
+	}
+}
+
+/* --max-capture-size: the stream stops at its size with one line; the file
+ * is a valid capture that ends with the collector's Ack; with or without
+ * acknowledgements. */
+static void case_capture_cap(void)
+{
+	const char *const args[] = {"--max-capture-size", "256K", NULL};
+	struct coll h;
+	struct stream s, quiet;
+	struct ack_reader a = {0};
+	char path[512];
+
+	start(&h, args);
+	acks_open(&s, &h, "capped", 34);
+	stream_until_closed(&s, 20);
+	CHECK(ack_wait_last(s.fd, &a, HARNESS_WAIT_MS));
+	CHECK_EQ_U64(a.end, ORBIT_ACK_CAPTURE_CAP);
+	CHECK(a.frames > 1 && a.frames < s.frames);
+	CHECK_EQ_U64(a.synced, a.frames);
+	CHECK(s.frame_end[a.frames] + ORBIT_ACK_FRAME_MAX > 256 * 1024); /* all that fitted */
+	CHECK_EQ_U64(capture_find(&h, "capped", 34, path, sizeof path), 1);
+	capture_verify_cut(path, &s, a.frames, ORBIT_ACK_CAPTURE_CAP);
+	struct stat st;
+	CHECK(stat(path, &st) == 0 && st.st_size <= 256 * 1024);
+	coll_expect_log(&h, needle(":%d: closed (%s", s.local_port, "capture size cap"));
+	coll_expect_log(&h, "cut (the file ends with the collector's Ack)");
+	if (tool_replay != NULL) { /* orbit-replay says why the capture is incomplete */
+		char cmd[1400];
+		struct coll r = h; /* its log: what orbit-replay said */
+		snprintf(r.log, sizeof r.log, "%s/replay.err", h.root);
+		snprintf(cmd, sizeof cmd, "'%s' '%s' >/dev/null 2>'%s'", tool_replay, path, r.log);
+		int rc = system(cmd);
+		CHECK(WIFEXITED(rc) && WEXITSTATUS(rc) == 2);
+		CHECK_EQ_U64(coll_log_count(&r, "cut by the collector at its --max-capture-size"),
+		             1);
+	}
+
+	stream_open(&quiet, &h, "cappedquiet", 35); /* no acknowledgements asked */
+	stream_handshake(&quiet, ORBIT_PROTOCOL_VERSION, NULL);
+	stream_flush(&quiet);
+	stream_until_closed(&quiet, 20);
+	CHECK_EQ_U64(wait_closed(quiet.fd, HARNESS_WAIT_MS), 1);
+	coll_expect_log(&h, needle(":%d: closed (%s", quiet.local_port, "capture size cap"));
+	CHECK_EQ_U64(capture_find(&h, "cappedquiet", 35, path, sizeof path), 1);
+	size_t frames = 0;
+	CHECK(stat(path, &st) == 0);
+	while (frames < quiet.frames && quiet.frame_end[frames] < (size_t)st.st_size)
+		frames++;
+	capture_verify_cut(path, &quiet, frames, ORBIT_ACK_CAPTURE_CAP);
+	CHECK_EQ_U64(coll_log_count(&h, "capture size cap"), 2);
+	ack_reader_free(&a);
+	stream_free(&s);
+	stream_free(&quiet);
+	finish(&h);
+}
+
+/* --max-dir-size: the captures there count; a stream is cut at the cap, a
+ * new one refused with its line while the directory is full, and accepted
+ * once old captures are deleted. */
+static void case_dir_cap(void)
+{
+	const char *const args[] = {"--max-dir-size", "400K", NULL};
+	struct coll h;
+	struct stream s, late;
+	struct ack_reader a = {0};
+	char old[512], other[512], path[512];
+	uint8_t zeros[4096] = {0};
+
+	harness_root(&h);
+	CHECK(mkdir(h.dir, 0755) == 0);
+	snprintf(old, sizeof old, "%s/old-1-20200101T000000Z.orbit.zst", h.dir);
+	snprintf(other, sizeof other, "%s/notes.txt", h.dir); /* not a capture */
+	FILE *f = fopen(old, "w"), *g = fopen(other, "w");
+	CHECK(f != NULL && g != NULL);
+	for (int i = 0; i < 50; i++) /* 200 KiB */
+		CHECK(fwrite(zeros, 1, sizeof zeros, f) == sizeof zeros);
+	for (int i = 0; i < 256; i++) /* 1 MiB */
+		CHECK(fwrite(zeros, 1, sizeof zeros, g) == sizeof zeros);
+	fclose(f);
+	fclose(g);
+	coll_start(&h, exe, NULL, args);
+	coll_expect_log(&h, "400.0 KiB in all; 200.0 KiB there now");
+	acks_open(&s, &h, "dirfull", 36);
+	stream_until_closed(&s, 20);
+	CHECK(ack_wait_last(s.fd, &a, HARNESS_WAIT_MS));
+	CHECK_EQ_U64(a.end, ORBIT_ACK_DIR_CAP);
+	CHECK_EQ_U64(capture_find(&h, "dirfull", 36, path, sizeof path), 1);
+	capture_verify_cut(path, &s, a.frames, ORBIT_ACK_DIR_CAP);
+	struct stat st;
+	CHECK(stat(path, &st) == 0 && st.st_size + 200 * 1024 <= 400 * 1024);
+	coll_expect_log(&h, "directory size cap");
+	/* full: a new stream is told why */
+	stream_open(&late, &h, "late", 37);
+	stream_handshake(&late, ORBIT_PROTOCOL_VERSION, NULL);
+	stream_flush(&late);
+	if (wait_closed(late.fd, HARNESS_WAIT_MS) != 2) {
+		coll_dump_log(&h);
+		exit(1);
+	}
+	coll_expect_log(&h, needle(":%d: refused: %s", late.local_port,
+	                           "the capture directory is full (--max-dir-size 400.0 KiB)"));
+	stream_free(&late);
+	/* room again once the old capture is gone (measured again, at most
+	 * every 2 s) */
+	CHECK(unlink(old) == 0);
+	for (uint64_t end = harness_now_ms() + HARNESS_WAIT_MS;;) {
+		CHECK(harness_now_ms() < end);
+		stream_open(&late, &h, "late", 38);
+		stream_handshake(&late, ORBIT_PROTOCOL_VERSION, NULL);
+		stream_flush(&late);
+		struct pollfd p = {late.fd, POLLIN, 0};
+		if (poll(&p, 1, 300) == 0)
+			break; /* not refused */
+		CHECK_EQ_U64(wait_closed(late.fd, HARNESS_WAIT_MS), 2);
+		stream_free(&late);
+		usleep(200000); /* the collector measures again at most every 2 s */
+	}
+	stream_good_frames(&late, 2);
+	stream_close_wait(&late, &h);
+	capture_verify_stream(&h, &late);
+	ack_reader_free(&a);
+	stream_free(&s);
+	stream_free(&late);
+	finish(&h);
+}
+
+/* ---- through tests/tools/tcp_proxy ---- */
+
+static void need_proxy(void)
+{
+	if (tool_proxy == NULL)
+		SKIP("needs tests/tools/tcp_proxy");
+}
+
+/* A throttled link: acks still arrive, exact; the capture is complete. */
+static void case_proxy_throttle(void)
+{
+	const char *const pargs[] = {"--rate", "400000", NULL};
+	struct coll h;
+	struct proxy px;
+	struct stream s;
+	struct ack_reader a = {0};
+
+	need_proxy();
+	start(&h, NULL);
+	proxy_start(&px, tool_proxy, &h, pargs);
+	acks_open(&s, &px.via, "throttled", 40);
+	uint64_t t0 = harness_now_ms();
+	for (int i = 0; i < 30; i++) {
+		stream_add_page(&s, 20000, 1);
+		stream_flush(&s);
+	}
+	stream_add_end(&s);
+	stream_flush(&s);
+	CHECK(ack_wait_frames(s.fd, &a, s.frames, 3 * HARNESS_WAIT_MS));
+	uint64_t ms = harness_now_ms() - t0;
+	ack_check_file(&h, &s, &a);
+	shutdown(s.fd, SHUT_WR);
+	CHECK(ack_wait_last(s.fd, &a, HARNESS_WAIT_MS));
+	CHECK_EQ_U64(a.end, ORBIT_ACK_PEER_ENDED);
+	CHECK_EQ_U64(a.frames, s.frames);
+	CHECK_EQ_U64(a.bytes, s.len);
+	fprintf(stderr, "%zu bytes through 400 KB/s in %" PRIu64 " ms, %u acks\n", s.len, ms,
+	        a.count);
+	CHECK(ms * 400 >= s.len * 9 / 10); /* the proxy did throttle */
+	close(s.fd);
+	s.fd = -1;
+	coll_expect_log(&h, "throttled-40-");
+	coll_expect_log(&h, "end of stream");
+	capture_verify_stream(&h, &s);
+	proxy_stop(&px);
+	ack_reader_free(&a);
+	stream_free(&s);
+	finish(&h);
+}
+
+/* The link dies (reset) inside a frame: the file holds exactly the frames
+ * before it; no Ack ever said more. */
+static void case_proxy_drop(void)
+{
+	struct coll h;
+	struct proxy px;
+	struct stream s;
+	struct ack_reader a = {0};
+	char after[32], path[512];
+
+	need_proxy();
+	start(&h, NULL);
+	stream_init(&s, "dropped", 41);
+	s.acks = 1;
+	stream_handshake(&s, ORBIT_PROTOCOL_VERSION, NULL);
+	stream_flush(&s);
+	stream_good_frames(&s, 10);
+	snprintf(after, sizeof after, "%zu", s.frame_end[6] + 100);
+	const char *const pargs[] = {"--drop-after", after, NULL};
+	proxy_start(&px, tool_proxy, &h, pargs);
+	int fd = client_connect(&px.via);
+	(void)send_all(fd, s.bytes, s.len);
+	while (ack_next(fd, &a, HARNESS_WAIT_MS) == 1)
+		CHECK(a.frames <= 7);
+	coll_expect_log(&h, needle("inside a frame at stream byte %d%s", (int)s.frame_end[6], ""));
+	CHECK_EQ_U64(capture_find(&h, "dropped", 41, path, sizeof path), 1);
+	capture_verify(path, &s, 7);
+	close(fd);
+	proxy_stop(&px);
+	ack_reader_free(&a);
+	stream_free(&s);
+	finish(&h);
+}
+
+/* The link stops forwarding inside a frame: the frame timeout ends the
+ * stream, the file holds the frames before it. */
+static void case_proxy_blackhole(void)
+{
+	const char *const args[] = {"--frame-timeout-ms", "700", NULL};
+	struct coll h;
+	struct proxy px;
+	struct stream s;
+	char after[32], path[512];
+
+	need_proxy();
+	start(&h, args);
+	stream_init(&s, "blackholed", 42);
+	s.acks = 1;
+	stream_handshake(&s, ORBIT_PROTOCOL_VERSION, NULL);
+	stream_flush(&s);
+	stream_good_frames(&s, 8);
+	snprintf(after, sizeof after, "%zu", s.frame_end[3] + 50);
+	const char *const pargs[] = {"--blackhole-after", after, NULL};
+	proxy_start(&px, tool_proxy, &h, pargs);
+	int fd = client_connect(&px.via);
+	CHECK(send_all(fd, s.bytes, s.len) == 0);
+	coll_expect_log(&h, "incomplete after 700 ms");
+	CHECK_EQ_U64(capture_find(&h, "blackholed", 42, path, sizeof path), 1);
+	capture_verify(path, &s, 4);
+	close(fd);
+	proxy_stop(&px);
+	stream_free(&s);
+	finish(&h);
+}
+
 static const struct {
 	const char *name;
 	void (*attack)(struct coll *h);
@@ -1232,16 +1972,28 @@ static const struct {
     {"second_handshake", attack_second_handshake},
     {"bomb", attack_bomb},
     {"empty", attack_empty},
+    {"big_handshake", attack_big_handshake},
+    {"agent_ack", attack_agent_ack},
 };
 
 int main(int argc, char **argv)
 {
-	if (argc != 3) {
-		fprintf(stderr, "usage: %s PATH-TO-orbit-collector CASE\n", argv[0]);
+	if (argc < 3) {
+		fprintf(stderr, "usage: %s PATH-TO-orbit-collector CASE [TOOL...]\n", argv[0]);
 		return 2;
 	}
 	exe = argv[1];
 	const char *c = argv[2];
+	for (int i = 3; i < argc; i++) {
+		const char *base = strrchr(argv[i], '/') ? strrchr(argv[i], '/') + 1 : argv[i];
+		const char **slot = strcmp(base, "tcp_proxy") == 0      ? &tool_proxy
+		                    : strcmp(base, "emit") == 0         ? &tool_emit
+		                    : strcmp(base, "capture_dump") == 0 ? &tool_dump
+		                    : strcmp(base, "orbit-replay") == 0 ? &tool_replay
+		                                                        : NULL;
+		if (slot != NULL && access(argv[i], X_OK) == 0)
+			*slot = argv[i];
+	}
 	if (access(exe, X_OK) != 0)
 		SKIP("%s: not built", exe);
 	for (size_t i = 0; i < sizeof attacks / sizeof attacks[0]; i++) {
@@ -1288,6 +2040,28 @@ int main(int argc, char **argv)
 		case_status_tty();
 	else if (strcmp(c, "quiet") == 0)
 		case_quiet();
+	else if (strcmp(c, "strangers") == 0)
+		case_strangers();
+	else if (strcmp(c, "strangers_agent") == 0)
+		case_strangers_agent();
+	else if (strcmp(c, "pending_pool") == 0)
+		case_pending_pool();
+	else if (strcmp(c, "acks") == 0)
+		case_acks();
+	else if (strcmp(c, "acks_bad_frame") == 0)
+		case_acks_bad_frame();
+	else if (strcmp(c, "acks_stop") == 0)
+		case_acks_stop();
+	else if (strcmp(c, "capture_cap") == 0)
+		case_capture_cap();
+	else if (strcmp(c, "dir_cap") == 0)
+		case_dir_cap();
+	else if (strcmp(c, "proxy_throttle") == 0)
+		case_proxy_throttle();
+	else if (strcmp(c, "proxy_drop") == 0)
+		case_proxy_drop();
+	else if (strcmp(c, "proxy_blackhole") == 0)
+		case_proxy_blackhole();
 	else {
 		fprintf(stderr, "unknown case '%s'\n", c);
 		return 2;

@@ -4,7 +4,12 @@
 # twice, as users would (issue 2 §1):
 #   1. tests/integration/install_consumer with find_package(orbit), linking
 #      orbit::orbit (and orbit::orbit_static, and from C++);
-#   2. main.c compiled with `pkg-config --cflags --libs orbit`.
+#   2. main.c compiled with the line docs/api.md gives for a prefix install,
+#      `pkg-config --cflags --libs orbit` plus an rpath to its libdir, and
+#      run with no LD_LIBRARY_PATH;
+#   3. main.c compiled with `pkg-config --cflags --libs orbit-static`: the
+#      binary must not depend on liborbit.so at all (ldd), nor must the
+#      find_package consumer linked with orbit::orbit_static.
 # The shared consumers must load liborbit from the prefix, not the build tree.
 # Exits 77 when pkg-config or a C compiler is missing, and for a sanitizer
 # build (ORBIT_SANITIZED=1): its libraries need the sanitizer runtime, which a
@@ -34,7 +39,7 @@ cmake --install "$build" --prefix "$prefix" >"$tmp/install.log" 2>&1 ||
 pc=$(find "$prefix" -name orbit.pc | head -n 1)
 [ -n "$pc" ] || fail "orbit.pc not installed under $prefix"
 libdir=$(dirname "$(dirname "$pc")")
-for f in liborbit.so liborbit.a cmake/orbit/orbitConfig.cmake; do
+for f in liborbit.so liborbit.a cmake/orbit/orbitConfig.cmake pkgconfig/orbit-static.pc; do
 	[ -e "$libdir/$f" ] || fail "$libdir/$f not installed"
 done
 
@@ -75,7 +80,25 @@ if [ -z "$incdir" ] || [ ! -d "$incdir" ] ||
 	[ "$(cd "$incdir" && pwd -P)" != "$(cd "$prefix/include" && pwd -P)" ]; then
 	fail "pkg-config --cflags orbit gives '$flags': its -I is not $prefix/include"
 fi
+rpath=$(pkg-config --variable=libdir orbit) || fail "pkg-config --variable=libdir orbit failed"
 # shellcheck disable=SC2086 # flags are words
 "$cc" -o "$tmp/consumer_pc" "$src/tests/integration/install_consumer/main.c" $flags \
-	>"$tmp/pc.log" 2>&1 || { cat "$tmp/pc.log" >&2; fail "compiling with pkg-config flags '$flags' failed"; }
-check_run "pkg-config" env LD_LIBRARY_PATH="$libdir" "$tmp/consumer_pc"
+	-Wl,-rpath,"$rpath" >"$tmp/pc.log" 2>&1 ||
+	{ cat "$tmp/pc.log" >&2; fail "compiling with pkg-config flags '$flags' failed"; }
+check_run "pkg-config (rpath, no LD_LIBRARY_PATH)" env -u LD_LIBRARY_PATH "$tmp/consumer_pc"
+
+# 3. pkg-config --cflags --libs orbit-static: no liborbit.so at run time.
+no_shared_orbit() { # name binary
+	if ldd "$2" | grep -q 'liborbit\.so'; then
+		ldd "$2" >&2
+		fail "$1: depends on liborbit.so"
+	fi
+}
+sflags=$(pkg-config --cflags --libs orbit-static) || fail "pkg-config --cflags --libs orbit-static failed"
+# shellcheck disable=SC2086 # flags are words
+"$cc" -o "$tmp/consumer_static_pc" -DCONSUMER_STATIC=1 \
+	"$src/tests/integration/install_consumer/main.c" $sflags >"$tmp/spc.log" 2>&1 ||
+	{ cat "$tmp/spc.log" >&2; fail "compiling with pkg-config flags '$sflags' failed"; }
+no_shared_orbit "pkg-config orbit-static" "$tmp/consumer_static_pc"
+check_run "pkg-config orbit-static" env -u LD_LIBRARY_PATH "$tmp/consumer_static_pc"
+no_shared_orbit "find_package orbit::orbit_static" "$tmp/consumer/consumer_static"

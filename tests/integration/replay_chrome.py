@@ -13,7 +13,7 @@ from collections import Counter
 from decimal import Decimal
 
 sys.path.insert(0, __import__("os").path.dirname(__file__))
-from replay_common import Replay, as_utf8, check, read_csv, viewer_depths  # noqa: E402
+from replay_common import MARKS, Replay, as_utf8, check, read_csv, viewer_depths  # noqa: E402
 
 
 def ns(v):
@@ -48,12 +48,20 @@ def attrs_of_row(r):
     return (r["color"], int(r["group_id"])) if r["color"] else None
 
 
+def marks_of(e):
+    """What an event's args mark as uncertain."""
+    args = e.get("args", {})
+    for k in MARKS & set(args):
+        check(args[k] is True, "mark %s is %r" % (k, args[k]))
+    return frozenset(MARKS & set(args))
+
+
 def check_scopes(events, rows):
     xs = [e for e in events if e["ph"] == "X"]
-    want = Counter((r["tid"], as_utf8(r["name"]), r["start_ns"], r["end_ns"], r["unfinished"],
-                    attrs_of_row(r)) for r in rows if r["kind"] == "scope")
-    got = Counter((e["tid"], e["name"], ns(e["ts"]), ns(e["ts"]) + ns(e["dur"]),
-                   bool(e.get("args", {}).get("unfinished", False)), attrs_of(e)) for e in xs)
+    want = Counter((r["tid"], as_utf8(r["name"]), r["start_ns"], r["end_ns"],
+                    frozenset(r["marks"]), attrs_of_row(r)) for r in rows if r["kind"] == "scope")
+    got = Counter((e["tid"], e["name"], ns(e["ts"]), ns(e["ts"]) + ns(e["dur"]), marks_of(e),
+                   attrs_of(e)) for e in xs)
     check(got == want, "X events differ from the CSV scopes:\n  extra %s\n  missing %s" %
           (list((got - want).items())[:5], list((want - got).items())[:5]))
     for e in xs:
@@ -80,9 +88,9 @@ def check_spans(events, rows):
             check(e["id"] in begins and begins[e["id"]], "async end without begin %r" % e)
             b = begins[e["id"]].pop(0)
             check(b["name"] == e["name"] and b["cat"] == e["cat"] == "async", "async pair")
-            got[(b["tid"], b["name"], ns(b["ts"]), ns(e["ts"]), attrs_of(b))] += 1
-    want = Counter((r["tid"], as_utf8(r["name"]), r["start_ns"], r["end_ns"], attrs_of_row(r))
-                   for r in rows if r["kind"] == "async")
+            got[(b["tid"], b["name"], ns(b["ts"]), ns(e["ts"]), marks_of(b), attrs_of(b))] += 1
+    want = Counter((r["tid"], as_utf8(r["name"]), r["start_ns"], r["end_ns"],
+                    frozenset(r["marks"]), attrs_of_row(r)) for r in rows if r["kind"] == "async")
     check(got == want, "async events %s, want %s" % (got, want))
 
 

@@ -48,21 +48,28 @@ class Replay:
         shutil.rmtree(self.tmp, ignore_errors=True)
 
 
+MARKS = {"unfinished", "name_incomplete", "time_untrusted"}
+
+
 def read_csv(path):
     """Rows as dicts; names kept as the bytes orbit-replay wrote
-    (surrogateescape), empty end_ns/duration_ns for unfinished scopes,
-    empty color/group_id for events written without them."""
+    (surrogateescape), empty color/group_id for events written without them,
+    marks as a set of words (an unfinished scope's end_ns is the latest time
+    it is known open)."""
     with open(path, newline="", encoding="utf-8", errors="surrogateescape") as f:
         text = f.read()
     check(text.startswith("pid,tid,thread_name,depth,name,start_ns,end_ns,"
-                          "duration_ns,kind,color,group_id\r\n"), "CSV header")
+                          "duration_ns,kind,color,group_id,marks\r\n"), "CSV header")
     rows = list(csv.DictReader(io.StringIO(text, newline="")))
     for r in rows:
         r["pid"] = int(r["pid"])
         r["tid"] = int(r["tid"])
         r["start_ns"] = int(r["start_ns"])
-        r["unfinished"] = r["end_ns"] == ""
-        r["end_ns"] = int(r["end_ns"]) if r["end_ns"] else r["start_ns"]
+        r["end_ns"] = int(r["end_ns"])
+        check(int(r["duration_ns"]) == r["end_ns"] - r["start_ns"], "duration of %r" % r)
+        r["marks"] = set(r["marks"].split())
+        check(r["marks"] <= MARKS, "marks %r" % r["marks"])
+        r["unfinished"] = "unfinished" in r["marks"]
         r["depth"] = int(r["depth"]) if r["depth"] else None
     return rows
 

@@ -41,12 +41,12 @@ static size_t read_rows(const char *path, struct row *rows)
 	CHECK(f != NULL);
 	CHECK(fgets(line, sizeof line, f) != NULL); /* header */
 	while (fgets(line, sizeof line, f) != NULL) {
-		char *field[9];
+		char *field[12];
 		char *p = line;
-		for (int i = 0; i < 9; i++) {
+		for (int i = 0; i < 12; i++) {
 			field[i] = p;
 			p = strchr(p, ',');
-			if (i < 8) {
+			if (i < 11) {
 				CHECK(p != NULL);
 				*p++ = '\0';
 			}
@@ -56,7 +56,7 @@ static size_t read_rows(const char *path, struct row *rows)
 		r->tid = (uint32_t)strtoul(field[1], NULL, 10);
 		snprintf(r->name, sizeof r->name, "%s", field[4]);
 		r->start = strtoull(field[5], NULL, 10);
-		r->unfinished = field[6][0] == '\0';
+		r->unfinished = strstr(field[11], "unfinished") != NULL; /* marks */
 		r->end = r->unfinished ? 0 : strtoull(field[6], NULL, 10);
 		CHECK(strncmp(field[8], "scope", 5) == 0 || strncmp(field[8], "async", 5) == 0);
 	}

@@ -7,9 +7,14 @@
 #            length, first u16), the total
 #   damaged  a cut page file and a page of garbage: an error line naming
 #            the file and page, the pages before still printed, exit 2
-# usage: replay_pages.sh ORBIT_REPLAY DATA_DIR CASE
+#   sched    on real pages of kernel scheduling events (data/sched: the
+#            tracefs instance of agent/src/sched_tracefs.c, a page with a
+#            stored lost count among them) it prints what libtraceevent's
+#            kbuffer reads, live (tools/kbuffer_dump.c): page headers, lost
+#            events, every record
+# usage: replay_pages.sh ORBIT_REPLAY DATA_DIR CASE [KBUFFER_DUMP]
 set -u
-replay=$1 data=$2 case=$3
+replay=$1 data=$2 case=$3 kbdump=${4:-}
 tmp=$(mktemp -d) || exit 1
 trap 'rm -rf "$tmp"' EXIT
 fail() { echo "FAIL: $*"; exit 1; }
@@ -41,6 +46,20 @@ damaged)
 	"$replay" --pages "$tmp/missing.bin" > "$tmp/out" 2> "$tmp/err"
 	[ $? -eq 2 ] || fail "missing file: want exit 2"
 	grep -q "missing.bin" "$tmp/err" || fail "missing file not named"
+	;;
+sched)
+	[ -n "$kbdump" ] || fail "sched needs KBUFFER_DUMP"
+	keep() { grep -E '^(page [0-9]+: |  kbuffer: |  rec |total )' "$1"; }
+	for f in cpu0.pages cpu1.pages lost.cpu1.pages; do
+		"$kbdump" "$data/sched/$f" > "$tmp/kb" || fail "kbuffer_dump $f: exit $?"
+		"$replay" --pages "$data/sched/$f" > "$tmp/out" 2> "$tmp/err" ||
+			fail "$f: exit $?: $(cat "$tmp/err")"
+		keep "$tmp/kb" > "$tmp/kb.lines"
+		keep "$tmp/out" > "$tmp/out.lines"
+		[ "$(grep -c '^  rec ' "$tmp/kb.lines")" -gt 0 ] || fail "$f: no records"
+		diff -u "$tmp/kb.lines" "$tmp/out.lines" || fail "$f: --pages differs from kbuffer"
+	done
+	grep -q 'missed_flag=1 stored_flag=1' "$tmp/out" || fail "the lost page is not flagged"
 	;;
 *)
 	fail "unknown case $case"

@@ -21,7 +21,7 @@ import sys
 from collections import Counter, defaultdict
 
 sys.path.insert(0, __import__("os").path.dirname(__file__))
-from replay_common import Replay, as_utf8, check, one, protoc_decode, read_csv  # noqa: E402
+from replay_common import MARKS, Replay, as_utf8, check, one, protoc_decode, read_csv  # noqa: E402
 
 
 def walk(packets):
@@ -67,7 +67,7 @@ def walk(packets):
 
 def slices(tracks, events):
     """Begin/end pairs per track after the sort: (uuid, name, start, end,
-    depth, unfinished)."""
+    depth, marks, attrs)."""
     stacks, out = defaultdict(list), []
     for ts, _, uuid, typ, name, ann, _ in sorted(events, key=lambda e: (e[0], e[1])):
         if typ == "TYPE_SLICE_BEGIN":
@@ -76,7 +76,8 @@ def slices(tracks, events):
             check(stacks[uuid], "end without begin on track %s at %d" % (uuid, ts))
             name, start, ann = stacks[uuid].pop()
             attrs = (ann["color"], int(ann["group"])) if "color" in ann else None
-            out.append((uuid, name, start, ts, len(stacks[uuid]), "unfinished" in ann, attrs))
+            marks = frozenset(k for k in ann if k in MARKS)
+            out.append((uuid, name, start, ts, len(stacks[uuid]), marks, attrs))
     for uuid, st in stacks.items():
         check(not st, "track %s: %d slices never end" % (uuid, len(st)))
     return out
@@ -95,25 +96,26 @@ def main():
         check(packets, "no packets")
         tracks, events = walk(packets)
         got_scopes, got_spans = Counter(), Counter()
-        for uuid, name, start, end, depth, unfinished, attrs in slices(tracks, events):
+        for uuid, name, start, end, depth, marks, attrs in slices(tracks, events):
             td = tracks[uuid]
             th = one(td, "thread")
             if th is not None:
-                got_scopes[(int(one(th, "tid")), name, start, end, depth, unfinished,
+                got_scopes[(int(one(th, "tid")), name, start, end, depth, marks,
                             attrs)] += 1
             else:
                 check(one(td, "parent_uuid") is not None, "async track without a parent")
-                got_spans[(name, start, end, attrs)] += 1
+                got_spans[(name, start, end, marks, attrs)] += 1
 
         def attrs_of(r):
             return (r["color"], int(r["group_id"])) if r["color"] else None
         want_scopes = Counter((r["tid"], as_utf8(r["name"]).replace("\0", "\ufffd"),
-                               r["start_ns"], r["end_ns"], r["depth"], r["unfinished"],
+                               r["start_ns"], r["end_ns"], r["depth"], frozenset(r["marks"]),
                                attrs_of(r)) for r in rows if r["kind"] == "scope")
         check(got_scopes == want_scopes, "slices differ from the CSV scopes:\n  extra %s\n"
               "  missing %s" % (sorted(got_scopes - want_scopes)[:5],
                                 sorted(want_scopes - got_scopes)[:5]))
-        want_spans = Counter((as_utf8(r["name"]), r["start_ns"], r["end_ns"], attrs_of(r))
+        want_spans = Counter((as_utf8(r["name"]), r["start_ns"], r["end_ns"],
+                              frozenset(r["marks"]), attrs_of(r))
                              for r in rows if r["kind"] == "async")
         check(got_spans == want_spans, "async slices %s, want %s" % (got_spans, want_spans))
         counters = [e for e in events if e[3] == "TYPE_COUNTER"]

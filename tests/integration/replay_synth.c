@@ -15,6 +15,9 @@
  *   noend    a stream without EndOfStream
  *   badeq    an EndOfStream claiming more than was delivered or lost
  *   streams  two streams (two handshakes) in one file
+ *   marks    what is uncertain, on every kind of event: untrusted times, a
+ *            lost name continuation, a scope never stopped ended by its
+ *            thread's end record
  */
 #include <stdio.h>
 #include <stdlib.h>
@@ -84,10 +87,13 @@ static void handshake(uint32_t pid, const char *process)
 static uint8_t recs[4][256 * ORBIT_RECORD_SIZE];
 static uint32_t nrecs[4];
 
+static uint8_t rec_flags; /* flags of the next head or stop record */
+
 static void rec(uint32_t ring, uint64_t time, uint32_t tid, uint8_t kind, uint64_t id,
                 const char *name, size_t len)
 {
-	struct orbit_record r = {time, id, tid, kind, 0, (uint16_t)len, {0}};
+	struct orbit_record r = {time, id, tid, kind, rec_flags, (uint16_t)len, {0}};
+	rec_flags = 0;
 	size_t k = len < ORBIT_RECORD_NAME ? len : ORBIT_RECORD_NAME;
 	memcpy(r.name, name, k);
 	orbit__record_encode(&r, recs[ring] + (size_t)nrecs[ring]++ * ORBIT_RECORD_SIZE);
@@ -148,6 +154,8 @@ static void loss(uint32_t ring, uint64_t lapped)
 	add(&p);
 }
 
+static uint64_t end_untrusted, end_resets; /* EndOfStream 5 and 6 */
+
 static void end(uint64_t extra, const uint64_t *reserved, size_t nreserved)
 {
 	uint64_t claimed[4];
@@ -158,6 +166,8 @@ static void end(uint64_t extra, const uint64_t *reserved, size_t nreserved)
 	e.claimed_per_ring = claimed;
 	e.n_reserved_per_page_ring = nreserved;
 	e.reserved_per_page_ring = (uint64_t *)reserved;
+	e.untrusted_times = end_untrusted;
+	e.clock_resets = end_resets;
 	Orbit__Packet p = ORBIT__PACKET__INIT;
 	p.body_case = ORBIT__PACKET__BODY_END;
 	p.end = &e;
@@ -367,15 +377,51 @@ static void scenario_streams(void)
 	end(0, NULL, 0);
 }
 
+/* Marks (issue 9): thread 81 writes a scope whose start's time the agent
+ * did not trust, one whose stop's it did not, a scope never stopped around
+ * a child and a scope whose name lost its continuation (40 bytes, 32
+ * arrive), an async span stopped with an untrusted time, a value with one,
+ * and its thread-end record, which ends the scope never stopped. The agent
+ * says 4 untrusted times and 1 counter reset. */
+static void scenario_marks(void)
+{
+	const uint8_t u = ORBIT_REC_FLAG_TIME_UNTRUSTED;
+	handshake(PID, "marks");
+	rec_flags = u;
+	rec(0, T0 + 100, 81, ORBIT_REC_SCOPE_START, 1, "start untrusted", 15);
+	stop(0, T0 + 200, 81, 1);
+	rec(0, T0 + 300, 81, ORBIT_REC_SCOPE_START, 2, "stop untrusted", 14);
+	rec_flags = u;
+	stop(0, T0 + 400, 81, 2);
+	rec(0, T0 + 500, 81, ORBIT_REC_SCOPE_START, 3, "never stopped", 13);
+	rec(0, T0 + 600, 81, ORBIT_REC_SCOPE_START, 4, "child", 5);
+	stop(0, T0 + 700, 81, 4);
+	const char *cut = "a name of forty bytes, cut at 32, lost";
+	struct orbit_record h = {T0 + 800, 5, 81, ORBIT_REC_SCOPE_START, 0, 40, {0}};
+	memcpy(h.name, cut, 32); /* its continuation never comes */
+	orbit__record_encode(&h, recs[0] + (size_t)nrecs[0]++ * ORBIT_RECORD_SIZE);
+	stop(0, T0 + 900, 81, 5);
+	rec(0, T0 + 1000, 81, ORBIT_REC_ASYNC_START, 0x99, "span", 4);
+	rec_flags = u;
+	rec(0, T0 + 1100, 81, ORBIT_REC_ASYNC_STOP, 0x99, "", 0);
+	rec_flags = u;
+	rec(0, T0 + 1200, 81, ORBIT_REC_INT64, 7, "value", 5);
+	rec(0, T0 + 1300, 81, ORBIT_REC_THREAD_END, 0, "", 0);
+	batch(0, 0);
+	end_untrusted = 4;
+	end_resets = 1;
+	end(0, NULL, 0);
+}
+
 int main(int argc, char **argv)
 {
 	static const struct {
 		const char *name;
 		void (*fn)(void);
-	} sc[] = {{"names", scenario_names},    {"ties", scenario_ties},
-	          {"logs", scenario_logs},      {"loss", scenario_loss},
-	          {"noend", scenario_noend},    {"badeq", scenario_badeq},
-	          {"streams", scenario_streams}};
+	} sc[] = {{"names", scenario_names},     {"ties", scenario_ties},
+	          {"logs", scenario_logs},       {"loss", scenario_loss},
+	          {"noend", scenario_noend},     {"badeq", scenario_badeq},
+	          {"streams", scenario_streams}, {"marks", scenario_marks}};
 	if (argc != 3) {
 		fprintf(stderr, "usage: replay_synth SCENARIO OUT\n");
 		return 1;

@@ -1,8 +1,10 @@
 #!/bin/sh
 # transport_collector.sh BUILD_DIR CASE — the agent streaming to a real
 # orbit-collector on loopback, and the faults it must survive:
-#   e2e           three instrumented processes at once, three threads each: each
-#                 capture holds exactly what was emitted, in each thread's order
+#   e2e           three instrumented processes at once, three threads each: in
+#                 each capture every record delivered is the one emitted at its
+#                 place, in each thread's order, and claimed == delivered + lost
+#                 exactly (capture_dump --emit; loss is allowed, and counted)
 #   copy          ORBIT_COLLECTOR and ORBIT_CAPTURE together: the local copy and
 #                 the collector's file are the same bytes
 #   agent_killed  the agent is SIGKILLed mid-stream: its capture keeps every

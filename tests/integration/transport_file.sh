@@ -1,8 +1,10 @@
 #!/bin/sh
 # transport_file.sh BUILD_DIR — ORBIT_CAPTURE: three instrumented processes at
 # once, three threads each, each writing its own capture; every capture is a
-# plain zstd stream holding exactly the events emitted, in each thread's
-# order, names intact, claimed == delivered + lost with no loss.
+# plain zstd stream in which every record delivered is the one emitted at its
+# place, in each thread's order, names intact, and claimed == delivered + lost
+# exactly (loss is allowed and counted: a slow machine, ASan, may lap rings;
+# capture_dump --emit).
 set -eu
 build=$1
 dir=$(mktemp -d)

@@ -34,7 +34,7 @@ static void *producer(void *arg)
 
 struct seen {
 	uint8_t *hit; /* [THREADS * PER_THREAD] */
-	uint64_t records, bad;
+	uint64_t records, bad, ends;
 };
 
 static void on_records(void *ctx, uint32_t ring, uint64_t first, const uint8_t *recs, uint32_t n)
@@ -45,6 +45,10 @@ static void on_records(void *ctx, uint32_t ring, uint64_t first, const uint8_t *
 	for (uint32_t i = 0; i < n; i++) {
 		struct orbit_record rec;
 		int err = orbit__record_decode(recs + (size_t)i * ORBIT_RECORD_SIZE, &rec);
+		if (err == 0 && rec.kind == ORBIT_REC_THREAD_END) {
+			s->ends++; /* each producer's last record */
+			continue;
+		}
 		uint64_t p = rec.id >> 32, seq = rec.id & 0xffffffffu;
 		if (err || rec.kind != ORBIT_REC_UINT64 || p >= THREADS || seq >= PER_THREAD ||
 		    s->hit[p * PER_THREAD + seq]++) {
@@ -76,7 +80,7 @@ int main(void)
 	for (int round = 0; round < ROUNDS && intact; round++) {
 		uint64_t before = orbit__ring_claimed(seg, 0);
 		memset(s.hit, 0, THREADS * PER_THREAD);
-		s.records = s.bad = 0;
+		s.records = s.bad = s.ends = 0;
 		pthread_t t[THREADS];
 		for (uintptr_t i = 0; i < THREADS; i++)
 			CHECK(pthread_create(&t[i], NULL, producer, (void *)i) == 0);
@@ -88,8 +92,8 @@ int main(void)
 		printf("round %d: claimed %llu, delivered %llu, lost %llu, bad %llu\n", round,
 		       (unsigned long long)claimed, (unsigned long long)s.records,
 		       (unsigned long long)res.lost, (unsigned long long)s.bad);
-		intact = claimed == THREADS * PER_THREAD && /* no claim handed out twice */
-		         s.bad == 0 && res.lost == 0 &&
+		intact = claimed == THREADS * (PER_THREAD + 1) && /* no claim handed out twice */
+		         s.bad == 0 && res.lost == 0 && s.ends == THREADS &&
 		         s.records == THREADS * PER_THREAD; /* every event, once */
 	}
 #ifdef ORBIT_TEST_PLAIN_CLAIM

@@ -5,9 +5,15 @@
  *   capture_dump FILE                  summary; the loss equation per stream
  *   capture_dump --records FILE        also every record, one per line
  *   capture_dump --emit THREADS ITERATIONS FILE
- *                                      checks the capture holds exactly what
- *                                      examples/emit.c emitted, in each
- *                                      thread's order, names intact, no loss
+ *                                      checks the capture holds what
+ *                                      examples/emit.c emitted: every record
+ *                                      delivered is the one emitted at its
+ *                                      place, in each thread's order, names
+ *                                      intact; claimed == delivered + lost
+ *                                      exactly, with claimed all that was
+ *                                      emitted (loss is allowed, and counted;
+ *                                      without any, nothing may be missing),
+ *                                      each thread's end record last
  * Exit: 0 good, 1 check failed, 2 damaged capture, 3 usage.
  */
 #include <inttypes.h>
@@ -24,10 +30,9 @@
 
 struct thread_check {
 	uint32_t tid;
-	int t;    /* emitter index, from the thread name; -1 unknown */
-	long i;   /* iteration */
-	int step; /* 0..4 within an iteration */
-	int named;
+	int t;        /* emitter index, from the names; -1 unknown */
+	int64_t last; /* place of the last record: 0 name, 1 + 5i + step,
+	                 1 + 5n its thread-end record; -1 none */
 	uint64_t records;
 };
 
@@ -44,6 +49,8 @@ static struct {
 	struct thread_check th[MAX_TIDS];
 	int nth;
 	uint64_t decoded;
+	uint64_t untrusted; /* records with flag bit 1 */
+	uint64_t end_untrusted, end_resets;
 } S;
 
 static struct thread_check *thread_of(uint32_t tid)
@@ -57,13 +64,16 @@ static struct thread_check *thread_of(uint32_t tid)
 	memset(t, 0, sizeof *t);
 	t->tid = tid;
 	t->t = -1;
+	t->last = -1;
 	return t;
 }
 
 static int fail(const char *what, const struct orbit_record *r)
 {
-	fprintf(stderr, "emit check: %s (tid %u kind %u id %" PRIu64 " name \"%.*s\")\n", what,
-	        r->tid, r->kind, r->id, (int)(r->len < 32 ? r->len : 32), (const char *)r->name);
+	if (S.bad < 20) /* the first ones say it */
+		fprintf(stderr, "emit check: %s (tid %u kind %u id %" PRIu64 " name \"%.*s\")\n",
+		        what, r->tid, r->kind, r->id, (int)(r->len < 32 ? r->len : 32),
+		        (const char *)r->name);
 	S.bad++;
 	return -1;
 }
@@ -74,8 +84,35 @@ static int name_is(const struct orbit_record *r, const char *want)
 	return r->len == n && n <= 32 && memcmp(r->name, want, n) == 0;
 }
 
-/* The emit pattern per thread: name; then per iteration: outer start,
- * inner start, value, inner stop, outer stop. */
+/* The emitter index a name says, checking it against the thread's. */
+static int name_index(struct thread_check *t, const struct orbit_record *r, const char *fmt,
+                      long want_i)
+{
+	char want[64];
+	int idx;
+	if (r->len > 32 || sscanf((const char *)r->name, fmt, &idx) != 1)
+		return fail("unexpected name", r);
+	if (t->t >= 0 && idx != t->t)
+		return fail("another emitter's name on this thread", r);
+	t->t = idx;
+	if (want_i >= 0)
+		snprintf(want, sizeof want, "t%d inner %ld", idx, want_i);
+	else
+		snprintf(want, sizeof want, fmt, idx);
+	if (!name_is(r, want))
+		return fail("the name is not the one emitted", r);
+	return 0;
+}
+
+/*
+ * The emit pattern per thread: its name; then per iteration i: outer start
+ * (scope id 2i+1), inner start (id 2i+2, "inner i"), the value (id i),
+ * inner stop, outer stop; last, its thread-end record. Each record therefore
+ * says its place in the thread's sequence: 0 for the name, 1 + 5i + step,
+ * 1 + 5n for the thread's end (n iterations). Places must increase
+ * (records are delivered in the thread's order); with no loss in the
+ * capture they must follow one another.
+ */
 static void emit_check(const struct orbit_record *r)
 {
 	struct thread_check *t = thread_of(r->tid);
@@ -84,44 +121,45 @@ static void emit_check(const struct orbit_record *r)
 		return;
 	}
 	t->records++;
-	char want[64];
-	if (!t->named) {
-		int idx;
-		if (r->kind != ORBIT_REC_THREAD_NAME || r->len > 32 ||
-		    sscanf((const char *)r->name, "emitter %d", &idx) != 1) {
-			fail("first record is not the thread name", r);
+	int64_t place, i;
+	switch (r->kind) {
+	case ORBIT_REC_THREAD_NAME:
+		if (name_index(t, r, "emitter %d", -1) != 0)
 			return;
-		}
-		t->named = 1;
-		t->t = idx;
+		place = 0;
+		break;
+	case ORBIT_REC_SCOPE_START:
+		if (r->id == 0)
+			goto bad;
+		i = (int64_t)(r->id - 1) / 2;
+		if (name_index(t, r, r->id & 1 ? "t%d outer" : "t%d inner", r->id & 1 ? -1 : i))
+			return;
+		place = 1 + 5 * i + (r->id & 1 ? 0 : 1);
+		break;
+	case ORBIT_REC_UINT64:
+		if (name_index(t, r, "t%d value", -1) != 0)
+			return;
+		place = 1 + 5 * (int64_t)r->id + 2;
+		break;
+	case ORBIT_REC_SCOPE_STOP:
+		if (r->id == 0)
+			goto bad;
+		i = (int64_t)(r->id - 1) / 2;
+		place = 1 + 5 * i + (r->id & 1 ? 4 : 3);
+		break;
+	case ORBIT_REC_THREAD_END:
+		place = 1 + 5 * (int64_t)S.iterations;
+		break;
+	default:
+	bad:
+		fail("a record emit does not write", r);
 		return;
 	}
-	switch (t->step) {
-	case 0:
-		snprintf(want, sizeof want, "t%d outer", t->t);
-		if (r->kind != ORBIT_REC_SCOPE_START || !name_is(r, want))
-			fail("expected the outer start", r);
-		break;
-	case 1:
-		snprintf(want, sizeof want, "t%d inner %ld", t->t, t->i);
-		if (r->kind != ORBIT_REC_SCOPE_START || !name_is(r, want))
-			fail("expected the inner start", r);
-		break;
-	case 2:
-		snprintf(want, sizeof want, "t%d value", t->t);
-		if (r->kind != ORBIT_REC_UINT64 || !name_is(r, want) || r->id != (uint64_t)t->i)
-			fail("expected the value", r);
-		break;
-	case 3:
-	case 4:
-		if (r->kind != ORBIT_REC_SCOPE_STOP)
-			fail("expected a stop", r);
-		break;
-	}
-	if (++t->step == 5) {
-		t->step = 0;
-		t->i++;
-	}
+	if (place > 1 + 5 * (int64_t)S.iterations)
+		fail("past the last iteration", r);
+	else if (place <= t->last)
+		fail("out of the thread's order", r);
+	t->last = place;
 }
 
 static void on_batch(const Orbit__RingBatch *b)
@@ -141,6 +179,8 @@ static void on_batch(const Orbit__RingBatch *b)
 			continue;
 		}
 		S.decoded++;
+		if (r.flags & ORBIT_REC_FLAG_TIME_UNTRUSTED)
+			S.untrusted++;
 		if (S.records) {
 			printf("ring %u claim %" PRIu64 " time %" PRIu64
 			       " tid %u kind %u id %" PRIu64 " len %u name ",
@@ -268,6 +308,8 @@ int main(int argc, char **argv)
 				       l->at_end);
 		} else if (p->body_case == ORBIT__PACKET__BODY_END) {
 			S.ended = 1;
+			S.end_untrusted = p->end->untrusted_times;
+			S.end_resets = p->end->clock_resets;
 			for (size_t r = 0; r < p->end->n_claimed_per_ring; r++)
 				S.claimed[r] = p->end->claimed_per_ring[r];
 			for (size_t r = 0; r < p->end->n_reserved_per_page_ring; r++)
@@ -304,29 +346,40 @@ int main(int argc, char **argv)
 	printf("records %" PRIu64 ", delivered %" PRIu64 ", lost %" PRIu64 ", claimed %" PRIu64
 	       "%s\n",
 	       S.decoded, delivered, lost, claimed, S.ended ? "" : " (no end of stream)");
+	if (S.untrusted || S.end_untrusted || S.end_resets)
+		printf("times not trusted: %" PRIu64 " records flagged; end of stream: %" PRIu64
+		       " untrusted, %" PRIu64 " clock resets\n",
+		       S.untrusted, S.end_untrusted, S.end_resets);
 	if (S.emit) {
-		uint64_t want = (uint64_t)S.threads * (5 * (uint64_t)S.iterations + 1);
-		if (delivered != want || lost != 0 || S.nth != S.threads) {
+		/* Every claim is accounted for: delivered (checked one by one
+		 * above) or counted lost; without loss, nothing is missing. */
+		uint64_t want = (uint64_t)S.threads * (5 * (uint64_t)S.iterations + 2);
+		if (claimed != want || delivered + lost != want || S.nth != S.threads) {
 			fprintf(stderr,
-			        "emit check: %" PRIu64 " records from %d threads, want %" PRIu64
-			        " from %ld, lost %" PRIu64 "\n",
-			        delivered, S.nth, want, S.threads, lost);
+			        "emit check: claimed %" PRIu64 ", delivered %" PRIu64
+			        " + lost %" PRIu64 " from %d threads, want %" PRIu64 " from %ld\n",
+			        claimed, delivered, lost, S.nth, want, S.threads);
 			S.bad++;
 		}
 		uint64_t lines = (uint64_t)S.threads * ((uint64_t)(S.iterations + 999) / 1000 + 1);
-		if (S.log_records != lines || S.log_bad || S.log_lost) {
+		if (S.log_records + S.log_lost != lines || S.log_bad) {
 			fprintf(stderr,
-			        "emit check: %" PRIu64 " log lines (%" PRIu64 " bad, %" PRIu64
-			        " lost), want %" PRIu64 "\n",
+			        "emit check: %" PRIu64 " log lines (%" PRIu64 " bad) + %" PRIu64
+			        " lost, want %" PRIu64 "\n",
 			        S.log_records, S.log_bad, S.log_lost, lines);
 			S.bad++;
 		}
-		for (int i = 0; i < S.nth; i++)
-			if (S.th[i].i != S.iterations || S.th[i].step != 0) {
-				fprintf(stderr, "emit check: thread %u stopped at iteration %ld\n",
-				        S.th[i].tid, S.th[i].i);
+		for (int i = 0; lost == 0 && i < S.nth; i++)
+			if (S.th[i].last != 1 + 5 * S.iterations) {
+				fprintf(stderr,
+				        "emit check: thread %u stopped at place %" PRId64
+				        " of %ld (its end), nothing lost\n",
+				        S.th[i].tid, S.th[i].last, 1 + 5 * S.iterations);
 				S.bad++;
 			}
+		printf("emit check: %" PRIu64 " of %" PRIu64 " records delivered, %" PRIu64
+		       " lost; %" PRIu64 " of %" PRIu64 " log lines, %" PRIu64 " lost\n",
+		       delivered, want, lost, S.log_records, lines, S.log_lost);
 	}
 	if (S.handshakes != 1 || !S.ended) {
 		fprintf(stderr, "%s: %d handshakes, %s end of stream\n", argv[a], S.handshakes,

@@ -115,6 +115,8 @@ struct expect {
 	uint8_t value_kind;
 	uint64_t value_bits; /* value bits; async span id */
 	uint32_t tid, end_tid;
+	int unfinished;      /* its stop never comes: it ends at ... */
+	uint64_t open_after; /* ... a time (open_until) no earlier than this */
 };
 
 static struct expect *exps;
@@ -234,9 +236,12 @@ static void finish_and_check(void)
 	pthread_mutex_unlock(&sink_mu);
 	orbit__reconstruct_finish(rc);
 	const struct orbit_reconstruct_stats *rs = orbit__reconstruct_stats(rc);
+	size_t want_unfinished = 0;
+	for (size_t i = 0; i < nexp; i++)
+		want_unfinished += exps[i].unfinished != 0;
 	CHECK_EQ_U64(rs->bad_records, 0);
 	CHECK_EQ_U64(rs->unmatched_stops, 0);
-	CHECK_EQ_U64(rs->unfinished, 0);
+	CHECK_EQ_U64(rs->unfinished, want_unfinished);
 	CHECK_EQ_U64(rs->incomplete_names, 0);
 	CHECK_EQ_U64(rs->orphan_continuations, 0);
 	CHECK_EQ_U64(rs->gaps, 0);
@@ -251,8 +256,10 @@ static void finish_and_check(void)
 			fail_event(i, "type");
 		if (ev->name_len != e->name_len || memcmp(ev->name, e->name, e->name_len) != 0)
 			fail_event(i, "name");
-		if (ev->unfinished || ev->name_incomplete)
+		if (ev->unfinished != e->unfinished || ev->name_incomplete || ev->time_untrusted)
 			fail_event(i, "completeness");
+		if (ev->unfinished && (ev->end != ev->start || ev->open_until < e->open_after))
+			fail_event(i, "how long it was open");
 		if (ev->has_attrs != e->has_attrs || ev->color != e->color || ev->group != e->group)
 			fail_event(i, "color or group");
 		if (ev->tid != e->tid || ev->end_tid != e->end_tid)
@@ -835,14 +842,59 @@ static void case_migrate(void)
 	finish_and_check();
 }
 
+/* Starts whose stop never comes (issue 9): each costs nothing but itself.
+ * The worker's ends at its thread's end (the thread-end record its exit
+ * writes), after the scope inside it; the main thread's at the end of
+ * input, after its own last record. Depths after them stay as nested. */
+static uint64_t worker_child_end;
+
+static void *unstopped_worker(void *arg)
+{
+	uint32_t *tid = arg;
+	*tid = my_tid();
+	ORBIT_START("worker, never stopped");
+	{
+		ORBIT_SCOPE("worker child");
+	}
+	worker_child_end = now_ns();
+	return NULL;
+}
+
+static void case_unstopped(void)
+{
+	start_capture();
+	uint32_t wtid = 0;
+	pthread_t th;
+	CHECK(pthread_create(&th, NULL, unstopped_worker, &wtid) == 0);
+	CHECK(pthread_join(th, NULL) == 0);
+	struct expect *e = expect_add(ORBIT_EVENT_SCOPE, "worker child", 12);
+	e->tid = e->end_tid = wtid, e->depth = 1;
+	e = expect_add(ORBIT_EVENT_SCOPE, "worker, never stopped", 21);
+	e->tid = e->end_tid = wtid, e->unfinished = 1, e->open_after = worker_child_end - 1000000;
+	ORBIT_START("main, never stopped");
+	for (int i = 0; i < 3; i++) {
+		ORBIT_SCOPE("main child");
+		expect_add(ORBIT_EVENT_SCOPE, "main child", 10)->depth = 1;
+	}
+	uint64_t main_child_end = now_ns();
+	e = expect_add(ORBIT_EVENT_SCOPE, "main, never stopped", 19);
+	e->unfinished = 1, e->open_after = main_child_end - 1000000;
+	finish_and_check();
+}
+
 static const struct {
 	const char *name;
 	void (*fn)(void);
 } cases[] = {
-    {"scopes", case_scopes},           {"colors", case_colors},
-    {"values", case_values},           {"async", case_async},
-    {"async_rings", case_async_rings}, {"thread_names", case_thread_names},
-    {"runtime", case_runtime},         {"deep", case_deep},
+    {"unstopped", case_unstopped},
+    {"scopes", case_scopes},
+    {"colors", case_colors},
+    {"values", case_values},
+    {"async", case_async},
+    {"async_rings", case_async_rings},
+    {"thread_names", case_thread_names},
+    {"runtime", case_runtime},
+    {"deep", case_deep},
     {"migrate", case_migrate},
 };
 

@@ -1,0 +1,137 @@
+/*
+ * pool.c — who gets a slot. Two pools, so that strangers cannot keep agents
+ * out:
+ *
+ *  1. Pending: connections without an accepted handshake, at most
+ *     --max-pending at once. Each holds at most ORBIT_HANDSHAKE_FRAME_MAX
+ *     bytes of input and lives at most --handshake-timeout-ms.
+ *  2. Streams: connections whose handshake was accepted (right token, if one
+ *     is asked), at most --max-connections. Only these have a file.
+ *
+ * A new connection always gets a pending slot. When the pool is full, the
+ * connection it replaces is the oldest pending one of the peer address that
+ * holds the most pending connections: a flood from one address only ever
+ * evicts itself, and an agent connecting from another address keeps its
+ * place until its handshake arrives or its deadline passes. (Peers that share
+ * an address, loopback for instance, evict one another oldest first.)
+ * A handshake that passes its checks while every stream slot is taken is
+ * closed without a refusal line, so that the agent tries again later.
+ */
+#include "collector.h"
+
+#include <errno.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+static size_t addr_len(const char *peer)
+{
+	const char *colon = strrchr(peer, ':'); /* the port's, also after "[v6]" */
+
+	return colon != NULL ? (size_t)(colon - peer) : strlen(peer);
+}
+
+static uint64_t addr_hash(const struct orbit_conn *k)
+{
+	uint64_t h = 0xcbf29ce484222325ull; /* FNV-1a */
+
+	for (size_t i = 0; i < k->addr_len; i++)
+		h = (h ^ (uint8_t)k->peer[i]) * 0x100000001b3ull;
+	return h;
+}
+
+static int same_addr(const struct orbit_conn *a, const struct orbit_conn *b)
+{
+	return a->addr_len == b->addr_len && memcmp(a->peer, b->peer, a->addr_len) == 0;
+}
+
+struct addr_count {
+	const struct orbit_conn *k; /* one connection of the address; NULL: free */
+	unsigned count;
+};
+
+static struct addr_count *addr_slot(struct addr_count *t, size_t size, const struct orbit_conn *k)
+{
+	for (size_t i = (size_t)addr_hash(k) & (size - 1);; i = (i + 1) & (size - 1))
+		if (t[i].k == NULL || same_addr(t[i].k, k))
+			return &t[i];
+}
+
+/* The oldest pending connection of the address with the most of them. */
+static struct orbit_conn *victim(struct orbit_collector *c)
+{
+	size_t size = 16;
+	struct orbit_conn *best = NULL;
+	unsigned most = 0;
+
+	while (size < 2 * (size_t)c->npending)
+		size *= 2;
+	struct addr_count *t = calloc(size, sizeof *t);
+	for (struct orbit_conn *k = c->conns; t != NULL && k != NULL; k = k->next) {
+		if (!k->pending)
+			continue;
+		struct addr_count *s = addr_slot(t, size, k);
+		s->k = k;
+		s->count++;
+	}
+	/* The list is newest first: the last one kept is the oldest. */
+	for (struct orbit_conn *k = c->conns; k != NULL; k = k->next) {
+		if (!k->pending)
+			continue;
+		unsigned n = t != NULL ? addr_slot(t, size, k)->count : 1;
+		if (n >= most) {
+			most = n;
+			best = k;
+		}
+	}
+	free(t);
+	return best;
+}
+
+void orbit__pool_add_pending(struct orbit_conn *k)
+{
+	struct orbit_collector *c = k->c;
+
+	k->addr_len = addr_len(k->peer);
+	if (c->npending >= c->opt.max_pending) {
+		struct orbit_conn *v = victim(c);
+		if (v != NULL)
+			orbit__conn_close(v, 1,
+			                  "%u connections without a handshake (--max-pending): "
+			                  "made room for %s",
+			                  c->npending, k->peer);
+	}
+	k->pending = 1;
+	c->npending++;
+}
+
+void orbit__pool_leave_pending(struct orbit_conn *k)
+{
+	if (k->pending) {
+		k->pending = 0;
+		k->c->npending--;
+	}
+}
+
+int orbit__pool_take_stream(struct orbit_conn *k, char *why, size_t n)
+{
+	struct orbit_collector *c = k->c;
+
+	if (c->nstreams >= c->opt.max_connections) {
+		snprintf(why, n, "%u streams already open (--max-connections)", c->nstreams);
+		return -EBUSY;
+	}
+	orbit__pool_leave_pending(k);
+	k->stream = 1;
+	c->nstreams++;
+	return 0;
+}
+
+void orbit__pool_release(struct orbit_conn *k)
+{
+	orbit__pool_leave_pending(k);
+	if (k->stream) {
+		k->stream = 0;
+		k->c->nstreams--;
+	}
+}

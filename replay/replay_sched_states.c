@@ -1,0 +1,920 @@
+/*
+ * replay_sched_states.c — per-thread scheduling states over time, and the
+ * on-CPU / runnable / blocked time of any interval (replay_sched.h has the
+ * rules).
+ *
+ * Building. orbit__rp_sched_add keeps each event that changes a state as a
+ * 32-byte item (switches, wakings, new threads, gaps); names, creation and
+ * exit times are settled on the spot (the latest time wins). finish sorts
+ * the items by (time, order added) and runs them once, appending spans.
+ *
+ * Gaps are applied lazily: a thread's state can only be disturbed by a gap
+ * that comes after its own last item, and only by the first such gap that
+ * concerns it (a gap on its CPU while it runs; any gap otherwise). Before
+ * each item of a thread, and at the end, that first gap is found by binary
+ * search (in the list of all gaps, or of its CPU's), so the cost is
+ * O(log gaps) per item whatever the number of threads, and hostile input
+ * with many gaps and many threads stays near-linear.
+ *
+ * Queries. Each span stores the running, runnable and blocked time of the
+ * spans before it; the time of [a, b) is F(b) - F(a) with F found by one
+ * binary search each.
+ */
+#include <errno.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "replay_sched.h"
+
+#define GAP_KIND 0xff
+#define STATE_MASK 0xffu        /* prev_state's report bits; 0 = runnable */
+#define STATE_DEAD 0x30u        /* EXIT_DEAD (X) | EXIT_ZOMBIE (Z) */
+#define IRQ_FLAGS (0x08 | 0x10) /* common_flags: hardirq, softirq */
+
+struct item {
+	uint64_t time;
+	uint64_t arg; /* SWITCH: prev_state; GAP: the window's start */
+	uint32_t seq;
+	int32_t a, b; /* SWITCH prev, next; WAKING/WAKEUP_NEW pid, waker */
+	uint16_t cpu;
+	uint8_t kind;
+	uint8_t flags; /* WAKING: common_flags */
+};
+_Static_assert(sizeof(struct item) == 32, "items are 32 bytes");
+
+struct orbit__rp_sched_timeline {
+	struct item *items;
+	size_t count, cap;
+	uint32_t seq;
+	struct orbit__rp_sched_thread *threads;
+	uint32_t thread_count, thread_cap;
+	uint32_t *hash; /* thread index + 1, 0 empty; open addressing */
+	uint32_t hash_cap;
+	uint64_t *cpu_last; /* last record time read per CPU (add_page), +1; 0 none */
+	uint32_t cpu_cap;
+	int finished;
+	uint64_t end;
+	struct orbit__rp_sched_stats stats;
+	/* finish only */
+	size_t *gaps; /* item positions of every gap, ascending */
+	size_t gap_count;
+	size_t **cpu_gaps; /* per CPU */
+	size_t *cpu_gap_count;
+	size_t *last_pos;   /* per thread: position of its last item + 1; 0 none */
+	int32_t *cur;       /* per CPU: the task current there, 0 idle, -1 unknown */
+	uint64_t *cpu_time; /* per CPU: the time of its last item */
+};
+
+struct orbit__rp_sched_timeline *orbit__rp_sched_timeline_new(void)
+{
+	return calloc(1, sizeof(struct orbit__rp_sched_timeline));
+}
+
+void orbit__rp_sched_timeline_free(struct orbit__rp_sched_timeline *tl)
+{
+	if (tl == NULL)
+		return;
+	for (uint32_t i = 0; i < tl->thread_count; i++)
+		free(tl->threads[i].spans);
+	free(tl->threads);
+	free(tl->items);
+	free(tl->hash);
+	free(tl->cpu_last);
+	free(tl);
+}
+
+static uint32_t hash_tid(int32_t tid, uint32_t cap)
+{
+	return (uint32_t)(((uint64_t)(uint32_t)tid * 0x9e3779b97f4a7c15ull) >> 32) & (cap - 1);
+}
+
+static int rehash(struct orbit__rp_sched_timeline *tl, uint32_t cap)
+{
+	uint32_t *h = calloc(cap, sizeof *h);
+
+	if (h == NULL)
+		return -ENOMEM;
+	for (uint32_t i = 0; i < tl->thread_count; i++) {
+		uint32_t j = hash_tid(tl->threads[i].tid, cap);
+
+		while (h[j] != 0)
+			j = (j + 1) & (cap - 1);
+		h[j] = i + 1;
+	}
+	free(tl->hash);
+	tl->hash = h;
+	tl->hash_cap = cap;
+	return 0;
+}
+
+/* The thread tid, created if new; NULL without memory. */
+static struct orbit__rp_sched_thread *thread_get(struct orbit__rp_sched_timeline *tl, int32_t tid)
+{
+	uint32_t j;
+
+	if (tl->hash_cap != 0) {
+		for (j = hash_tid(tid, tl->hash_cap); tl->hash[j] != 0;
+		     j = (j + 1) & (tl->hash_cap - 1))
+			if (tl->threads[tl->hash[j] - 1].tid == tid)
+				return &tl->threads[tl->hash[j] - 1];
+	}
+	if (tl->thread_count == tl->thread_cap) {
+		uint32_t cap = tl->thread_cap ? tl->thread_cap * 2 : 64;
+		struct orbit__rp_sched_thread *t;
+
+		if (cap > (1u << 30))
+			return NULL;
+		t = realloc(tl->threads, cap * sizeof *t);
+		if (t == NULL)
+			return NULL;
+		tl->threads = t;
+		tl->thread_cap = cap;
+	}
+	if ((uint64_t)(tl->thread_count + 1) * 2 > tl->hash_cap &&
+	    rehash(tl, tl->hash_cap ? tl->hash_cap * 2 : 128) < 0)
+		return NULL;
+	struct orbit__rp_sched_thread *th = &tl->threads[tl->thread_count];
+	memset(th, 0, sizeof *th);
+	th->tid = tid;
+	th->pending_waker = -1;
+	for (j = hash_tid(tid, tl->hash_cap); tl->hash[j] != 0; j = (j + 1) & (tl->hash_cap - 1))
+		;
+	tl->hash[j] = ++tl->thread_count;
+	return th;
+}
+
+static void set_name(struct orbit__rp_sched_thread *th, const char *comm, uint64_t t)
+{
+	if (comm[0] == '\0' || t < th->comm_time)
+		return;
+	memcpy(th->comm, comm, ORBIT__RP_SCHED_COMM);
+	th->comm[ORBIT__RP_SCHED_COMM - 1] = '\0';
+	th->comm_time = t;
+}
+
+/* A thread named by an event (tid > 0); -1 without memory, 0 otherwise. */
+static int note(struct orbit__rp_sched_timeline *tl, int32_t tid, const char *comm, uint64_t t,
+                struct orbit__rp_sched_thread **out)
+{
+	struct orbit__rp_sched_thread *th;
+
+	if (out != NULL)
+		*out = NULL;
+	if (tid <= 0)
+		return 0;
+	th = thread_get(tl, tid);
+	if (th == NULL)
+		return -1;
+	if (comm != NULL)
+		set_name(th, comm, t);
+	if (out != NULL)
+		*out = th;
+	return 0;
+}
+
+static int push_item(struct orbit__rp_sched_timeline *tl, const struct item *it)
+{
+	if (tl->count == tl->cap) {
+		size_t cap = tl->cap ? tl->cap * 2 : 1024;
+		struct item *n = realloc(tl->items, cap * sizeof *n);
+
+		if (n == NULL)
+			return -ENOMEM;
+		tl->items = n;
+		tl->cap = cap;
+	}
+	tl->items[tl->count++] = *it;
+	return 0;
+}
+
+int orbit__rp_sched_add(struct orbit__rp_sched_timeline *tl, const struct orbit__rp_sched_event *ev)
+{
+	struct orbit__rp_sched_thread *th;
+	struct item it;
+	int r = 0;
+
+	if (tl->finished || ev->cpu >= ORBIT__RP_SCHED_MAX_CPUS)
+		return -EINVAL;
+	memset(&it, 0, sizeof it);
+	it.time = ev->time;
+	it.cpu = (uint16_t)ev->cpu;
+	it.kind = (uint8_t)ev->kind;
+	tl->stats.events++;
+	switch (ev->kind) {
+	case ORBIT__RP_SCHED_SWITCH:
+		if (note(tl, ev->u.sw.prev_pid, ev->u.sw.prev_comm, ev->time, NULL) < 0 ||
+		    note(tl, ev->u.sw.next_pid, ev->u.sw.next_comm, ev->time, NULL) < 0)
+			return -ENOMEM;
+		it.a = ev->u.sw.prev_pid;
+		it.b = ev->u.sw.next_pid;
+		it.arg = (uint64_t)ev->u.sw.prev_state;
+		break;
+	case ORBIT__RP_SCHED_WAKING:
+	case ORBIT__RP_SCHED_WAKEUP_NEW:
+		if (note(tl, ev->u.wake.pid, ev->u.wake.comm, ev->time, &th) < 0)
+			return -ENOMEM;
+		if (th != NULL && ev->kind == ORBIT__RP_SCHED_WAKEUP_NEW &&
+		    (th->created == 0 || ev->time < th->created))
+			th->created = ev->time;
+		it.a = ev->u.wake.pid;
+		it.b = ev->common_pid;
+		it.flags = ev->common_flags;
+		break;
+	case ORBIT__RP_SCHED_FORK:
+		if (note(tl, ev->u.fork.parent_pid, ev->u.fork.parent_comm, ev->time, NULL) < 0 ||
+		    note(tl, ev->u.fork.child_pid, ev->u.fork.child_comm, ev->time, &th) < 0)
+			return -ENOMEM;
+		if (th != NULL && (th->created == 0 || ev->time < th->created))
+			th->created = ev->time;
+		return 0;
+	case ORBIT__RP_SCHED_EXIT:
+		if (note(tl, ev->u.exit.pid, ev->u.exit.comm, ev->time, &th) < 0)
+			return -ENOMEM;
+		if (th != NULL && ev->time > th->exited)
+			th->exited = ev->time;
+		return 0;
+	case ORBIT__RP_SCHED_RENAME:
+		return note(tl, ev->u.rename.pid, ev->u.rename.newcomm, ev->time, NULL) < 0
+		           ? -ENOMEM
+		           : 0;
+	default:
+		return -EINVAL;
+	}
+	if (it.a <= 0 && it.b <= 0 && ev->kind != ORBIT__RP_SCHED_SWITCH)
+		return 0;
+	it.seq = tl->seq++;
+	r = push_item(tl, &it);
+	return r;
+}
+
+int orbit__rp_sched_add_gap(struct orbit__rp_sched_timeline *tl, uint32_t cpu, uint64_t since,
+                            uint64_t until, int64_t count)
+{
+	struct item it;
+
+	if (tl->finished || cpu >= ORBIT__RP_SCHED_MAX_CPUS)
+		return -EINVAL;
+	memset(&it, 0, sizeof it);
+	it.time = until;
+	it.arg = since < until ? since : until;
+	it.cpu = (uint16_t)cpu;
+	it.kind = GAP_KIND;
+	it.seq = tl->seq++;
+	tl->stats.gaps++;
+	if (count >= 0)
+		tl->stats.lost_known += (uint64_t)count;
+	else
+		tl->stats.lost_unknown++;
+	return push_item(tl, &it);
+}
+
+static int add_event_cb(void *ctx, const struct orbit__rp_sched_event *ev)
+{
+	return orbit__rp_sched_add(ctx, ev);
+}
+
+int orbit__rp_sched_add_page(struct orbit__rp_sched_timeline *tl, struct orbit__rp_sched_decoder *d,
+                             uint32_t cpu, const uint8_t *page, size_t len)
+{
+	struct orbit__rp_sched_page info;
+	uint32_t gap_seq;
+	int r;
+
+	if (tl->finished || cpu >= ORBIT__RP_SCHED_MAX_CPUS)
+		return -EINVAL;
+	if (cpu >= tl->cpu_cap) {
+		uint32_t cap = cpu + 1 > tl->cpu_cap * 2 ? cpu + 1 : tl->cpu_cap * 2;
+		uint64_t *n = realloc(tl->cpu_last, cap * sizeof *n);
+
+		if (n == NULL)
+			return -ENOMEM;
+		memset(n + tl->cpu_cap, 0, (cap - tl->cpu_cap) * sizeof *n);
+		tl->cpu_last = n;
+		tl->cpu_cap = cap;
+	}
+	/* The gap, if any, is ordered before the page's first event. */
+	gap_seq = tl->seq++;
+	r = orbit__rp_sched_decode_page(d, cpu, page, len, add_event_cb, tl, &info);
+	tl->stats.pages++;
+	tl->stats.short_records += info.short_records;
+	tl->stats.other_records += info.other;
+	if (info.err != 0)
+		tl->stats.bad_pages++;
+	if (r < 0 && info.err == 0)
+		return r; /* not the page: memory, or not ready */
+	if (info.missed) {
+		uint64_t until = info.records ? info.first : info.timestamp;
+		uint64_t since = tl->cpu_last[cpu] ? tl->cpu_last[cpu] - 1 : 0;
+		struct item it;
+
+		memset(&it, 0, sizeof it);
+		it.time = until;
+		it.arg = since < until ? since : until;
+		it.cpu = (uint16_t)cpu;
+		it.kind = GAP_KIND;
+		it.seq = gap_seq;
+		tl->stats.gaps++;
+		if (info.missed_stored)
+			tl->stats.lost_known += info.missed_count;
+		else
+			tl->stats.lost_unknown++;
+		if (push_item(tl, &it) < 0)
+			return -ENOMEM;
+	}
+	if (info.records)
+		tl->cpu_last[cpu] = info.last + 1;
+	return r;
+}
+
+/* ---- finish: the state machine ---- */
+
+static int cmp_item(const void *pa, const void *pb)
+{
+	const struct item *a = pa, *b = pb;
+
+	if (a->time != b->time)
+		return a->time < b->time ? -1 : 1;
+	return a->seq < b->seq ? -1 : a->seq > b->seq;
+}
+
+static uint8_t state_of(const struct orbit__rp_sched_thread *th)
+{
+	return th->span_count ? th->spans[th->span_count - 1].state : ORBIT__RP_SCHED_UNKNOWN;
+}
+
+/* Starts a span at t (never before the last one: items come sorted). A span
+ * starting where the last one does replaces it; one like the last extends
+ * it. */
+static int push_span(struct orbit__rp_sched_thread *th, uint64_t t, uint8_t state, uint16_t cpu,
+                     uint32_t kstate, int32_t waker, uint8_t wflags)
+{
+	struct orbit__rp_sched_span s, *last;
+
+	memset(&s, 0, sizeof s);
+	s.start = t;
+	s.state = state;
+	s.cpu = cpu;
+	s.kstate = kstate;
+	s.waker = waker;
+	s.waker_flags = wflags;
+	if (th->span_count > 0) {
+		last = &th->spans[th->span_count - 1];
+		if (t <= last->start) {
+			s.start = last->start;
+			*last = s;
+			/* A replaced span may now repeat the one before. */
+			if (th->span_count > 1) {
+				struct orbit__rp_sched_span *p = last - 1;
+
+				if (p->state == s.state && p->cpu == s.cpu &&
+				    p->kstate == s.kstate && p->waker == s.waker)
+					th->span_count--;
+			}
+			return 0;
+		}
+		if (last->state == state && last->cpu == cpu && last->kstate == kstate &&
+		    last->waker == waker)
+			return 0;
+	}
+	if (th->span_count == th->span_cap) {
+		uint32_t cap = th->span_cap ? th->span_cap * 2 : 16;
+		struct orbit__rp_sched_span *n;
+
+		if (cap > (1u << 31))
+			return -ENOMEM;
+		n = realloc(th->spans, (size_t)cap * sizeof *n);
+		if (n == NULL)
+			return -ENOMEM;
+		th->spans = n;
+		th->span_cap = cap;
+	}
+	th->spans[th->span_count++] = s;
+	return 0;
+}
+
+/* First entry of v[0..n) above pos, or n. */
+static size_t first_after(const size_t *v, size_t n, size_t pos)
+{
+	size_t lo = 0, hi = n;
+
+	while (lo < hi) {
+		size_t mid = lo + (hi - lo) / 2;
+
+		if (v[mid] <= pos)
+			lo = mid + 1;
+		else
+			hi = mid;
+	}
+	return lo;
+}
+
+/* Applies to thread i the first gap that concerns it between its last item
+ * and position pos (exclusive). */
+static int sync_gaps(struct orbit__rp_sched_timeline *tl, uint32_t i, size_t pos)
+{
+	struct orbit__rp_sched_thread *th = &tl->threads[i];
+	uint8_t st = state_of(th);
+	size_t last = tl->last_pos[i], g, gpos;
+	const struct item *gap, *mine;
+	uint64_t from;
+
+	if (last == 0 || st == ORBIT__RP_SCHED_UNKNOWN || st == ORBIT__RP_SCHED_DEAD)
+		return 0;
+	if (st == ORBIT__RP_SCHED_RUNNING) {
+		uint16_t c = th->spans[th->span_count - 1].cpu;
+
+		if (c >= tl->cpu_cap || tl->cpu_gap_count[c] == 0)
+			return 0;
+		g = first_after(tl->cpu_gaps[c], tl->cpu_gap_count[c], last - 1);
+		if (g == tl->cpu_gap_count[c])
+			return 0;
+		gpos = tl->cpu_gaps[c][g];
+	} else {
+		g = first_after(tl->gaps, tl->gap_count, last - 1);
+		if (g == tl->gap_count)
+			return 0;
+		gpos = tl->gaps[g];
+	}
+	if (gpos >= pos)
+		return 0;
+	gap = &tl->items[gpos];
+	mine = &tl->items[last - 1];
+	from = gap->arg > mine->time ? gap->arg : mine->time;
+	th->has_pending = 0;
+	return push_span(th, from, ORBIT__RP_SCHED_UNKNOWN, 0, 0, -1, 0);
+}
+
+static long thread_index(struct orbit__rp_sched_timeline *tl, int32_t tid)
+{
+	uint32_t j;
+
+	if (tid <= 0 || tl->hash_cap == 0)
+		return -1;
+	for (j = hash_tid(tid, tl->hash_cap); tl->hash[j] != 0; j = (j + 1) & (tl->hash_cap - 1))
+		if (tl->threads[tl->hash[j] - 1].tid == tid)
+			return (long)tl->hash[j] - 1;
+	return -1;
+}
+
+/* Brings thread tid (if tracked) up to position pos; its index or -1. */
+static long touch(struct orbit__rp_sched_timeline *tl, int32_t tid, size_t pos, int *err)
+{
+	long i = thread_index(tl, tid);
+
+	if (i >= 0 && sync_gaps(tl, (uint32_t)i, pos) < 0)
+		*err = -ENOMEM;
+	return i;
+}
+
+/* Time of thread i's last item. */
+static uint64_t last_time(const struct orbit__rp_sched_timeline *tl, long i)
+{
+	return tl->last_pos[i] ? tl->items[tl->last_pos[i] - 1].time : 0;
+}
+
+/* The thread of index i is no longer known to run on cpu: it was switched
+ * out at some point since its last item, unseen. */
+static int lost_track(struct orbit__rp_sched_timeline *tl, long i, uint16_t cpu)
+{
+	struct orbit__rp_sched_thread *th = &tl->threads[i];
+
+	if (state_of(th) != ORBIT__RP_SCHED_RUNNING || th->spans[th->span_count - 1].cpu != cpu)
+		return 0;
+	th->has_pending = 0;
+	return push_span(th, last_time(tl, i), ORBIT__RP_SCHED_UNKNOWN, 0, 0, -1, 0);
+}
+
+/* Every event names the task current on its CPU (common_pid; a switch's
+ * prev). When that is not what the switches so far say, a switch was not
+ * seen (a task outside the filter or hidden from tracing ran in between,
+ * or events were lost unflagged): the CPU's previous task stopped at some
+ * unseen point, and this one started at some unseen point after both its
+ * own last item and the CPU's; both are unknown over what was not seen. */
+static int current_is(struct orbit__rp_sched_timeline *tl, uint16_t cpu, int32_t tid, uint64_t t,
+                      size_t pos)
+{
+	int err = 0;
+	int32_t cur = tl->cur[cpu];
+	long i, c;
+	struct orbit__rp_sched_thread *th;
+	uint64_t from;
+
+	if (cur == tid) {
+		i = thread_index(tl, tid);
+		if (i >= 0)
+			tl->last_pos[i] = pos + 1; /* seen running here again */
+		return 0;
+	}
+	if (cur != -1)
+		tl->stats.unseen_switches++;
+	c = touch(tl, cur, pos, &err);
+	if (c >= 0 && lost_track(tl, c, cpu) < 0)
+		return -ENOMEM;
+	tl->cur[cpu] = tid;
+	i = touch(tl, tid, pos, &err);
+	if (i < 0)
+		return err;
+	th = &tl->threads[i];
+	if (state_of(th) == ORBIT__RP_SCHED_RUNNING && th->spans[th->span_count - 1].cpu == cpu)
+		return err;
+	from = last_time(tl, i) > tl->cpu_time[cpu] ? last_time(tl, i) : tl->cpu_time[cpu];
+	if (state_of(th) != ORBIT__RP_SCHED_UNKNOWN && from < t &&
+	    push_span(th, from, ORBIT__RP_SCHED_UNKNOWN, 0, 0, -1, 0) < 0)
+		return -ENOMEM;
+	th->has_pending = 0;
+	tl->last_pos[i] = pos + 1;
+	if (push_span(th, t, ORBIT__RP_SCHED_RUNNING, cpu, 0, -1, 0) < 0)
+		return -ENOMEM;
+	return err;
+}
+
+static int run_switch(struct orbit__rp_sched_timeline *tl, const struct item *it, size_t pos)
+{
+	int err = current_is(tl, it->cpu, it->a, it->time, pos);
+	long prev, next;
+
+	if (err < 0)
+		return err;
+	prev = thread_index(tl, it->a);
+	if (prev >= 0) {
+		struct orbit__rp_sched_thread *th = &tl->threads[prev];
+		uint32_t ks = (uint32_t)it->arg;
+
+		if (ks & STATE_DEAD)
+			err |= push_span(th, it->time, ORBIT__RP_SCHED_DEAD, 0, ks, -1, 0);
+		else if ((ks & STATE_MASK) == 0)
+			err |=
+			    push_span(th, it->time, ORBIT__RP_SCHED_RUNNABLE, it->cpu, ks, -1, 0);
+		else if (th->has_pending)
+			err |= push_span(th, it->time, ORBIT__RP_SCHED_RUNNABLE, it->cpu, 0,
+			                 th->pending_waker, th->pending_flags);
+		else
+			err |= push_span(th, it->time, ORBIT__RP_SCHED_BLOCKED, 0, ks, -1, 0);
+		th->has_pending = 0;
+		tl->last_pos[prev] = pos + 1;
+	}
+	next = touch(tl, it->b, pos, &err);
+	if (next >= 0) {
+		struct orbit__rp_sched_thread *th = &tl->threads[next];
+
+		/* Running elsewhere by what we know: that switch-out was unseen. */
+		if (state_of(th) == ORBIT__RP_SCHED_RUNNING &&
+		    th->spans[th->span_count - 1].cpu != it->cpu)
+			tl->stats.unseen_switches++;
+		err |= push_span(th, it->time, ORBIT__RP_SCHED_RUNNING, it->cpu, 0, -1, 0);
+		th->has_pending = 0;
+		tl->last_pos[next] = pos + 1;
+	}
+	tl->cur[it->cpu] = it->b;
+	return err < 0 ? -ENOMEM : 0;
+}
+
+static int run_wake(struct orbit__rp_sched_timeline *tl, const struct item *it, size_t pos)
+{
+	int err = current_is(tl, it->cpu, it->b, it->time, pos);
+	long i;
+	struct orbit__rp_sched_thread *th;
+	uint8_t st, wf = (it->flags & IRQ_FLAGS) ? ORBIT__RP_SCHED_WAKER_IRQ : 0;
+
+	if (err < 0)
+		return err;
+	i = touch(tl, it->a, pos, &err);
+	if (i < 0)
+		return err;
+	th = &tl->threads[i];
+	st = state_of(th);
+	/* Only a waking that changes the state says something about it: the
+	 * position of a thread's last item is that of its last known state. */
+	if (st == ORBIT__RP_SCHED_RUNNING) {
+		if (it->kind == ORBIT__RP_SCHED_WAKING) {
+			/* Woken before its switch-out was recorded. */
+			th->has_pending = 1;
+			th->pending_waker = it->b;
+			th->pending_flags = wf;
+		}
+		return err;
+	}
+	if (st == ORBIT__RP_SCHED_RUNNABLE)
+		return err;
+	tl->last_pos[i] = pos + 1;
+	if (st == ORBIT__RP_SCHED_BLOCKED) {
+		th->spans[th->span_count - 1].waker = it->b;
+		th->spans[th->span_count - 1].waker_flags = wf;
+	}
+	if (push_span(th, it->time, ORBIT__RP_SCHED_RUNNABLE, 0, 0, it->b, wf) < 0)
+		return -ENOMEM;
+	return err;
+}
+
+/* Nothing is known about the CPU from the window's start on. */
+static int run_gap(struct orbit__rp_sched_timeline *tl, const struct item *it, size_t pos)
+{
+	(void)pos;
+	tl->cur[it->cpu] = -1;
+	tl->cpu_time[it->cpu] = it->arg;
+	return 0;
+}
+
+static void free_finish(struct orbit__rp_sched_timeline *tl)
+{
+	if (tl->cpu_gaps != NULL)
+		for (uint32_t c = 0; c < tl->cpu_cap; c++)
+			free(tl->cpu_gaps[c]);
+	free(tl->cpu_gaps);
+	free(tl->cpu_gap_count);
+	free(tl->gaps);
+	free(tl->last_pos);
+	free(tl->cur);
+	free(tl->cpu_time);
+	tl->cpu_time = NULL;
+	tl->cpu_gaps = NULL;
+	tl->cpu_gap_count = NULL;
+	tl->gaps = NULL;
+	tl->last_pos = NULL;
+	tl->cur = NULL;
+}
+
+/* The gap positions, overall and per CPU. */
+static int index_gaps(struct orbit__rp_sched_timeline *tl)
+{
+	size_t n = 0, *fill;
+
+	for (size_t i = 0; i < tl->count; i++)
+		n += tl->items[i].kind == GAP_KIND;
+	uint32_t cpus = tl->cpu_cap ? tl->cpu_cap : 1;
+
+	tl->gaps = malloc((n ? n : 1) * sizeof *tl->gaps);
+	tl->cpu_gaps = calloc(cpus, sizeof *tl->cpu_gaps);
+	tl->cpu_gap_count = calloc(cpus, sizeof *tl->cpu_gap_count);
+	fill = calloc(cpus, sizeof *fill);
+	if (tl->gaps == NULL || tl->cpu_gaps == NULL || tl->cpu_gap_count == NULL || fill == NULL) {
+		free(fill);
+		return -ENOMEM;
+	}
+	for (size_t i = 0; i < tl->count; i++)
+		if (tl->items[i].kind == GAP_KIND)
+			tl->cpu_gap_count[tl->items[i].cpu]++;
+	for (uint32_t c = 0; c < tl->cpu_cap; c++) {
+		if (tl->cpu_gap_count[c] == 0)
+			continue;
+		tl->cpu_gaps[c] = malloc(tl->cpu_gap_count[c] * sizeof(size_t));
+		if (tl->cpu_gaps[c] == NULL) {
+			free(fill);
+			return -ENOMEM;
+		}
+	}
+	for (size_t i = 0; i < tl->count; i++) {
+		uint16_t c = tl->items[i].cpu;
+
+		if (tl->items[i].kind != GAP_KIND)
+			continue;
+		tl->gaps[tl->gap_count++] = i;
+		tl->cpu_gaps[c][fill[c]++] = i;
+	}
+	free(fill);
+	return 0;
+}
+
+static int cmp_thread(const void *pa, const void *pb)
+{
+	const struct orbit__rp_sched_thread *a = pa, *b = pb;
+
+	return a->tid < b->tid ? -1 : a->tid > b->tid;
+}
+
+/* Each span's running, runnable and blocked time before it. */
+static void prefix_sums(struct orbit__rp_sched_thread *th, uint64_t end)
+{
+	uint64_t acc[3] = {0, 0, 0};
+
+	th->end = end;
+	for (uint32_t i = 0; i < th->span_count; i++) {
+		struct orbit__rp_sched_span *s = &th->spans[i];
+		uint64_t stop = i + 1 < th->span_count ? th->spans[i + 1].start : end;
+
+		memcpy(s->before, acc, sizeof acc);
+		if (s->state >= ORBIT__RP_SCHED_RUNNING && s->state <= ORBIT__RP_SCHED_BLOCKED &&
+		    stop > s->start)
+			acc[s->state - ORBIT__RP_SCHED_RUNNING] += stop - s->start;
+	}
+}
+
+int orbit__rp_sched_finish(struct orbit__rp_sched_timeline *tl, uint64_t end)
+{
+	int err = 0;
+
+	if (tl->finished)
+		return -EINVAL;
+	if (tl->count > 1)
+		qsort(tl->items, tl->count, sizeof *tl->items, cmp_item);
+	/* Every CPU an item names gets a slot. */
+	for (size_t i = 0; i < tl->count; i++)
+		if (tl->items[i].cpu >= tl->cpu_cap) {
+			uint32_t cap = tl->items[i].cpu + 1u;
+			uint64_t *n = realloc(tl->cpu_last, cap * sizeof *n);
+
+			if (n == NULL)
+				return -ENOMEM;
+			memset(n + tl->cpu_cap, 0, (cap - tl->cpu_cap) * sizeof *n);
+			tl->cpu_last = n;
+			tl->cpu_cap = cap;
+		}
+	tl->last_pos = calloc(tl->thread_count ? tl->thread_count : 1, sizeof *tl->last_pos);
+	tl->cur = malloc((tl->cpu_cap ? tl->cpu_cap : 1) * sizeof *tl->cur);
+	tl->cpu_time = calloc(tl->cpu_cap ? tl->cpu_cap : 1, sizeof *tl->cpu_time);
+	if (tl->last_pos == NULL || tl->cur == NULL || tl->cpu_time == NULL || index_gaps(tl) < 0) {
+		free_finish(tl);
+		return -ENOMEM;
+	}
+	for (uint32_t c = 0; c < tl->cpu_cap; c++)
+		tl->cur[c] = -1;
+	for (size_t pos = 0; pos < tl->count && err == 0; pos++) {
+		const struct item *it = &tl->items[pos];
+
+		if (it->kind == ORBIT__RP_SCHED_SWITCH)
+			err = run_switch(tl, it, pos);
+		else if (it->kind == GAP_KIND)
+			err = run_gap(tl, it, pos);
+		else
+			err = run_wake(tl, it, pos);
+		if (it->kind != GAP_KIND)
+			tl->cpu_time[it->cpu] = it->time;
+	}
+	if (end == 0 && tl->count > 0)
+		end = tl->items[tl->count - 1].time;
+	for (uint32_t i = 0; i < tl->thread_count && err == 0; i++)
+		err = sync_gaps(tl, i, tl->count);
+	free_finish(tl);
+	if (err < 0)
+		return -ENOMEM;
+	tl->end = end;
+	for (uint32_t i = 0; i < tl->thread_count; i++)
+		prefix_sums(&tl->threads[i], end);
+	if (tl->thread_count > 1)
+		qsort(tl->threads, tl->thread_count, sizeof *tl->threads, cmp_thread);
+	free(tl->items);
+	free(tl->hash);
+	tl->items = NULL;
+	tl->hash = NULL;
+	tl->count = tl->cap = 0;
+	tl->hash_cap = 0;
+	tl->finished = 1;
+	return 0;
+}
+
+/* ---- look-ups ---- */
+
+const struct orbit__rp_sched_thread *
+orbit__rp_sched_thread(const struct orbit__rp_sched_timeline *tl, int32_t tid)
+{
+	uint32_t lo = 0, hi = tl->finished ? tl->thread_count : 0;
+
+	while (lo < hi) {
+		uint32_t mid = lo + (hi - lo) / 2;
+
+		if (tl->threads[mid].tid < tid)
+			lo = mid + 1;
+		else
+			hi = mid;
+	}
+	return lo < tl->thread_count && tl->finished && tl->threads[lo].tid == tid
+	           ? &tl->threads[lo]
+	           : NULL;
+}
+
+const struct orbit__rp_sched_thread *
+orbit__rp_sched_threads(const struct orbit__rp_sched_timeline *tl, uint32_t *count)
+{
+	*count = tl->finished ? tl->thread_count : 0;
+	return tl->threads;
+}
+
+const struct orbit__rp_sched_stats *orbit__rp_sched_stats(const struct orbit__rp_sched_timeline *tl)
+{
+	return &tl->stats;
+}
+
+/* Number of spans in [lo, hi) starting at or before t, plus lo: the index
+ * after the last such span (spans are sorted by start). */
+static uint32_t upper_bound(const struct orbit__rp_sched_thread *th, uint64_t t, uint32_t lo,
+                            uint32_t hi)
+{
+	while (lo < hi) {
+		uint32_t mid = lo + (hi - lo) / 2;
+
+		if (th->spans[mid].start <= t)
+			lo = mid + 1;
+		else
+			hi = mid;
+	}
+	return lo;
+}
+
+/* Index of the last span starting at or before t; -1 before the first. */
+static long span_index(const struct orbit__rp_sched_thread *th, uint64_t t)
+{
+	return (long)upper_bound(th, t, 0, th->span_count) - 1;
+}
+
+/* The same, galloping from index hint: O(log distance). */
+static long span_index_from(const struct orbit__rp_sched_thread *th, uint64_t t, uint32_t hint)
+{
+	uint32_t n = th->span_count, lo, hi, step = 1;
+
+	if (n == 0)
+		return -1;
+	if (hint >= n)
+		hint = n - 1;
+	if (th->spans[hint].start <= t) {
+		/* Forward: the answer is in [hint, n). */
+		lo = hint + 1;
+		while (lo + step <= n && th->spans[lo + step - 1].start <= t) {
+			lo += step;
+			step *= 2;
+		}
+		hi = lo + step <= n ? lo + step : n;
+		return (long)upper_bound(th, t, lo, hi) - 1;
+	}
+	/* Backward: the answer is below hint. */
+	hi = hint;
+	while (hi >= step && th->spans[hi - step].start > t) {
+		hi -= step;
+		step *= 2;
+	}
+	lo = hi >= step ? hi - step : 0;
+	return (long)upper_bound(th, t, lo, hi) - 1;
+}
+
+const struct orbit__rp_sched_span *orbit__rp_sched_span_at(const struct orbit__rp_sched_thread *th,
+                                                           uint64_t t)
+{
+	long i = th != NULL ? span_index(th, t) : -1;
+
+	return i >= 0 ? &th->spans[i] : NULL;
+}
+
+/* Running, runnable and blocked ns before t (t <= th->end), given i, the
+ * last span starting at or before t. */
+static void cumulative(const struct orbit__rp_sched_thread *th, uint64_t t, long i, uint64_t out[3])
+{
+	const struct orbit__rp_sched_span *s;
+
+	if (i < 0) {
+		out[0] = out[1] = out[2] = 0;
+		return;
+	}
+	s = &th->spans[i];
+	memcpy(out, s->before, 3 * sizeof *out);
+	if (s->state >= ORBIT__RP_SCHED_RUNNING && s->state <= ORBIT__RP_SCHED_BLOCKED &&
+	    t > s->start)
+		out[s->state - ORBIT__RP_SCHED_RUNNING] += t - s->start;
+}
+
+/* Times of [start, end), the span of start searched from hint (gallop) or
+ * by bisection; end's is searched from start's. Returns start's span index
+ * (or 0). */
+static uint32_t times_from(const struct orbit__rp_sched_thread *th, uint64_t start, uint64_t end,
+                           uint32_t hint, int gallop, struct orbit__rp_sched_times *out)
+{
+	uint64_t a[3], b[3], sa = start > th->end ? th->end : start,
+	                     sb = end > th->end ? th->end : end;
+	long ia, ib;
+
+	memset(out, 0, sizeof *out);
+	if (end <= start)
+		return hint;
+	ia = gallop ? span_index_from(th, sa, hint) : span_index(th, sa);
+	ib = span_index_from(th, sb, ia >= 0 ? (uint32_t)ia : 0);
+	cumulative(th, sa, ia, a);
+	cumulative(th, sb, ib, b);
+	out->oncpu_ns = b[0] - a[0];
+	out->runnable_ns = b[1] - a[1];
+	out->blocked_ns = b[2] - a[2];
+	out->unknown_ns = (end - start) - out->oncpu_ns - out->runnable_ns - out->blocked_ns;
+	return ia >= 0 ? (uint32_t)ia : 0;
+}
+
+void orbit__rp_sched_times(const struct orbit__rp_sched_thread *th, uint64_t start, uint64_t end,
+                           struct orbit__rp_sched_times *out)
+{
+	memset(out, 0, sizeof *out);
+	if (th == NULL || end <= start)
+		return;
+	times_from(th, start, end, 0, 0, out);
+}
+
+void orbit__rp_sched_cursor_init(struct orbit__rp_sched_cursor *c,
+                                 const struct orbit__rp_sched_thread *th)
+{
+	c->th = th;
+	c->at = 0;
+}
+
+void orbit__rp_sched_cursor_times(struct orbit__rp_sched_cursor *c, uint64_t start, uint64_t end,
+                                  struct orbit__rp_sched_times *out)
+{
+	memset(out, 0, sizeof *out);
+	if (c->th == NULL || end <= start)
+		return;
+	c->at = times_from(c->th, start, end, c->at, 1, out);
+}
