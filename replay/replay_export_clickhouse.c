@@ -480,7 +480,7 @@ static void ch_scope(struct orbit_rp_export *x, const struct orbit_rp_span *s)
 	common(st, b);
 	put_str(st, b, s->name, s->name ? s->name_len : 0);
 	U64(s->start);
-	U64(unfinished ? 0 : s->end - s->start);
+	U64(s->end - s->start); /* unfinished: how long it is known to have been open */
 	U64(s->self);
 	U32(s->tid);
 	U32(s->depth);
@@ -504,7 +504,7 @@ static void ch_async(struct orbit_rp_export *x, const struct orbit_rp_span *s)
 	put_str(st, b, s->name, s->name ? s->name_len : 0);
 	U64(s->id);
 	U64(s->start);
-	U64(unfinished ? 0 : s->end - s->start);
+	U64(s->end - s->start);
 	U32(s->tid);
 	U32(s->end_tid);
 	U8(unfinished);
@@ -642,6 +642,11 @@ static void capture_row(struct ch *st, const struct orbit_rp_stream *s)
 	U64(r->gaps);
 	U64(r->bad_records);
 	U64(s->bad_logs);
+	U64(r->untrusted_events);
+	U64(r->thread_ends);
+	U64(r->reused_tids);
+	U64(s->untrusted_times);
+	U64(s->clock_resets);
 	U64(s->cap ? s->cap->damaged : 0);
 	U64(s->cap ? s->cap->invalid : 0);
 	row_end(st, ORBIT_RP_CH_CAPTURES, 0); /* sent by the commit */

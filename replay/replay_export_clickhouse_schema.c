@@ -143,6 +143,11 @@ static const struct orbit_rp_ch_column captures[] = {
     {"gaps", "UInt64"},
     {"bad_records", "UInt64"},
     {"bad_log_records", "UInt64"},
+    {"time_untrusted", "UInt64"},
+    {"thread_ends", "UInt64"},
+    {"reused_tids", "UInt64"},
+    {"agent_untrusted_times", "UInt64"},
+    {"agent_clock_resets", "UInt64"},
     {"damaged_frames", "UInt64"},
     {"rejected_packets", "UInt64"},
 };

@@ -200,6 +200,7 @@ def compare_captures(server, summary, where):
         "SELECT capture_file, stream, %s, handshake_monotonic_ns, equation, log_equation, "
         "complete, hex(host), hex(process), lost_lapped, lost_writer_gone, lost_backstop, "
         "lost_at_end, unsent, log_records_lost, log_pages_lost, unfinished, gaps, "
+        "time_untrusted, thread_ends, reused_tids, agent_untrusted_times, agent_clock_resets, "
         "start_wall_ns FROM captures WHERE %s" % (cols, where))
     got = {(r[0], int(r[1])): r[2:] for r in rows}
     check(len(got) == len(rows), "two captures rows for one stream")
@@ -213,7 +214,8 @@ def compare_captures(server, summary, where):
             for f, v in zip(CAPTURE_FIELDS, r[:k]):
                 check(int(v) == s[f], "%s: captures.%s %s, replay %s" % (c["file"], f, v, s[f]))
             (hs, eq, leq, complete, host, process, lapped, gone, backstop, at_end, unsent,
-             lrec, lpages, unfinished, gaps, wall) = r[k:]
+             lrec, lpages, unfinished, gaps, untrusted, ends, reused, agent_untrusted, resets,
+             wall) = r[k:]
             loss = s["loss"]
             check([int(hs), eq, leq, int(complete)] ==
                   [s["handshake_ns"], s["equation"], s["log_equation"], int(s["complete"])],
@@ -223,8 +225,12 @@ def compare_captures(server, summary, where):
             check([int(x) for x in (lapped, gone, backstop, at_end, unsent, lrec, lpages)] ==
                   [loss[k] for k in ("lapped", "writer_gone", "backstop", "at_end", "unsent",
                                      "log_records", "log_pages")], "%s: loss" % c["file"])
-            check([int(unfinished), int(gaps)] ==
-                  [s["rebuilt"]["unfinished"], s["rebuilt"]["gaps"]], "%s: rebuilt" % c["file"])
+            rebuilt = s["rebuilt"]
+            check([int(x) for x in (unfinished, gaps, untrusted, ends, reused, agent_untrusted,
+                                    resets)] ==
+                  [rebuilt[k] for k in ("unfinished", "gaps", "time_untrusted", "thread_ends",
+                                        "reused_tids", "agent_untrusted_times",
+                                        "agent_clock_resets")], "%s: rebuilt" % c["file"])
             if s["start_utc"] != "unknown":
                 w = int(wall)
                 utc = time.strftime("%Y-%m-%dT%H:%M:%S", time.gmtime(w // 10**9))
@@ -547,7 +553,7 @@ def run_csv(run, files):
         rows = list(csv.DictReader(io.StringIO(f.read(), newline="")))
     os.unlink(path)
     return [(r["name"], int(r["duration_ns"])) for r in rows
-            if r["kind"] == "scope" and r["duration_ns"]]
+            if r["kind"] == "scope" and "unfinished" not in r["marks"].split()]
 
 
 CASES = {"load": case_load, "twice": case_twice, "refused": case_refused,
