@@ -21,10 +21,14 @@ case per run:
             orbit-replay, asked from either server
   shard_down  one shard stopped: a clear error naming it, nothing
             committed; restarted, the next run loads everything
+  shard_midway  the link to a shard cut in the middle of the loads
+            (tests/tools/tcp_proxy): a clear error, every capture that
+            looks loaded is whole, the rest count nowhere; the link back,
+            the next run loads them
   queries   every query of docs/operations.md's fleet section runs on
             18.16, and the ones with a known answer give it
 
-    python3 replay_clickhouse.py CASE ORBIT_REPLAY CAPTURES DOCS
+    python3 replay_clickhouse.py CASE ORBIT_REPLAY CAPTURES DOCS [TCP_PROXY]
 
 Exits 0 (pass), 1 (fail) or 77 (skip: no clickhouse-server).
 """
@@ -407,6 +411,71 @@ def case_shard_down(run):
         compare_all(run, b, "asking the restarted shard")
 
 
+class Proxy:
+    """tests/tools/tcp_proxy on a fixed loopback port, in front of a shard."""
+
+    def __init__(self, exe, port, to, *faults):
+        self.proc = subprocess.Popen(
+            [exe, "--to", "127.0.0.1:%d" % to, "--listen", "127.0.0.1:%d" % port] +
+            list(faults), stdout=subprocess.PIPE, stderr=subprocess.DEVNULL,
+            preexec_fn=ch._die_with_parent)
+        line = self.proc.stdout.readline().decode()
+        check(line.startswith("listening on"), "tcp_proxy: %r" % line)
+
+    def stop(self):
+        self.proc.kill()
+        self.proc.wait()
+
+
+def committed_whole(server):
+    """Every committed stream has every row its captures row counts; the
+    number of committed streams, and of rows no captures row names."""
+    caps = server.rows("SELECT load_id, scopes, async_spans, values, log_lines + markers "
+                       "FROM captures")
+    for load_id, *want in caps:
+        got = [server.rows("SELECT count() FROM %s WHERE load_id = %s" % (t, load_id))[0][0]
+               for t in ("scopes", "async_spans", "value_samples", "log_lines")]
+        check(got == want, "load %s looks complete with %s rows of %s" % (load_id, got, want))
+    orphans = int(server.rows("SELECT count() FROM scopes WHERE load_id GLOBAL NOT IN "
+                              "(SELECT load_id FROM captures)")[0][0])
+    return len(caps), orphans
+
+
+def case_shard_midway(run):
+    """The link to shard 2 is cut in the middle of the loads (tcp_proxy
+    --drop-after): a clear error, the captures committed before are whole,
+    the others count nowhere; with the link back, the next run loads them."""
+    port = ch._spare_ports(1)[0]
+    servers = ch.Servers(2, cluster="orbit_test")
+    a, b = servers.servers
+    servers.shard_addrs = ["127.0.0.1:%d" % a.tcp, "127.0.0.1:%d" % port]
+    proxy = Proxy(run.proxy, port, b.tcp, "--drop-after", "40000")
+    try:
+        with servers:
+            cluster_create(run, (a, b))
+            # The small captures first: they are loaded before the cut. In
+            # batches of 10 rows, every INSERT sends at least its query and
+            # block header to shard 2, whichever shard holds the capture:
+            # the hostile capture needs more than 40000 bytes on any one
+            # connection, so neither of its attempts gets through.
+            p = run.replay("--clickhouse", a.url(), "--clickhouse-batch", "10",
+                           "--clickhouse-retries", "1", "--no-progress", *run.files[::-1],
+                           want=3)
+            err = p.stderr.decode(errors="replace")
+            check("127.0.0.1:%d" % port in err and "a shard, is down or unreachable" in err and
+                  "not loaded" in err, err)
+            n, orphans = committed_whole(a)
+            check(0 < n < 7 and orphans > 0, "%d streams committed, %d rows of failed loads: "
+                  "the link was not cut in the middle" % (n, orphans))
+            proxy.stop()
+            proxy = Proxy(run.proxy, port, b.tcp)
+            run.load(a)
+            check(committed_whole(a)[0] == 7, "not every stream committed")
+            compare_all(run, a, "after the link came back")
+    finally:
+        proxy.stop()
+
+
 # ---- the queries of docs/operations.md ----
 
 def docs_queries(path):
@@ -558,7 +627,7 @@ def run_csv(run, files):
 
 CASES = {"load": case_load, "twice": case_twice, "refused": case_refused,
          "errors": case_errors, "cluster": case_cluster, "shard_down": case_shard_down,
-         "queries": case_queries}
+         "shard_midway": case_shard_midway, "queries": case_queries}
 
 
 def main():
@@ -570,6 +639,7 @@ def main():
         skip("%s not found (Debian clickhouse-server)" % ch.SERVER)
     run = Run(sys.argv[2], sys.argv[3])
     run.docs = sys.argv[4]
+    run.proxy = sys.argv[5] if len(sys.argv) > 5 else None
     for f in run.files:
         check(os.path.exists(f), "%s missing: run the clickhouse_captures test" % f)
     CASES[case](run)
