@@ -97,6 +97,10 @@ int orbit__rp_ch_http_run(struct orbit_rp_ch_http *h, const char *sql, const str
                           int ndata, int nodb, struct orbit_rp_ch_reply *reply,
                           struct orbit_rp_ch_error *e);
 void orbit__rp_ch_reply_free(struct orbit_rp_ch_reply *r);
+/* What an error reply of ClickHouse (status, len bytes of body) says, as
+ * one line of e, and whether it may pass (tests/fuzz: any bytes). */
+void orbit__rp_ch_error_of(const char *server, long status, const char *body, size_t len,
+                           struct orbit_rp_ch_error *e);
 
 /* ---- the sender thread (replay_export_clickhouse_send.c) ---- */
 
@@ -152,6 +156,10 @@ int orbit__rp_ch_create(struct orbit_rp_ch_http *h, const char *cluster,
 /* Whether every table has every column this orbit-replay writes, with its
  * type. 0, or -1 with e filled (naming the table and column). */
 int orbit__rp_ch_check(struct orbit_rp_ch_http *h, struct orbit_rp_ch_error *e);
+/* The same for a reply of system.columns (TSVRaw lines: table, name, type;
+ * NUL-terminated; tests/fuzz: any bytes), of server and database db. */
+int orbit__rp_ch_check_columns(const char *tsv, const char *server, const char *db,
+                               struct orbit_rp_ch_error *e);
 
 /* ---- what a run of the exporter did, for the loader ---- */
 

@@ -254,14 +254,17 @@ static void one_line(const char *s, size_t n, char *out, size_t cap)
 	out[o] = '\0';
 }
 
-static void http_error(struct orbit_rp_ch_http *h, long status, const struct orbit_rp_ch_reply *r,
-                       struct orbit_rp_ch_error *e)
+void orbit__rp_ch_error_of(const char *server, long status, const char *body, size_t len,
+                           struct orbit_rp_ch_error *e)
 {
-	char text[TEXT_MAX + 8];
+	char text[TEXT_MAX + 8], head[32];
 	int code = 0;
-	if (r->data && sscanf(r->data, "Code: %d", &code) != 1)
+	size_t k = len < sizeof head - 1 ? len : sizeof head - 1;
+	memcpy(head, body, k);
+	head[k] = '\0';
+	if (sscanf(head, "Code: %d", &code) != 1 || code < 0)
 		code = 0;
-	one_line(r->data ? r->data : "", r->len, text, sizeof text);
+	one_line(body, len, text, sizeof text);
 	int transient = code ? transient_code(code) : status >= 500;
 	const char *hint = "";
 	if (code == 209 || code == 210 || code == 279)
@@ -270,9 +273,9 @@ static void http_error(struct orbit_rp_ch_http *h, long status, const struct orb
 		hint = " [create the schema with --clickhouse-create]";
 	e->transient = transient;
 	e->code = code ? code : -1;
-	char line[sizeof h->server + sizeof text + 160];
-	size_t n = (size_t)snprintf(line, sizeof line, "ClickHouse at %s: %s (HTTP %ld)%s",
-	                            h->server, *text ? text : "no error text", status, hint);
+	char line[256 + sizeof text + 160];
+	size_t n = (size_t)snprintf(line, sizeof line, "ClickHouse at %.255s: %s (HTTP %ld)%s",
+	                            server, *text ? text : "no error text", status, hint);
 	n = n < sizeof e->text ? n : sizeof e->text - 1;
 	memcpy(e->text, line, n);
 	e->text[n] = '\0';
@@ -403,7 +406,7 @@ int orbit__rp_ch_http_run(struct orbit_rp_ch_http *h, const char *sql, const str
 		    h->errbuf[0] ? h->errbuf : curl_easy_strerror(rc));
 		ret = -1;
 	} else if (curl_easy_getinfo(c, CURLINFO_RESPONSE_CODE, &status), status != 200) {
-		http_error(h, status, r, e);
+		orbit__rp_ch_error_of(h->server, status, r->data ? r->data : "", r->len, e);
 		ret = -1;
 	}
 	orbit__rp_ch_reply_free(&own);

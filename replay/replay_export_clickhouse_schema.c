@@ -356,15 +356,9 @@ static int same_type(const char *got, size_t len, const char *want)
 	return strlen(want) == len && memcmp(got, want, len) == 0;
 }
 
-int orbit__rp_ch_check(struct orbit_rp_ch_http *h, struct orbit_rp_ch_error *e)
+int orbit__rp_ch_check_columns(const char *tsv, const char *server, const char *db,
+                               struct orbit_rp_ch_error *e)
 {
-	struct orbit_rp_ch_reply r = {0};
-	if (orbit__rp_ch_http_run(h,
-	                          "SELECT table, name, type FROM system.columns WHERE database = "
-	                          "currentDatabase() FORMAT TSVRaw",
-	                          NULL, 0, 0, &r, e) != 0)
-		return -1;
-	const char *tsv = r.data ? r.data : "";
 	int bad = 0;
 	for (int t = 0; t < ORBIT_RP_CH_TABLES && !bad; t++) {
 		const struct orbit_rp_ch_table_def *d = &orbit__rp_ch_tables[t];
@@ -375,34 +369,49 @@ int orbit__rp_ch_check(struct orbit_rp_ch_http *h, struct orbit_rp_ch_error *e)
 				snprintf(e->text, sizeof e->text,
 				         "ClickHouse at %s has no table %s in database %s: "
 				         "create the schema with --clickhouse-create",
-				         orbit__rp_ch_http_server(h), d->name,
-				         *orbit__rp_ch_http_database(h)
-				             ? orbit__rp_ch_http_database(h)
-				             : "default");
+				         server, d->name, *db ? db : "default");
 				bad = 1;
 			} else if (type == NULL) {
 				snprintf(e->text, sizeof e->text,
 				         "ClickHouse at %s: table %s has no column %s (%s): it was "
 				         "created by another version of orbit-replay "
-				         "(docs/operations.md, the schema)",
-				         orbit__rp_ch_http_server(h), d->name, d->cols[i].name,
-				         d->cols[i].type);
+				         "(docs/operations.md, the tables)",
+				         server, d->name, d->cols[i].name, d->cols[i].type);
 				bad = 1;
 			} else if (!same_type(type, len, d->cols[i].type)) {
+				char shown[64];
+				size_t n = len < sizeof shown - 1 ? len : sizeof shown - 1;
+				for (size_t k = 0; k < n;
+				     k++) /* the server's bytes, shown safely */
+					shown[k] =
+					    type[k] >= 0x20 && type[k] < 0x7f ? type[k] : '?';
+				shown[n] = '\0';
 				snprintf(
 				    e->text, sizeof e->text,
-				    "ClickHouse at %s: column %s.%s is %.*s, orbit-replay writes "
-				    "%s (docs/operations.md, the schema)",
-				    orbit__rp_ch_http_server(h), d->name, d->cols[i].name,
-				    (int)(len > 200 ? 200 : len), type, d->cols[i].type);
+				    "ClickHouse at %s: column %s.%s is %s, orbit-replay writes %s "
+				    "(docs/operations.md, the tables)",
+				    server, d->name, d->cols[i].name, shown, d->cols[i].type);
 				bad = 1;
 			}
 		}
 	}
-	orbit__rp_ch_reply_free(&r);
 	if (bad) {
 		e->transient = 0;
 		e->code = 0;
 	}
 	return bad ? -1 : 0;
+}
+
+int orbit__rp_ch_check(struct orbit_rp_ch_http *h, struct orbit_rp_ch_error *e)
+{
+	struct orbit_rp_ch_reply r = {0};
+	if (orbit__rp_ch_http_run(h,
+	                          "SELECT table, name, type FROM system.columns WHERE database = "
+	                          "currentDatabase() FORMAT TSVRaw",
+	                          NULL, 0, 0, &r, e) != 0)
+		return -1;
+	int ret = orbit__rp_ch_check_columns(r.data ? r.data : "", orbit__rp_ch_http_server(h),
+	                                     orbit__rp_ch_http_database(h), e);
+	orbit__rp_ch_reply_free(&r);
+	return ret;
 }
