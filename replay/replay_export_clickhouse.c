@@ -22,8 +22,8 @@
  * loader retries the whole file with fresh load ids, and the streams that
  * were committed meanwhile are found in step 1.
  *
- * Native, ClickHouse's own columnar format, costs the server about 30 %
- * less to parse than RowBinary (docs/performance.md, "ClickHouse"), so a
+ * Native, ClickHouse's own columnar format, costs the server about a
+ * quarter less than RowBinary (docs/performance.md, "ClickHouse"), so a
  * batch is kept column by column: a block is the number of columns and of
  * rows (LEB128), then each column's name, type and values. Values:
  * integers little-endian at their width, Date as days since 1970 in a

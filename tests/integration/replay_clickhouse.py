@@ -322,19 +322,27 @@ def case_refused(run):
         p = run.load(s, files=[demo], want=0)
         check("loaded 1 stream" in p.stdout.decode(), p.stdout)
         compare(run, s, [demo], "after the refusal")
-        # The cleanup of docs/operations.md, for loads begun before the next
-        # second instead of a day ago.
-        cleanup = docs_query(run.docs, "cleanup").replace("- 86400", "+ 1")
-        for stmt in cleanup.split(";"):
-            if stmt.strip():
-                s.query(stmt)
-        for _ in range(200):
-            if s.rows("SELECT count() FROM system.mutations WHERE is_done = 0") == [["0"]]:
-                break
-            time.sleep(0.05)
+        cleanup(s, docs_query(run.docs, "cleanup"))
         check(int(s.rows("SELECT count() FROM scopes")[0][0]) ==
               int(s.rows("SELECT scopes FROM captures")[0][0]), "the cleanup left orphans")
         compare(run, s, [demo], "after the cleanup")
+
+
+def cleanup(server, sql, local=False):
+    """Runs the cleanup of docs/operations.md for loads begun before the
+    next second (instead of a day ago), and waits for its mutations."""
+    sql = sql.replace("- 86400", "+ 1")
+    if local:
+        sql = re.sub(r"ALTER TABLE (\w+) ", r"ALTER TABLE \1_local ", sql)
+        sql = sql.replace("FROM captures)", "FROM captures_local)")
+    for stmt in sql.split(";"):
+        if stmt.strip():
+            server.query(stmt)
+    for _ in range(400):
+        if server.rows("SELECT count() FROM system.mutations WHERE is_done = 0") == [["0"]]:
+            return
+        time.sleep(0.05)
+    fail("the cleanup's mutations did not finish")
 
 
 def case_errors(run):
@@ -472,6 +480,13 @@ def case_shard_midway(run):
             run.load(a)
             check(committed_whole(a)[0] == 7, "not every stream committed")
             compare_all(run, a, "after the link came back")
+            # The cleanup of docs/operations.md on each shard, with the
+            # _local names: the failed loads' rows go, nothing else.
+            for srv in (a, b):
+                cleanup(srv, docs_query(run.docs, "cleanup"), local=True)
+            check(committed_whole(a) == (7, 0), "the cleanup on the shards left %s" %
+                  (committed_whole(a),))
+            compare_all(run, a, "after the cleanup on the shards")
     finally:
         proxy.stop()
 
