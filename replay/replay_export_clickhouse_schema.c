@@ -312,8 +312,10 @@ int orbit__rp_ch_create(struct orbit_rp_ch_http *h, const char *cluster,
 	struct orbit_rp_ch_reply r = {0};
 	if (cluster && !*db) {
 		if (orbit__rp_ch_http_run(h, "SELECT currentDatabase() FORMAT TSVRaw", NULL, 0, 0,
-		                          &r, e) != 0)
+		                          &r, e) != 0) {
+			orbit__rp_ch_reply_free(&r);
 			return -1;
+		}
 		if (r.data)
 			r.data[strcspn(r.data, "\n")] = '\0';
 		db = r.data ? r.data : "default";
@@ -408,8 +410,10 @@ int orbit__rp_ch_check(struct orbit_rp_ch_http *h, struct orbit_rp_ch_error *e)
 	if (orbit__rp_ch_http_run(h,
 	                          "SELECT table, name, type FROM system.columns WHERE database = "
 	                          "currentDatabase() FORMAT TSVRaw",
-	                          NULL, 0, 0, &r, e) != 0)
+	                          NULL, 0, 0, &r, e) != 0) {
+		orbit__rp_ch_reply_free(&r);
 		return -1;
+	}
 	int ret = orbit__rp_ch_check_columns(r.data ? r.data : "", orbit__rp_ch_http_server(h),
 	                                     orbit__rp_ch_http_database(h), e);
 	orbit__rp_ch_reply_free(&r);
