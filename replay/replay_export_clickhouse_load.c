@@ -46,7 +46,7 @@ struct loader {
 	const struct orbit_rp_ch_options *c;
 	struct orbit_rp_ch_http *h;
 	FILE *out, *err;
-	uint64_t loaded, present, not_loaded, files_loaded;
+	uint64_t loaded, present, not_loaded;
 	int damaged;
 };
 
@@ -80,7 +80,7 @@ static void say_loaded(struct loader *L, const char *path, const struct orbit_rp
 {
 	fprintf(L->out, "clickhouse: %s: ", path);
 	if (l->streams_loaded == 0 && l->streams_present == 0) {
-		fprintf(L->out, "no stream in it\n");
+		fprintf(L->out, "nothing loaded: no stream in it could be read\n");
 		return;
 	}
 	if (l->streams_loaded == 0) {
@@ -184,9 +184,7 @@ int orbit__replay_clickhouse(const struct orbit_replay_options *o)
 	if (check(&L) == 0) {
 		for (; i < o->ninputs; i++) {
 			int r = load_file(&L, i);
-			if (r == 0)
-				L.files_loaded++;
-			else
+			if (r != 0)
 				L.not_loaded++;
 			if (r < 0) {
 				i++;
