@@ -1,7 +1,9 @@
 #!/bin/sh
 # demo.sh [BUILD_DIR] — the README's demo: an orbit-collector on a free
 # loopback port, the instrumented examples/demo streaming to it, then
-# orbit-replay printing the summary of the capture and writing Chrome JSON.
+# orbit-replay printing the summary of the capture and writing the HTML page
+# (timeline, flame graph, statistics; opens offline in any browser) and
+# Chrome JSON beside it.
 set -eu
 build=${1:-build/release}
 out=${ORBIT_DEMO_DIR:-$(mktemp -d /tmp/orbit-demo.XXXXXX)}
@@ -12,7 +14,7 @@ mkdir -p "$out"
 collector=$!
 addr=
 for _ in $(seq 100); do
-	addr=$(sed -n 's/^listening on //p' "$out/collector.out")
+	addr=$(sed -n 's/^listening on //p' "$out/collector.out" 2>/dev/null || true)
 	[ -n "$addr" ] && break
 	sleep 0.05
 done
@@ -29,6 +31,8 @@ ORBIT_COLLECTOR=$addr "$build/examples/demo" --threads 4 --frames 500
 kill -TERM "$collector"
 wait "$collector"
 echo
-"$build/replay/orbit-replay" "$out"/*.orbit.zst --chrome "$out/demo.json"
+"$build/replay/orbit-replay" "$out"/*.orbit.zst --html "$out/demo.html" --chrome "$out/demo.json"
 echo
-echo "Chrome trace: $out/demo.json (open it in ui.perfetto.dev or chrome://tracing)"
+echo "Open the page in a browser (one self-contained file, works offline):"
+echo "  $out/demo.html"
+echo "Chrome trace JSON beside it, for Perfetto UI: $out/demo.json"

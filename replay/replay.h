@@ -47,6 +47,8 @@ struct orbit_replay_options {
 	const char *csv_path;
 	const char *chrome_path;
 	const char *perfetto_path;
+	const char *html_path;  /* --html: the self-contained page */
+	size_t html_max_scopes; /* spans the page keeps, the longest (0: all) */
 	const char *pages_path; /* --pages: a raw ftrace page file */
 	uint32_t page_size;     /* of the --pages file; 0: 4096 */
 	int log;                /* print the log lines instead of the summary */

@@ -103,6 +103,7 @@ extern const struct orbit_rp_exporter *const orbit__rp_exporters[];
 extern const struct orbit_rp_exporter orbit__rp_export_csv;
 extern const struct orbit_rp_exporter orbit__rp_export_chrome;
 extern const struct orbit_rp_exporter orbit__rp_export_perfetto;
+extern const struct orbit_rp_exporter orbit__rp_export_html;
 extern const struct orbit_rp_exporter orbit__rp_export_log;
 extern const struct orbit_rp_exporter orbit__rp_export_clickhouse;
 extern const struct orbit_rp_exporter orbit__rp_export_summary;

@@ -31,6 +31,11 @@ static const char usage_text[] =
     "  --csv FILE       one row per scope and async span (RFC 4180)\n"
     "  --chrome FILE    Chrome Trace Event JSON (chrome://tracing, Perfetto UI)\n"
     "  --perfetto FILE  Perfetto protobuf trace (Perfetto UI, trace processor)\n"
+    "  --html FILE      one self-contained page: timeline, flame graph, statistics\n"
+    "                   (any browser opens it from disk, offline)\n"
+    "  --html-max-scopes N\n"
+    "                   scopes and async spans the page keeps, the longest\n"
+    "                   (default 1000000; 0: all); the page counts the others\n"
     "  --log            print the log lines in time order instead of the summary\n"
     "  --pages FILE     print every page header and record of a raw ftrace page\n"
     "                   file (ours, or a copy of a kernel trace_pipe_raw)\n"
@@ -71,6 +76,8 @@ enum {
 	OPT_CSV,
 	OPT_CHROME,
 	OPT_PERFETTO,
+	OPT_HTML,
+	OPT_HTML_MAX,
 	OPT_LOG,
 	OPT_PAGES,
 	OPT_PAGE_SIZE,
@@ -95,6 +102,8 @@ static const struct option long_opts[] = {
     {"csv", required_argument, NULL, OPT_CSV},
     {"chrome", required_argument, NULL, OPT_CHROME},
     {"perfetto", required_argument, NULL, OPT_PERFETTO},
+    {"html", required_argument, NULL, OPT_HTML},
+    {"html-max-scopes", required_argument, NULL, OPT_HTML_MAX},
     {"log", no_argument, NULL, OPT_LOG},
     {"pages", required_argument, NULL, OPT_PAGES},
     {"page-size", required_argument, NULL, OPT_PAGE_SIZE},
@@ -196,6 +205,14 @@ static int option(struct orbit_replay_options *o, int c, const char *arg)
 		return 0;
 	case OPT_PERFETTO:
 		o->perfetto_path = arg;
+		return 0;
+	case OPT_HTML:
+		o->html_path = arg;
+		return 0;
+	case OPT_HTML_MAX:
+		if (number(arg, 0, 1000000000, &v))
+			return usage("--html-max-scopes takes a number, not '%s'", arg);
+		o->html_max_scopes = (size_t)v;
 		return 0;
 	case OPT_LOG:
 		o->log = 1;

@@ -13,6 +13,7 @@ void orbit__replay_defaults(struct orbit_replay_options *o)
 	o->top = 20;
 	o->sort = ORBIT_REPLAY_SORT_TOTAL;
 	o->progress = -1;
+	o->html_max_scopes = 1000000;
 	o->out = stdout;
 	o->err = stderr;
 }

@@ -1,7 +1,7 @@
 /*
  * replay_fuzz.c — libFuzzer target for orbit-replay's reading path: the
  * replay core (replay/replay.h) reads the input as a capture file, from a
- * memfd, with every output on (CSV, Chrome, Perfetto, JSON to /dev/null).
+ * memfd, with every output on (CSV, Chrome, Perfetto, HTML, JSON to /dev/null).
  * Whatever the bytes: no crash, no leak, no undefined behaviour, a status
  * of 0 or 2. Also run over its corpus as a plain regression test
  * (replay_fuzz_corpus).
@@ -93,6 +93,7 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 	o.csv_path = "/dev/null";
 	o.chrome_path = "/dev/null";
 	o.perfetto_path = "/dev/null";
+	o.html_path = "/dev/null";
 	o.json_path = "/dev/null";
 	o.top = 0;
 	o.log = (mode & 2) != 0;

@@ -1,0 +1,515 @@
+/*
+ * replay_export_html.c — --html FILE: one self-contained page (code,
+ * styles and data inline, nothing fetched) with the timeline, a flame
+ * graph and the statistics; docs/replay.md, "--html".
+ *
+ * The events are kept as they come: scopes and async spans under the cap
+ * of --html-max-scopes N (replay_export_html_keep.c), values and log
+ * lines thinned past N / 2 and N / 4 (struct orbit_rp_html_thin), loss
+ * marks, with the processes, lanes (a
+ * thread's, a process's async spans, a value track) and sites (name,
+ * colour, source location) they refer to, and every text interned in the
+ * page's string table. At the end, when every thread has its final name,
+ * replay_export_html_tables.c writes them as the page's tables.
+ */
+#include <errno.h>
+#include <stddef.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "replay_export.h"
+#include "replay_export_html.h"
+
+#define TEXT_BYTES (16u << 20) /* log text kept; past it lines keep no text */
+#define LOSS_MARKS 65536u
+#define MARKER_SHOWN 64u /* marker bytes shown, in hex */
+
+/* ---- small helpers ---- */
+
+static int grow(void **p, size_t *alloc, size_t n, size_t size)
+{
+	if (n < *alloc)
+		return 0;
+	size_t a = *alloc ? *alloc * 2 : 1024;
+	void *q = realloc(*p, a * size);
+	if (q == NULL)
+		return -1;
+	*p = q;
+	*alloc = a;
+	return 0;
+}
+
+static int grow32(void **p, uint32_t *alloc, uint32_t n, size_t size)
+{
+	size_t a = *alloc;
+	int r = grow(p, &a, n, size);
+	*alloc = (uint32_t)(a > UINT32_MAX ? UINT32_MAX : a);
+	return r;
+}
+
+static uint64_t mix(uint64_t h)
+{
+	h ^= h >> 33;
+	h *= 0xff51afd7ed558ccdull;
+	h ^= h >> 33;
+	h *= 0xc4ceb9fe1a85ec53ull;
+	return h ^ (h >> 33);
+}
+
+/* The slot of hash h whose id eq() accepts, or the empty slot to fill. */
+static uint32_t *map_slot(struct orbit_rp_html_idmap *m, uint64_t h,
+                          int (*eq)(struct orbit_rp_html *, uint32_t), struct orbit_rp_html *c)
+{
+	if ((m->n + 1) * 2 > m->mask) {
+		size_t cap = m->mask ? (m->mask + 1) * 2 : 1024;
+		uint64_t *hs = calloc(cap, sizeof *hs);
+		uint32_t *ids = calloc(cap, sizeof *ids);
+		if (hs == NULL || ids == NULL) {
+			free(hs);
+			free(ids);
+			return NULL;
+		}
+		for (size_t i = 0; m->mask && i <= m->mask; i++) {
+			if (m->id[i] == 0)
+				continue;
+			size_t j = m->hash[i] & (cap - 1);
+			while (ids[j])
+				j = (j + 1) & (cap - 1);
+			hs[j] = m->hash[i];
+			ids[j] = m->id[i];
+		}
+		free(m->hash);
+		free(m->id);
+		m->hash = hs;
+		m->id = ids;
+		m->mask = cap - 1;
+	}
+	size_t j = h & m->mask;
+	while (m->id[j] && !(m->hash[j] == h && eq(c, m->id[j] - 1)))
+		j = (j + 1) & m->mask;
+	m->hash[j] = h;
+	return &m->id[j];
+}
+
+static void map_free(struct orbit_rp_html_idmap *m)
+{
+	free(m->hash);
+	free(m->id);
+}
+
+/* ---- processes, lanes, sites ---- */
+
+uint32_t orbit__rp_html_proc_of(struct orbit_rp_html *h, uint32_t pid)
+{
+	if (h->last_proc < h->nprocs && h->procs[h->last_proc].pid == pid)
+		return h->last_proc;
+	for (uint32_t i = 0; i < h->nprocs; i++)
+		if (h->procs[i].pid == pid)
+			return h->last_proc = i;
+	if (grow32((void **)&h->procs, &h->procs_alloc, h->nprocs, sizeof *h->procs) != 0)
+		return ORBIT_RP_HTML_BIG;
+	h->procs[h->nprocs] = (struct orbit_rp_html_proc){
+	    pid, ORBIT_RP_HTML_NO_STR, ORBIT_RP_HTML_NO_STR, ORBIT_RP_HTML_NO_STR, 0};
+	return h->last_proc = h->nprocs++;
+}
+
+static uint32_t lane_new(struct orbit_rp_html *h, uint8_t kind, uint32_t proc, uint32_t tid)
+{
+	if (grow32((void **)&h->lanes, &h->lanes_alloc, h->nlanes, sizeof *h->lanes) != 0)
+		return ORBIT_RP_HTML_BIG;
+	h->lanes[h->nlanes] = (struct orbit_rp_html_lane){
+	    .kind = kind, .proc = proc, .tid = tid, .name = ORBIT_RP_HTML_NO_STR};
+	return h->nlanes++;
+}
+
+/* The lane of a thread: the exporter's word of the thread holds it + 1. */
+static uint32_t thread_lane(struct orbit_rp_html *h, const struct orbit_rp_export *x,
+                            struct orbit_rp_thread *th, uint32_t pid)
+{
+	if (th == NULL)
+		return ORBIT_RP_HTML_BIG;
+	if (th->export[x->slot])
+		return (uint32_t)th->export[x->slot] - 1;
+	uint32_t p = orbit__rp_html_proc_of(h, pid);
+	if (p == ORBIT_RP_HTML_BIG)
+		return ORBIT_RP_HTML_BIG;
+	uint32_t l = lane_new(h, ORBIT_RP_HTML_THREAD, p, th->tid);
+	if (l == ORBIT_RP_HTML_BIG)
+		return ORBIT_RP_HTML_BIG;
+	h->lanes[l].th = th;
+	th->export[x->slot] = (uint64_t)l + 1;
+	return l;
+}
+
+static uint32_t async_lane(struct orbit_rp_html *h, uint32_t pid)
+{
+	uint32_t p = orbit__rp_html_proc_of(h, pid);
+	if (p == ORBIT_RP_HTML_BIG)
+		return ORBIT_RP_HTML_BIG;
+	if (h->procs[p].async_lane == 0) {
+		uint32_t l = lane_new(h, ORBIT_RP_HTML_ASYNC, p, 0);
+		if (l == ORBIT_RP_HTML_BIG)
+			return ORBIT_RP_HTML_BIG;
+		h->procs[p].async_lane = l + 1;
+	}
+	return h->procs[p].async_lane - 1;
+}
+
+static int value_eq(struct orbit_rp_html *h, uint32_t id)
+{
+	const struct orbit_rp_html_lane *l = &h->lanes[id];
+	return l->proc == h->value_key.proc && l->name == h->value_key.name &&
+	       l->color == h->value_key.color && l->attrs == h->value_key.attrs;
+}
+
+static uint32_t value_lane(struct orbit_rp_html *h, uint32_t pid, uint32_t name, uint32_t color,
+                           int attrs)
+{
+	uint32_t p = orbit__rp_html_proc_of(h, pid);
+	if (p == ORBIT_RP_HTML_BIG)
+		return ORBIT_RP_HTML_BIG;
+	h->value_key = (struct orbit_rp_html_lane){
+	    .proc = p, .name = name, .color = attrs ? color : 0, .attrs = (uint8_t)attrs};
+	uint64_t k = mix((uint64_t)p << 32 ^ name ^ (uint64_t)h->value_key.color << 17 ^
+	                 (uint64_t)attrs << 63);
+	uint32_t *slot = map_slot(&h->value_map, k, value_eq, h);
+	if (slot == NULL)
+		return ORBIT_RP_HTML_BIG;
+	if (*slot)
+		return *slot - 1;
+	uint32_t l = lane_new(h, ORBIT_RP_HTML_VALUE, p, 0);
+	if (l == ORBIT_RP_HTML_BIG)
+		return ORBIT_RP_HTML_BIG;
+	h->lanes[l].name = name;
+	h->lanes[l].color = h->value_key.color;
+	h->lanes[l].attrs = (uint8_t)attrs;
+	*slot = l + 1;
+	h->value_map.n++;
+	return l;
+}
+
+static int site_eq(struct orbit_rp_html *h, uint32_t id)
+{
+	const struct orbit_rp_html_site *s = &h->sites[id];
+	return s->name == h->site_key.name && s->color == h->site_key.color &&
+	       s->attrs == h->site_key.attrs && s->loc == h->site_key.loc;
+}
+
+/* The string of a span's name: the core's name id, looked up once. */
+static uint32_t span_name(struct orbit_rp_html *h, const struct orbit_rp_span *s)
+{
+	if (s->name_id == ORBIT_RP_NAME_NONE)
+		return orbit__rp_html_str_cut(h, s->name, s->name_len, ORBIT_RP_HTML_NAME_BYTES);
+	if (s->name_id >= h->nname_str) {
+		uint32_t n = h->nname_str ? h->nname_str : 1024;
+		while (n <= s->name_id)
+			n *= 2;
+		uint32_t *m = realloc(h->name_str, n * sizeof *m);
+		if (m == NULL)
+			return ORBIT_RP_HTML_NO_STR;
+		memset(m + h->nname_str, 0, (n - h->nname_str) * sizeof *m);
+		h->name_str = m;
+		h->nname_str = n;
+	}
+	if (h->name_str[s->name_id] == 0) {
+		uint32_t id = orbit__rp_html_str_intern(&h->strs, s->name, s->name_len);
+		if (id == ORBIT_RP_HTML_NO_STR)
+			return id;
+		h->name_str[s->name_id] = id + 1;
+	}
+	return h->name_str[s->name_id] - 1;
+}
+
+static uint32_t site_of(struct orbit_rp_html *h, uint32_t name, uint32_t color, int attrs,
+                        const struct orbit_rp_location *loc)
+{
+	h->site_key = (struct orbit_rp_html_site){
+	    .name = name, .color = attrs ? color : 0, .attrs = (uint8_t)attrs, .loc = loc};
+	uint64_t k = mix((uint64_t)name << 32 ^ h->site_key.color ^ (uint64_t)attrs << 62 ^
+	                 (uint64_t)(uintptr_t)loc * 31);
+	uint32_t *slot = map_slot(&h->site_map, k, site_eq, h);
+	if (slot == NULL)
+		return ORBIT_RP_HTML_BIG;
+	if (*slot)
+		return *slot - 1;
+	if (grow32((void **)&h->sites, &h->sites_alloc, h->nsites, sizeof *h->sites) != 0)
+		return ORBIT_RP_HTML_BIG;
+	struct orbit_rp_html_site *s = &h->sites[h->nsites];
+	*s = h->site_key;
+	s->file = s->func = ORBIT_RP_HTML_NO_STR;
+	s->line = 0;
+	if (loc != NULL) {
+		if (loc->file)
+			s->file = orbit__rp_html_str_cut(h, loc->file, loc->file_len, 4096);
+		if (loc->function)
+			s->func = orbit__rp_html_str_cut(h, loc->function, loc->function_len, 4096);
+		s->line = loc->line;
+	}
+	*slot = ++h->nsites;
+	h->site_map.n++;
+	return h->nsites - 1;
+}
+
+/* ---- the events ---- */
+
+static int html_begin(struct orbit_rp_export *x)
+{
+	struct orbit_rp_html *h = x->state;
+	orbit__rp_html_keep_init(&h->keep, x->view->o->html_max_scopes);
+	size_t cap = x->view->o->html_max_scopes;
+	/* With the default cap, 1 M spans, 500 k values and 250 k log lines
+	 * with their 16 MiB of text stay under 64 MiB of page. */
+	h->values_thin = (struct orbit_rp_html_thin){.limit = cap ? (cap + 1) / 2 : 0, .stride = 1};
+	h->lines_thin = (struct orbit_rp_html_thin){.limit = cap ? (cap + 3) / 4 : 0, .stride = 1};
+	return 0;
+}
+
+static void html_stream(struct orbit_rp_export *x, const struct orbit_rp_stream *s)
+{
+	struct orbit_rp_html *h = x->state;
+	uint32_t p = orbit__rp_html_proc_of(h, s->pid);
+	if (p == ORBIT_RP_HTML_BIG) {
+		h->oom = 1;
+		return;
+	}
+	struct orbit_rp_html_proc *pr = &h->procs[p];
+	if (s->process && pr->name == ORBIT_RP_HTML_NO_STR)
+		pr->name = orbit__rp_html_str_cut(h, s->process, strlen(s->process), 4096);
+	if (s->host && pr->host == ORBIT_RP_HTML_NO_STR)
+		pr->host = orbit__rp_html_str_cut(h, s->host, strlen(s->host), 4096);
+	if (s->ncmd > 0 && pr->cmd == ORBIT_RP_HTML_NO_STR) {
+		size_t len = 0;
+		for (size_t i = 0; i < s->ncmd; i++)
+			len += strlen(s->cmdline[i]) + 1;
+		char *b = malloc(len);
+		if (b == NULL)
+			return;
+		size_t at = 0;
+		for (size_t i = 0; i < s->ncmd; i++) {
+			size_t n = strlen(s->cmdline[i]);
+			memcpy(b + at, s->cmdline[i], n);
+			at += n;
+			b[at++] = ' ';
+		}
+		pr->cmd = orbit__rp_html_str_cut(h, b, at - 1, 65536);
+		free(b);
+	}
+}
+
+static void html_span(struct orbit_rp_export *x, const struct orbit_rp_span *s)
+{
+	struct orbit_rp_html *h = x->state;
+	int async = (s->flags & ORBIT_RP_ASYNC) != 0;
+	uint32_t lane = async ? async_lane(h, s->pid) : thread_lane(h, x, s->thread, s->pid);
+	uint32_t name = span_name(h, s);
+	uint32_t site = lane == ORBIT_RP_HTML_BIG
+	                    ? ORBIT_RP_HTML_BIG
+	                    : site_of(h, name, s->color, (s->flags & ORBIT_RP_ATTRS) != 0, s->loc);
+	if (site == ORBIT_RP_HTML_BIG) {
+		h->oom = 1;
+		return;
+	}
+	uint32_t depth = async ? 0 : s->depth;
+	struct orbit_rp_html_span sp = {
+	    .start = s->start,
+	    .end = s->end < s->start ? s->start : s->end,
+	    .self = async ? 0 : s->self,
+	    .lane = lane,
+	    .site = site,
+	    .depth_flags = (depth > ORBIT_RP_HTML_DEPTH_MAX ? ORBIT_RP_HTML_DEPTH_MAX : depth) |
+	                   (s->flags & 0xffu) << 24,
+	};
+	struct orbit_rp_html_extra e = {.group = s->group, .tid = s->tid, .end_tid = s->end_tid};
+	if (s->sched != NULL) {
+		e.has_sched = 1;
+		e.sched = *s->sched;
+	}
+	int extra = (s->flags & ORBIT_RP_ATTRS && s->group != 0) || async || e.has_sched;
+	if (orbit__rp_html_keep(&h->keep, &sp, extra ? &e : NULL) != 0)
+		h->oom = 1;
+}
+
+static double value_of(const struct orbit_rp_value *v)
+{
+	double d;
+	switch (v->kind) {
+	case ORBIT_REC_INT:
+	case ORBIT_REC_INT64:
+		return (double)(int64_t)v->bits;
+	case ORBIT_REC_UINT:
+	case ORBIT_REC_UINT64:
+		return (double)v->bits;
+	default:
+		memcpy(&d, &v->bits, sizeof d);
+		return d;
+	}
+}
+
+/* ---- thinning values and log lines ---- */
+
+/* Whether lane's next event is kept: 1, 0, or -1 when out of memory. */
+static int thin_offer(struct orbit_rp_html_thin *t, uint32_t lane)
+{
+	if (lane >= t->nlanes) {
+		uint32_t n = t->nlanes ? t->nlanes : 64;
+		while (n <= lane)
+			n *= 2;
+		uint32_t *s = realloc(t->seen, n * sizeof *s);
+		if (s == NULL)
+			return -1;
+		memset(s + t->nlanes, 0, (n - t->nlanes) * sizeof *s);
+		t->seen = s;
+		t->nlanes = n;
+	}
+	if (t->seen[lane]++ % t->stride == 0)
+		return 1;
+	t->dropped++;
+	return 0;
+}
+
+/* The limit is reached: each lane keeps every other event it has (the
+ * ones it took at offers 0, 2 stride, 4 stride, ...), and the stride
+ * doubles. n events of size bytes, each with its lane at lane_off. */
+static void thin_half(struct orbit_rp_html_thin *t, void *events, size_t *n, size_t size,
+                      size_t lane_off)
+{
+	uint8_t *odd = calloc(t->nlanes ? t->nlanes : 1, 1);
+	if (odd == NULL)
+		return; /* then the arrays just grow */
+	char *e = events;
+	size_t w = 0;
+	for (size_t r = 0; r < *n; r++) {
+		uint32_t lane;
+		memcpy(&lane, e + r * size + lane_off, sizeof lane);
+		if (odd[lane]++ & 1) {
+			t->dropped++;
+			continue;
+		}
+		if (w != r)
+			memcpy(e + w * size, e + r * size, size);
+		w++;
+	}
+	free(odd);
+	*n = w;
+	t->stride *= 2;
+}
+
+static void html_value(struct orbit_rp_export *x, const struct orbit_rp_value *v)
+{
+	struct orbit_rp_html *h = x->state;
+	uint32_t name = orbit__rp_html_str_cut(h, v->name, v->name_len, ORBIT_RP_HTML_NAME_BYTES);
+	uint32_t lane = value_lane(h, v->pid, name, v->color, (v->flags & ORBIT_RP_ATTRS) != 0);
+	int keep = lane == ORBIT_RP_HTML_BIG ? -1 : thin_offer(&h->values_thin, lane);
+	if (keep == 0)
+		return;
+	if (keep < 0 ||
+	    grow((void **)&h->values, &h->values_alloc, h->nvalues, sizeof *h->values) != 0) {
+		h->oom = 1;
+		return;
+	}
+	h->values[h->nvalues++] = (struct orbit_rp_html_value){v->time, value_of(v), lane};
+	if (h->values_thin.limit && h->nvalues >= h->values_thin.limit)
+		thin_half(&h->values_thin, h->values, &h->nvalues, sizeof *h->values,
+		          offsetof(struct orbit_rp_html_value, lane));
+}
+
+/* A marker's text: "marker" and its first bytes in hex. */
+static uint32_t marker_text(struct orbit_rp_html *h, const struct orbit_rp_line *l)
+{
+	static const char hex[] = "0123456789abcdef";
+	char b[8 + 3 * MARKER_SHOWN + 8];
+	size_t n = (size_t)snprintf(b, sizeof b, "marker");
+	for (uint32_t i = 0; i < l->len && i < MARKER_SHOWN; i++) {
+		b[n++] = ' ';
+		b[n++] = hex[(uint8_t)l->text[i] >> 4];
+		b[n++] = hex[(uint8_t)l->text[i] & 15];
+	}
+	if (l->len > MARKER_SHOWN)
+		n += (size_t)snprintf(b + n, sizeof b - n, " ...");
+	return orbit__rp_html_str_intern(&h->strs, b, n);
+}
+
+static void html_line(struct orbit_rp_export *x, const struct orbit_rp_line *l)
+{
+	struct orbit_rp_html *h = x->state;
+	uint32_t lane = thread_lane(h, x, l->thread, l->pid);
+	int keep = lane == ORBIT_RP_HTML_BIG ? -1 : thin_offer(&h->lines_thin, lane);
+	if (keep == 0)
+		return;
+	if (keep < 0 ||
+	    grow((void **)&h->lines, &h->lines_alloc, h->nlines, sizeof *h->lines) != 0) {
+		h->oom = 1;
+		return;
+	}
+	uint32_t text = ORBIT_RP_HTML_NO_STR;
+	if (l->flags & ORBIT_RP_MARKER)
+		text = marker_text(h, l);
+	else if (h->text_bytes + l->len <= TEXT_BYTES) {
+		text = orbit__rp_html_str_intern(&h->strs, l->text, l->len);
+		h->text_bytes += l->len;
+	}
+	if (text == ORBIT_RP_HTML_NO_STR)
+		h->texts_dropped++;
+	h->lines[h->nlines++] = (struct orbit_rp_html_line){l->time, lane, text, (uint8_t)l->flags};
+	if (h->lines_thin.limit && h->nlines >= h->lines_thin.limit)
+		thin_half(&h->lines_thin, h->lines, &h->nlines, sizeof *h->lines,
+		          offsetof(struct orbit_rp_html_line, lane));
+}
+
+static void html_loss(struct orbit_rp_export *x, const struct orbit_rp_loss_mark *m)
+{
+	struct orbit_rp_html *h = x->state;
+	uint32_t p = orbit__rp_html_proc_of(h, m->stream->pid);
+	if (p == ORBIT_RP_HTML_BIG || h->nlosses >= LOSS_MARKS ||
+	    grow32((void **)&h->losses, &h->losses_alloc, h->nlosses, sizeof *h->losses) != 0) {
+		h->losses_dropped++;
+		return;
+	}
+	h->losses[h->nlosses++] =
+	    (struct orbit_rp_html_loss){m->from, m->to, m->count, p, m->ring, (uint8_t)m->flags};
+}
+static void html_end(struct orbit_rp_export *x)
+{
+	struct orbit_rp_html *h = x->state;
+	if (orbit__rp_html_write(h, x) != 0 && x->out->err == 0)
+		x->out->err = ENOMEM;
+}
+
+static void html_free(struct orbit_rp_export *x)
+{
+	struct orbit_rp_html *h = x->state;
+	orbit__rp_html_strs_free(&h->strs);
+	orbit__rp_html_keep_free(&h->keep);
+	map_free(&h->site_map);
+	map_free(&h->value_map);
+	free(h->procs);
+	free(h->lanes);
+	free(h->sites);
+	free(h->name_str);
+	free(h->values);
+	free(h->lines);
+	free(h->values_thin.seen);
+	free(h->lines_thin.seen);
+	free(h->losses);
+}
+
+static const char *html_wanted(const struct orbit_replay_options *o)
+{
+	return o->html_path;
+}
+
+const struct orbit_rp_exporter orbit__rp_export_html = {
+    .name = "html",
+    .wanted = html_wanted,
+    .state_size = sizeof(struct orbit_rp_html),
+    .begin = html_begin,
+    .stream = html_stream,
+    .scope = html_span,
+    .async = html_span,
+    .value = html_value,
+    .line = html_line,
+    .loss = html_loss,
+    .end = html_end,
+    .free = html_free,
+};
