@@ -281,8 +281,8 @@ int main(int argc, char **argv)
 			    "%s", "--clickhouse-create and --clickhouse-cluster need --clickhouse");
 		if (ch.cluster && !ch.create)
 			return usage("%s", "--clickhouse-cluster goes with --clickhouse-create");
-		if (o.json_path || o.csv_path || o.chrome_path || o.perfetto_path || o.log ||
-		    o.pages_path || o.has_thread || o.name || o.from.set || o.to.set)
+		if (o.json_path || o.csv_path || o.chrome_path || o.perfetto_path || o.html_path ||
+		    o.log || o.pages_path || o.has_thread || o.name || o.from.set || o.to.set)
 			return usage("%s", "--clickhouse loads whole captures: no other output "
 			                   "and no filter with it");
 		if (o.ninputs == 0 && !ch.create)
