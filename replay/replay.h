@@ -38,6 +38,7 @@ struct orbit_replay_bound {
 };
 
 struct orbit_rp_exporter;
+struct orbit_rp_ch_options;
 
 struct orbit_replay_options {
 	const char *const *inputs; /* capture files */
@@ -64,6 +65,9 @@ struct orbit_replay_options {
 	/* The exporters to offer the options to (replay_export.h),
 	 * NULL-terminated; NULL: all of orbit-replay's. */
 	const struct orbit_rp_exporter *const *exporters;
+	/* --clickhouse URL and its options (replay_export_clickhouse.h);
+	 * NULL: not loading. */
+	const struct orbit_rp_ch_options *clickhouse;
 };
 
 /* Fills defaults: top 20, sort total, progress auto, stdout/stderr. */

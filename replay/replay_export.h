@@ -105,6 +105,7 @@ extern const struct orbit_rp_exporter orbit__rp_export_chrome;
 extern const struct orbit_rp_exporter orbit__rp_export_perfetto;
 extern const struct orbit_rp_exporter orbit__rp_export_html;
 extern const struct orbit_rp_exporter orbit__rp_export_log;
+extern const struct orbit_rp_exporter orbit__rp_export_clickhouse;
 extern const struct orbit_rp_exporter orbit__rp_export_summary;
 extern const struct orbit_rp_exporter orbit__rp_export_json;
 

@@ -9,6 +9,7 @@
 #include <string.h>
 
 #include "replay.h"
+#include "replay_export_clickhouse.h"
 
 #ifndef ORBIT_VERSION
 #define ORBIT_VERSION "unknown"
@@ -44,6 +45,20 @@ static const char usage_text[] =
     "                   progress bar on stderr (default: when stderr is a\n"
     "                   terminal and the captures hold 64 MiB or more)\n"
     "\n"
+    "Loading into ClickHouse (instead of the summary; docs/operations.md):\n"
+    "  --clickhouse URL loads each capture over HTTP, e.g.\n"
+    "                   http://host:8123/?database=orbit; a capture already\n"
+    "                   there is not loaded again\n"
+    "  --clickhouse-create\n"
+    "                   creates the database and tables first (none there yet)\n"
+    "  --clickhouse-cluster NAME\n"
+    "                   with --clickhouse-create: NAME_local tables and\n"
+    "                   Distributed tables over the cluster NAME\n"
+    "  --clickhouse-batch N\n"
+    "                   rows per INSERT (default 262144, at most 1048576)\n"
+    "  --clickhouse-retries N\n"
+    "                   attempts after a failure that may pass (default 4)\n"
+    "\n"
     "Filters (statistics and every output):\n"
     "  --thread TID     only this thread\n"
     "  --name TEXT      only scopes, spans, values and log lines whose name or\n"
@@ -73,6 +88,11 @@ enum {
 	OPT_PROGRESS,
 	OPT_NO_PROGRESS,
 	OPT_VERSION,
+	OPT_CLICKHOUSE,
+	OPT_CH_CREATE,
+	OPT_CH_CLUSTER,
+	OPT_CH_BATCH,
+	OPT_CH_RETRIES,
 };
 
 static const struct option long_opts[] = {
@@ -96,6 +116,11 @@ static const struct option long_opts[] = {
     {"no-progress", no_argument, NULL, OPT_NO_PROGRESS},
     {"help", no_argument, NULL, 'h'},
     {"version", no_argument, NULL, OPT_VERSION},
+    {"clickhouse", required_argument, NULL, OPT_CLICKHOUSE},
+    {"clickhouse-create", no_argument, NULL, OPT_CH_CREATE},
+    {"clickhouse-cluster", required_argument, NULL, OPT_CH_CLUSTER},
+    {"clickhouse-batch", required_argument, NULL, OPT_CH_BATCH},
+    {"clickhouse-retries", required_argument, NULL, OPT_CH_RETRIES},
     {NULL, 0, NULL, 0},
 };
 
@@ -130,11 +155,35 @@ static int sort_of(const char *s, enum orbit_replay_sort *k)
 	return -1;
 }
 
+static struct orbit_rp_ch_options ch;
+
 /* One option; 0, 1 for a usage error, or -1 when done (help, version). */
 static int option(struct orbit_replay_options *o, int c, const char *arg)
 {
 	unsigned long long v;
 	switch (c) {
+	case OPT_CLICKHOUSE:
+		ch.url = arg;
+		o->clickhouse = &ch;
+		return 0;
+	case OPT_CH_CREATE:
+		ch.create = 1;
+		return 0;
+	case OPT_CH_CLUSTER:
+		if (*arg == '\0')
+			return usage("--clickhouse-cluster takes a cluster name%s", "");
+		ch.cluster = arg;
+		return 0;
+	case OPT_CH_BATCH:
+		if (number(arg, 1, ORBIT_RP_CH_BATCH_MAX, &v))
+			return usage("--clickhouse-batch takes 1 to 1048576 rows, not '%s'", arg);
+		ch.batch_rows = (uint32_t)v;
+		return 0;
+	case OPT_CH_RETRIES:
+		if (number(arg, 0, 100, &v))
+			return usage("--clickhouse-retries takes 0 to 100, not '%s'", arg);
+		ch.retries = (uint32_t)v;
+		return 0;
 	case OPT_TOP:
 		if (number(arg, 0, 1000000000, &v))
 			return usage("--top takes a number, not '%s'", arg);
@@ -213,6 +262,7 @@ int main(int argc, char **argv)
 	struct orbit_replay_options o;
 	int c;
 	orbit__replay_defaults(&o);
+	orbit__rp_ch_defaults(&ch);
 	opterr = 0;
 	while ((c = getopt_long(argc, argv, "qh", long_opts, NULL)) != -1) {
 		if (c == '?' || c == ':') {
@@ -225,6 +275,20 @@ int main(int argc, char **argv)
 	}
 	o.inputs = (const char *const *)argv + optind;
 	o.ninputs = (size_t)(argc - optind);
+	if (o.clickhouse || ch.create || ch.cluster) {
+		if (o.clickhouse == NULL)
+			return usage(
+			    "%s", "--clickhouse-create and --clickhouse-cluster need --clickhouse");
+		if (ch.cluster && !ch.create)
+			return usage("%s", "--clickhouse-cluster goes with --clickhouse-create");
+		if (o.json_path || o.csv_path || o.chrome_path || o.perfetto_path || o.html_path ||
+		    o.log || o.pages_path || o.has_thread || o.name || o.from.set || o.to.set)
+			return usage("%s", "--clickhouse loads whole captures: no other output "
+			                   "and no filter with it");
+		if (o.ninputs == 0 && !ch.create)
+			return usage("%s", "no capture given");
+		return orbit__replay_clickhouse(&o);
+	}
 	if (o.ninputs == 0 && o.pages_path == NULL)
 		return usage("%s", "no capture given");
 	if (o.from.set && o.to.set && o.from.relative == o.to.relative && o.from.ns > o.to.ns)
