@@ -72,7 +72,7 @@ struct gen {
 	uint64_t claims[RINGS];
 	uint8_t *ring_buf[RINGS]; /* pending records per ring */
 	uint32_t ring_n[RINGS];
-	uint8_t enc[BATCH * ORBIT_RECORD_SIZE];
+	uint8_t enc[ORBIT_BATCH_COMPACT_BOUND(BATCH)];
 	struct orbit_frame_writer fw;
 	int fd;
 	uint64_t records, scopes;
@@ -129,14 +129,14 @@ static void flush_ring(struct gen *g, uint32_t ring)
 	uint32_t n = g->ring_n[ring];
 	if (n == 0)
 		return;
-	orbit__batch_encode(g->ring_buf[ring], n, g->enc);
+	size_t len = orbit__batch_encode(g->ring_buf[ring], n, g->enc);
 	Orbit__RingBatch b = ORBIT__RING_BATCH__INIT;
 	b.ring = ring;
 	b.first_claim = g->claims[ring];
 	b.count = n;
-	b.encoding = ORBIT_BATCH_COLUMNS;
+	b.encoding = ORBIT_BATCH_COMPACT;
 	b.records.data = g->enc;
-	b.records.len = (size_t)n * ORBIT_RECORD_SIZE;
+	b.records.len = len;
 	Orbit__Packet p = ORBIT__PACKET__INIT;
 	p.body_case = ORBIT__PACKET__BODY_RING_BATCH;
 	p.ring_batch = &b;

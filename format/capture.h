@@ -1,6 +1,6 @@
 /*
- * capture.h — the contents of packets: the encoding of ring batches, and the
- * checks a reader applies to each packet before trusting it.
+ * capture.h — the contents of packets: the encodings of ring batches, and
+ * the checks a reader applies to each packet before trusting it.
  */
 #ifndef ORBIT_FORMAT_CAPTURE_H
 #define ORBIT_FORMAT_CAPTURE_H
@@ -11,31 +11,64 @@
 #include "orbit.pb-c.h"
 #include "record.h"
 
-#define ORBIT_BATCH_COLUMNS 1u /* RingBatch.encoding */
-#define ORBIT_BATCH_MAX 16384u /* records in one batch (under ORBIT_PACKET_MAX) */
+#define ORBIT_BATCH_COLUMNS 1u /* RingBatch.encoding 1: read, no longer written */
+#define ORBIT_BATCH_COMPACT 2u /* RingBatch.encoding 2: what writers write */
+#define ORBIT_BATCH_MAX 16384u /* records in one batch */
 #define ORBIT_MAX_RINGS 128u
+/* The most bytes encoding 2 takes for n records: per record a key index (3
+ * bytes), a time and an id delta (10 each) and, at worst, a key of its own
+ * (41); and the key count. Writers keep a packet under ORBIT_PACKET_MAX. */
+#define ORBIT_BATCH_COMPACT_BOUND(n) ((size_t)(n)*64u + 3u)
 
 /*
- * Encoding 1, "columns": for n records, n little-endian u64 time deltas (each
- * record's time minus the previous one's, wrapping; the first minus 0), then n
- * u64 id deltas likewise, then n u64 words of tid | kind << 32 | flags << 40 |
- * len << 48, then n 32-byte name areas. n * 56 bytes in all; zstd compresses
- * the columns far better than the rows.
+ * Encoding 2, "compact" (docs/format.md 4.3 is normative). For n records:
+ *
+ *   varint k                  the number of distinct keys, 1..n
+ *   k keys                    u64 meta word (tid | kind << 32 | flags << 40 |
+ *                             len << 48), u8 L, then the first L bytes of the
+ *                             32-byte name area (the rest are zero)
+ *   n varints                 each record's key index, below k
+ *   n varints                 zigzag(time[i] - time[i-1]), time[-1] = 0
+ *   n varints                 zigzag(id[i] - the id of the previous record
+ *                             with the same key), 0 before the first
+ *
+ * A key is a record's bytes 16..55 (meta word and name area): a thread's
+ * scope starts of one name share one, its stops another, so a batch of a
+ * few names is a small table and three columns of one-byte varints. Nothing
+ * refers outside the batch: a damaged frame costs only itself.
  */
-void orbit__batch_encode(const uint8_t *records, uint32_t n, uint8_t *out);
-/* The same batch as a whole orbit.Packet (ring_batch) message, written
- * straight into out without going through protobuf-c: its exact size, then
- * the bytes. protobuf-c decodes it like any other packet. */
-size_t orbit__batch_packet_size(uint32_t ring, uint64_t first_claim, uint32_t n);
-size_t orbit__batch_packet_write(uint8_t *out, uint32_t ring, uint64_t first_claim,
-                                 const uint8_t *records, uint32_t n);
 
-/* Decodes into n * ORBIT_RECORD_SIZE bytes of records; returns 0, or -EINVAL
- * when the bytes do not hold count records of that encoding. */
+/* The state of the encoder (its key table), reused batch after batch. */
+struct orbit_batch_encoder;
+struct orbit_batch_encoder *orbit__batch_encoder_new(void);
+void orbit__batch_encoder_free(struct orbit_batch_encoder *e);
+/* Encodes n records (n <= ORBIT_BATCH_MAX) in encoding 2, kept in e until
+ * the next call; returns its size in bytes. */
+size_t orbit__batch_compact(struct orbit_batch_encoder *e, const uint8_t *records, uint32_t n);
+
+/* The last batch encoded in e as a whole orbit.Packet (ring_batch) message,
+ * written straight into out without going through protobuf-c: its exact
+ * size, then the bytes. protobuf-c decodes it like any other packet. */
+size_t orbit__batch_packet_size(const struct orbit_batch_encoder *e, uint32_t ring,
+                                uint64_t first_claim);
+size_t orbit__batch_packet_write(uint8_t *out, const struct orbit_batch_encoder *e, uint32_t ring,
+                                 uint64_t first_claim);
+
+/* One batch in encoding 2 into out (room for ORBIT_BATCH_COMPACT_BOUND(n)):
+ * the bytes written, or 0 if memory is out (n > 0). For tools and tests. */
+size_t orbit__batch_encode(const uint8_t *records, uint32_t n, uint8_t *out);
+/* Encoding 1 (columns), which version-1 captures hold: n * 56 bytes. For
+ * tests of the reader. */
+void orbit__batch_encode_columns(const uint8_t *records, uint32_t n, uint8_t *out);
+
+/* Decodes into n * ORBIT_RECORD_SIZE bytes of records (encoding 1 or 2);
+ * returns 0, or -EINVAL when the bytes do not hold count records of that
+ * encoding, or -ENOMEM. */
 int orbit__batch_decode(const Orbit__RingBatch *b, uint8_t *records);
 
 /* Checks a packet's fields against the format's limits (ring numbers,
- * counts, sizes, protocol version); 0 or -EINVAL. */
+ * counts, sizes, protocol version); 0 or -EINVAL. The contents of a ring
+ * batch are checked by orbit__batch_decode, not here. */
 int orbit__packet_validate(const Orbit__Packet *p);
 
 #endif

@@ -93,6 +93,16 @@ void orbit__frame_writer_free(struct orbit_frame_writer *w)
 	memset(w, 0, sizeof *w);
 }
 
+void orbit__frame_writer_trim(struct orbit_frame_writer *w)
+{
+	if (w->len != 0)
+		return;
+	free(w->content);
+	free(w->out);
+	w->content = w->out = NULL;
+	w->cap = w->out_cap = w->out_len = 0;
+}
+
 int orbit__frame_add(struct orbit_frame_writer *w, const Orbit__Packet *p)
 {
 	size_t n = orbit__packet__get_packed_size(p);

@@ -20,7 +20,8 @@
 #define ORBIT_FRAME_MAX_CONTENT (64u << 20)   /* its decompressed content */
 #define ORBIT_PACKET_MAX (1u << 20)           /* one packet */
 #define ORBIT_FRAME_WINDOW_LOG_MAX 23         /* zstd window: 8 MiB */
-#define ORBIT_PROTOCOL_VERSION 1u
+#define ORBIT_PROTOCOL_VERSION 2u /* 2: ring batches in encoding 2 */
+#define ORBIT_PROTOCOL_VERSION_MIN 1u /* the oldest a reader of capture files reads */
 #define ORBIT_HANDSHAKE_FRAME_MAX (64u << 10) /* a stream's first frame, and its content */
 
 /* Acknowledgements (docs/format.md section 7): a collector sends each as one
@@ -86,6 +87,8 @@ struct orbit_frame_writer {
 
 int orbit__frame_writer_init(struct orbit_frame_writer *w, int level);
 void orbit__frame_writer_free(struct orbit_frame_writer *w);
+/* Gives back the buffers of an empty writer (they grow again when used). */
+void orbit__frame_writer_trim(struct orbit_frame_writer *w);
 /* Appends one packet; -E2BIG if it is over ORBIT_PACKET_MAX. */
 int orbit__frame_add(struct orbit_frame_writer *w, const Orbit__Packet *p);
 /* Room for one packet of exactly len bytes that the caller writes itself

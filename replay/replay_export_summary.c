@@ -114,6 +114,10 @@ static void stream_loss_text(struct orbit_rp_out *o, const struct orbit_rp_strea
 	                     ", writer gone %" PRIu64 ", backstop %" PRIu64 ", at end %" PRIu64
 	                     "\n",
 	                     orbit__rp_loss_sum(&l), l.lapped, l.gone, l.backstop, l.at_end);
+	if (l.lapped)
+		orbit__rp_out_s(o, "             lapped: producers overwrote them before the agent "
+		                   "read them; ORBIT_RING_BUDGET in the traced process gives the "
+		                   "rings more room\n");
 	if (l.unsent)
 		orbit__rp_out_printf(o,
 		                     "             %" PRIu64 " records of an earlier stream "

@@ -1,4 +1,25 @@
-/* agent.c — the agent thread; see agent.h. */
+/*
+ * agent.c — the agent thread; see agent.h.
+ *
+ * When passes run. Each scope ring's claim rate is measured at every pass
+ * (claims since the last pass over the time since) and remembered with a
+ * slow decay (RATE_FADE_NS): a quiet pass does not reset it, so a
+ * producer that pauses and resumes at its old rate is still covered. The
+ * next pass is planned for when the fastest-filling ring would be a quarter
+ * full at its rate (counting what it still holds unread), at least
+ * MIN_GAP_NS and at most ORBIT_DRAIN_MS later, on a timerfd armed to the
+ * nanosecond (a libuv timer counts in milliseconds). A pass that filled its
+ * staging area is followed by the next one at once. With a transport, the
+ * first pass comes as soon as a stream begins; without one (a test sink,
+ * or nothing), after ORBIT_DRAIN_MS.
+ *
+ * What a pass holds. The drain copies straight into a staging area of
+ * STAGE_RECORDS records (scope_ring.c), allocated at the first pass that has
+ * records and freed after SHRINK_NS without any; the pass converts the times
+ * there and hands the runs on. Memory is therefore bounded by the staging
+ * area, the frame being built (stream.c) and the send queue
+ * (ORBIT_SEND_BUFFER), whatever the producers do.
+ */
 #include "agent.h"
 
 #include <errno.h>
@@ -6,21 +27,32 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/prctl.h>
+#include <sys/timerfd.h>
 #include <time.h>
+#include <unistd.h>
 #include <uv.h>
 
 #include "capture.h"
 #include "clock.h"
+#include "config.h"
 #include "logs.h"
 #include "transport.h"
 
 #define MIN_CALIBRATION_NS 2000000ull /* first two pairs at least 2 ms apart */
+#define STAGE_RECORDS 32768u          /* one pass copies at most this many */
+#define MIN_GAP_NS 200000ull          /* passes at most this close (and pairs) */
+#define RATE_FADE_NS 500000000.0      /* a ring's rate fades to half in 0.5 s */
+#define RATE_WINDOW_NS 500000.0       /* the shortest time a rate is measured over */
+#define SHRINK_NS 2000000000ull       /* staging freed after 2 s without records */
+#define TIMER_SLACK_NS 10000ul        /* the agent thread's wake-up slack */
+#define FIRST_GAP_NS 1000000ull       /* the first planned gap; gaps at most double */
 
 struct run {
 	uint32_t ring;
 	uint32_t n;
 	uint64_t first;
-	size_t off;
+	const uint8_t *records;
 };
 
 static struct {
@@ -38,20 +70,30 @@ static struct {
 	/* agent thread only */
 	pthread_t thread;
 	uv_loop_t loop;
+	int tfd; /* the pass timer, or -1: uv_timer in ms */
+	uv_poll_t tpoll;
 	uv_timer_t timer;
 	uv_async_t wake;
-	uint64_t period_ms;
+	uv_timer_t stop_timer; /* how long a stop waits for a stream */
+	int stop_waiting;      /* a stop waits for a stream to begin */
+	int stopping;          /* the stop is under way */
+	uint64_t period_ns;    /* ORBIT_DRAIN_MS */
 	struct orbit__segment *seg;
 	struct orbit__drain drain;
 	struct orbit__clock_conv clock;
-	uint8_t *buf;
-	size_t len, cap;
-	struct run *runs;
-	size_t nruns, capruns;
+	uint8_t *stage;
+	uint64_t stage_used_ns; /* when the staging area last held records */
+	struct run runs[STAGE_RECORDS / 16 + ORBIT__SEG_MAX_RINGS];
+	size_t nruns;
 	int wedged; /* a stop timed out: the thread may still run the loop */
 	uint64_t last_end[ORBIT__SEG_MAX_RINGS]; /* cursors at the last pass */
+	double rate[ORBIT__SEG_MAX_RINGS];       /* claims per ns, remembered */
 	uint64_t last_pass_ns;
-} A = {.mu = PTHREAD_MUTEX_INITIALIZER};
+	uint64_t last_gap_ns; /* the gap planned last */
+	int planned;          /* a pass is armed */
+	uint64_t lapped_at_start;
+	struct orbit__config cfg; /* read at every start */
+} A = {.mu = PTHREAD_MUTEX_INITIALIZER, .tfd = -1};
 
 static pthread_once_t cv_once = PTHREAD_ONCE_INIT;
 
@@ -66,37 +108,27 @@ static void init_cv(void)
 	pthread_condattr_destroy(&attr);
 }
 
+/* The drain tells where it put a run of records (in the staging area):
+ * consecutive runs of one ring become one batch on the wire. */
 static void collect(void *ctx, uint32_t ring, uint64_t first, const uint8_t *recs, uint32_t n)
 {
 	(void)ctx;
-	size_t bytes = (size_t)n * ORBIT__RECORD_SIZE;
-	if (A.len + bytes > A.cap || A.nruns == A.capruns) {
-		size_t cap = A.cap ? A.cap : 1 << 16;
-		while (cap < A.len + bytes)
-			cap *= 2;
-		size_t capruns = A.capruns ? A.capruns * 2 : 64;
-		uint8_t *b = realloc(A.buf, cap);
-		if (b != NULL)
-			A.buf = b, A.cap = cap;
-		struct run *r = realloc(A.runs, capruns * sizeof *r);
-		if (r != NULL)
-			A.runs = r, A.capruns = capruns;
-		if (b == NULL || r == NULL || A.len + bytes > A.cap || A.nruns == A.capruns) {
-			/* Out of memory: the records were drained and are lost. */
-			A.drain.ring[ring].drained -= n;
-			A.drain.ring[ring].lost_lapped += n;
-			return;
-		}
-	}
-	memcpy(A.buf + A.len, recs, bytes);
 	struct run *last = A.nruns ? &A.runs[A.nruns - 1] : NULL;
 	if (last != NULL && last->ring == ring && last->first + last->n == first &&
-	    last->n + n <= ORBIT_BATCH_MAX) /* one batch on the wire: better columns */
+	    last->records + (size_t)last->n * ORBIT__RECORD_SIZE == recs &&
+	    last->n + n <= ORBIT_BATCH_MAX) {
 		last->n += n;
-	else
-		A.runs[A.nruns++] =
-		    (struct run){.ring = ring, .n = n, .first = first, .off = A.len};
-	A.len += bytes;
+		return;
+	}
+	if (A.nruns == sizeof A.runs / sizeof A.runs[0]) {
+		/* Runs break only at skips and stalls; a pass with more than
+		 * this many (a pathological ring) counts the rest as lapped, as
+		 * they were drained and cannot be kept. */
+		A.drain.ring[ring].drained -= n;
+		A.drain.ring[ring].lost_lapped += n;
+		return;
+	}
+	A.runs[A.nruns++] = (struct run){.ring = ring, .n = n, .first = first, .records = recs};
 }
 
 static void calibrate(void)
@@ -144,87 +176,93 @@ static void mirror_capture_flag(void)
 		atomic_store_explicit(&orbit__capture_flag, want, memory_order_relaxed);
 }
 
-static void on_timer(uv_timer_t *t);
+/* ---- the pass timer ---- */
 
-/*
- * The next pass comes when the busiest ring is expected to be a quarter
- * full, from its claim rate since the last pass: between 1 ms and
- * ORBIT_DRAIN_MS. A ring written at 1 M events/s has 8 ms before 8192 slots
- * lap; a fixed 10 ms period would lose a fifth of it.
- */
-static void schedule_next_pass(void)
+static void on_tick(void);
+static void finish_stop(void);
+
+static void on_tfd(uv_poll_t *p, int status, int events)
 {
-	uint64_t now = orbit__monotonic_ns(), busiest = 0;
-	for (uint32_t i = 0; i < A.seg->layout.ring_count; i++) {
-		uint64_t end = A.drain.ring[i].end;
-		if (end - A.last_end[i] > busiest)
-			busiest = end - A.last_end[i];
-		A.last_end[i] = end;
-	}
-	uint64_t elapsed = now - A.last_pass_ns, delay_ms = A.period_ms;
-	A.last_pass_ns = now;
-	if (busiest > 0 && elapsed > 0) {
-		uint64_t quarter = A.seg->layout.slots_per_ring / 4;
-		uint64_t ns = (uint64_t)((double)elapsed * (double)quarter / (double)busiest);
-		delay_ms = ns / 1000000;
-		if (delay_ms < 1)
-			delay_ms = 1;
-		if (delay_ms > A.period_ms)
-			delay_ms = A.period_ms;
-	}
-	uv_timer_start(&A.timer, on_timer, delay_ms, 0);
+	(void)p;
+	(void)status;
+	(void)events;
+	uint64_t expirations;
+	if (read(A.tfd, &expirations, sizeof expirations) != sizeof expirations)
+		return; /* not due yet (re-armed meanwhile) */
+	on_tick();
 }
 
-/* One pass: drain, convert, hand out. final: the last pass of a stream;
- * all: log pages of any age go out (a flush). */
-static void drain_pass(int final, int all)
+static void on_uv_timer(uv_timer_t *t)
 {
-	pthread_mutex_lock(&A.mu);
-	struct orbit__sink sink = A.sink;
-	pthread_mutex_unlock(&A.mu);
+	(void)t;
+	on_tick();
+}
 
-	mirror_capture_flag();
-	/* With no stream, or a full queue, the rings are left alone: producers
-	 * lap them and the loss is counted when draining resumes. */
-	if (A.transport && !orbit__transport_ready(final))
-		return;
-	A.len = 0;
-	A.nruns = 0;
-	struct orbit__drain_result res;
-	orbit__drain_all(&A.drain, collect, NULL, &res);
-	/* The pair is taken after the copy: every record copied has ticks
-	 * before it, so conversion interpolates (clock.h). */
-	calibrate();
-	struct orbit__clock_cursor cur;
-	orbit__clock_cursor_init(&cur, &A.clock);
-	for (size_t off = 0; off < A.len; off += ORBIT__RECORD_SIZE) {
-		uint64_t t;
-		memcpy(&t, A.buf + off, 8);
-		t = orbit__clock_cursor_to_ns(&cur, t);
-		memcpy(A.buf + off, &t, 8);
-		if (orbit__clock_cursor_untrusted(&cur)) /* flags: byte 21 (format.md) */
-			A.buf[off + 21] |= ORBIT__FLAG_TIME_UNTRUSTED;
+/* The next pass, delay_ns from now. */
+static void arm(uint64_t delay_ns)
+{
+	A.planned = 1;
+	if (A.tfd >= 0) {
+		uint64_t at = orbit__monotonic_ns() + (delay_ns ? delay_ns : 1);
+		struct itimerspec its = {
+		    .it_value = {(time_t)(at / 1000000000ull), (long)(at % 1000000000ull)}};
+		if (timerfd_settime(A.tfd, TFD_TIMER_ABSTIME, &its, NULL) == 0)
+			return;
 	}
-	for (size_t i = 0; i < A.nruns; i++) {
-		const struct run *r = &A.runs[i];
-		if (sink.records != NULL)
-			sink.records(sink.ctx, r->ring, r->first, A.buf + r->off, r->n);
-		if (A.transport)
-			orbit__transport_records(r->ring, r->first, A.buf + r->off, r->n);
-	}
-	/* Log pages: those full, and those holding records for 100 ms; at the
-	 * end of a stream everything. */
-	orbit__logs_read(page_to_ns, &A.clock, on_page, &sink, all ? 0 : LOG_FLUSH_AGE_NS);
-	if (A.transport)
-		orbit__transport_pass_done();
-	if (res.backstops)
-		fprintf(stderr,
-		        "orbit: %u event(s) claimed but unpublished for 30 s were dropped "
-		        "(backstop)\n",
-		        res.backstops);
+	uv_timer_start(&A.timer, on_uv_timer, (delay_ns + 999999) / 1000000, 0);
+}
 
+/*
+ * When the next pass comes: for each ring, the time until it is a quarter
+ * full at its remembered rate, counting the claims it holds unread now;
+ * the soonest of them, between MIN_GAP_NS and ORBIT_DRAIN_MS.
+ */
+static uint64_t plan(uint64_t now)
+{
+	const uint32_t rings = A.seg->layout.ring_count;
+	const double quarter = (double)(A.seg->layout.slots_per_ring / 4);
+	double dt = (double)(now - A.last_pass_ns);
+	double fade = RATE_FADE_NS / (RATE_FADE_NS + dt);
+	double soonest = (double)A.period_ns;
+	/* A rate seen over less than RATE_WINDOW_NS counts as over that long:
+	 * a producer that writes in bursts would otherwise look faster than it
+	 * is between two close passes, and the remembered rate is a maximum. */
+	double window = dt > RATE_WINDOW_NS ? dt : RATE_WINDOW_NS;
+	for (uint32_t i = 0; i < rings; i++) {
+		const struct orbit__ring_state *s = &A.drain.ring[i];
+		double seen = (double)(s->end - A.last_end[i]) / window;
+		A.last_end[i] = s->end;
+		A.rate[i] = seen > A.rate[i] * fade ? seen : A.rate[i] * fade;
+		if (A.rate[i] <= 0)
+			continue;
+		/* What the ring holds now, not when the pass began: a long pass
+		 * (a frame compressed, the thread descheduled) brings the next
+		 * one forward. */
+		uint64_t cursor = orbit__ring_claimed(A.seg, i);
+		double unread = cursor > s->next ? (double)(cursor - s->next) : 0;
+		double t = unread >= quarter ? 0 : (quarter - unread) / A.rate[i];
+		if (t < soonest)
+			soonest = t;
+	}
+	A.last_pass_ns = now;
+	/* Gaps shrink at once but grow at most twofold a pass, from 1 ms at
+	 * the start: a rate measured over a window the producer entered half
+	 * way (the first pass of a program that writes flat out from
+	 * orbit_init on) reads low, and the next pass must come before the
+	 * ring laps, not ORBIT_DRAIN_MS later. */
+	uint64_t gap = soonest < (double)MIN_GAP_NS ? MIN_GAP_NS : (uint64_t)soonest;
+	if (gap > 2 * A.last_gap_ns)
+		gap = 2 * A.last_gap_ns;
+	A.last_gap_ns = gap;
+	return gap;
+}
+
+/* ---- a pass ---- */
+
+static void publish_stats(const struct orbit__drain_result *res)
+{
 	struct orbit__agent_stats st = {.ring_count = A.seg->layout.ring_count,
-	                                .stalled_rings = res.stalled_rings};
+	                                .stalled_rings = res->stalled_rings};
 	for (uint32_t i = 0; i < st.ring_count; i++) {
 		const struct orbit__ring_state *s = &A.drain.ring[i];
 		st.claimed += orbit__ring_claimed(A.seg, i);
@@ -238,12 +276,135 @@ static void drain_pass(int final, int all)
 	pthread_mutex_unlock(&A.mu);
 }
 
-static void on_timer(uv_timer_t *t)
+/* Claims still in the rings, never read. */
+static uint64_t unread(void)
 {
-	(void)t;
-	drain_pass(0, 0);
-	schedule_next_pass();
+	uint64_t n = 0;
+	for (uint32_t i = 0; i < A.seg->layout.ring_count; i++) {
+		uint64_t c = orbit__ring_claimed(A.seg, i);
+		n += c > A.drain.ring[i].next ? c - A.drain.ring[i].next : 0;
+	}
+	return n;
 }
+
+/* Copies what the rings hold (at most the staging area), converts it and
+ * hands it on; 1 if the staging area filled and rings were left unread. */
+static int drain_once(const struct orbit__sink *sink, struct orbit__drain_result *res)
+{
+	uint64_t now = orbit__monotonic_ns();
+	if (A.stage == NULL) {
+		A.stage = malloc((size_t)STAGE_RECORDS * ORBIT__RECORD_SIZE);
+		A.stage_used_ns = now;
+	}
+	if (A.stage == NULL) { /* no memory: the rings keep it until there is */
+		memset(res, 0, sizeof *res);
+		return 0;
+	}
+	A.nruns = 0;
+	orbit__drain_stage(&A.drain, A.stage, STAGE_RECORDS);
+	orbit__drain_all(&A.drain, collect, NULL, res);
+	size_t n = A.drain.stage_len;
+	/* The pair is taken after the copy: every record copied has ticks
+	 * before it, so conversion interpolates (clock.h). */
+	calibrate();
+	if (n > 0) {
+		A.stage_used_ns = now;
+		struct orbit__clock_cursor cur;
+		orbit__clock_cursor_init(&cur, &A.clock);
+		uint8_t *p = A.stage, *end = A.stage + n * ORBIT__RECORD_SIZE;
+		for (; p < end; p += ORBIT__RECORD_SIZE) {
+			uint64_t t;
+			memcpy(&t, p, 8);
+			t = orbit__clock_cursor_to_ns(&cur, t);
+			memcpy(p, &t, 8);
+			if (orbit__clock_cursor_untrusted(&cur)) /* flags: byte 21 (format.md) */
+				p[21] |= ORBIT__FLAG_TIME_UNTRUSTED;
+		}
+	}
+	for (size_t i = 0; i < A.nruns; i++) {
+		const struct run *r = &A.runs[i];
+		if (sink->records != NULL)
+			sink->records(sink->ctx, r->ring, r->first, r->records, r->n);
+		if (A.transport)
+			orbit__transport_records(r->ring, r->first, r->records, r->n);
+	}
+	if (n == 0 && now - A.stage_used_ns >= SHRINK_NS) {
+		free(A.stage); /* a quiet agent holds no staging */
+		A.stage = NULL;
+	}
+	return res->full;
+}
+
+/* One pass: drain, convert, hand out. final: the last pass of a stream (it
+ * empties the rings, however many staging areas that takes); flush: log
+ * pages of any age go out, and the frame is closed. Returns 1 if rings were
+ * left unread. */
+static int drain_pass(int final, int flush)
+{
+	pthread_mutex_lock(&A.mu);
+	struct orbit__sink sink = A.sink;
+	pthread_mutex_unlock(&A.mu);
+
+	mirror_capture_flag();
+	/* With no stream, or a full queue, the rings are left alone: producers
+	 * lap them and the loss is counted when draining resumes. */
+	if (A.transport && !orbit__transport_ready(final))
+		return 0;
+	struct orbit__drain_result res, all = {0};
+	/* A flush or a final pass reads everything there was when it began,
+	 * staging area after staging area (not what producers add meanwhile:
+	 * they could keep it here forever). */
+	uint64_t rounds = final || flush ? unread() / STAGE_RECORDS + 1 : 1;
+	int more;
+	do {
+		more = drain_once(&sink, &res);
+		all.records += res.records;
+		all.lost += res.lost;
+		all.backstops += res.backstops;
+		all.stalled_rings = res.stalled_rings;
+	} while (more && --rounds > 0);
+	/* Log pages: those full, and those holding records for 100 ms; at a
+	 * flush everything. */
+	orbit__logs_read(page_to_ns, &A.clock, on_page, &sink, flush ? 0 : LOG_FLUSH_AGE_NS);
+	if (A.transport)
+		orbit__transport_pass_done(flush || final);
+	if (all.backstops)
+		fprintf(stderr,
+		        "orbit: %u event(s) claimed but unpublished for 30 s were dropped "
+		        "(backstop)\n",
+		        all.backstops);
+	publish_stats(&all);
+	return more;
+}
+
+static void on_tick(void)
+{
+	A.planned = 0;
+	if (A.stopping)
+		return;
+	int more = drain_pass(0, 0);
+	uint64_t now = orbit__monotonic_ns();
+	uint64_t delay = plan(now);
+	if (A.transport && !orbit__transport_ready(0))
+		delay = A.period_ns; /* can_drain brings the next pass forward */
+	arm(more ? 0 : delay);
+}
+
+/* The transport can take records again (a stream began, the queue has
+ * room): a pass now. */
+static void can_drain(void)
+{
+	if (A.stop_waiting) {
+		finish_stop();
+		return;
+	}
+	if (!A.stopping)
+		arm(0);
+}
+
+static const struct orbit__transport_events transport_events = {.can_drain = can_drain};
+
+/* ---- flush and stop ---- */
 
 static void on_close(uv_handle_t *h)
 {
@@ -264,15 +425,86 @@ static void close_handles(void)
 {
 	if (A.transport)
 		orbit__transport_close();
+	if (A.tfd >= 0) {
+		uv_close((uv_handle_t *)&A.tpoll, on_close);
+		close(A.tfd);
+		A.tfd = -1;
+	}
 	uv_timer_stop(&A.timer);
 	uv_close((uv_handle_t *)&A.timer, on_close);
+	uv_close((uv_handle_t *)&A.stop_timer, on_close);
 	uv_close((uv_handle_t *)&A.wake, on_close);
+	free(A.stage);
+	A.stage = NULL;
 }
 
 static void stop_complete(void)
 {
 	flush_complete();
 	close_handles();
+}
+
+/* The end-of-run lines: what could not be delivered, and why; and, when
+ * producers overwrote records, the knob that gives the rings more room. */
+static void say_at_end(int streamed)
+{
+	char why[512];
+	/* Tracing stopped for a reason said then (refused, the file failed):
+	 * nothing more to say. */
+	if (A.transport && !orbit__transport_why_not(why, sizeof why, A.cfg.flush_timeout_ms))
+		return;
+	uint64_t left = streamed ? 0 : unread();
+	if (left > 0) {
+		fprintf(stderr, "orbit: %llu event(s) were not delivered: %s\n",
+		        (unsigned long long)left, why);
+	}
+	uint64_t lapped = 0, claimed = 0;
+	for (uint32_t i = 0; i < A.seg->layout.ring_count; i++) {
+		lapped += A.drain.ring[i].lost_lapped;
+		claimed += orbit__ring_claimed(A.seg, i);
+	}
+	lapped -= A.lapped_at_start;
+	if (lapped > 0) {
+		uint64_t budget =
+		    (uint64_t)A.seg->layout.ring_count * A.seg->layout.slots_per_ring * 64;
+		int mib = budget % (1u << 20) == 0;
+		fprintf(stderr,
+		        "orbit: %llu of %llu event(s) (%.2f%%) were overwritten before the agent "
+		        "read them; ORBIT_RING_BUDGET (now %llu%c) gives the rings more room\n",
+		        (unsigned long long)lapped, (unsigned long long)claimed,
+		        claimed ? 100.0 * (double)lapped / (double)claimed : 0.0,
+		        (unsigned long long)(mib ? budget >> 20 : budget >> 10), mib ? 'M' : 'K');
+	}
+}
+
+/* The stop, once a stream is open or will not be: the final pass, the
+ * stream's end, then the handles once every frame is written. */
+static void finish_stop(void)
+{
+	A.stop_waiting = 0;
+	uv_timer_stop(&A.stop_timer);
+	int streamed = !A.transport || orbit__transport_ready(1);
+	if (streamed)
+		drain_pass(1, 1);
+	say_at_end(streamed);
+	if (!A.transport) {
+		flush_complete();
+		close_handles();
+		return;
+	}
+	orbit__transport_end();
+	/* Done once every frame so far is written. */
+	orbit__transport_on_idle(stop_complete);
+}
+
+static void on_stop_timeout(uv_timer_t *t)
+{
+	(void)t;
+	if (!A.stop_waiting)
+		return;
+	/* No stream came: the local copy, if there is one, takes it all. */
+	orbit__transport_fallback();
+	finish_stop();
 }
 
 static void on_wake(uv_async_t *w)
@@ -282,26 +514,44 @@ static void on_wake(uv_async_t *w)
 	uint64_t req = A.flush_req;
 	int stop = A.stop_req;
 	pthread_mutex_unlock(&A.mu);
-	if (req == flushing && !stop)
-		return; /* already served */
+	if (A.stopping || (req == flushing && !stop))
+		return; /* already served, or the stop is under way */
 	flushing = req;
-	drain_pass(stop, 1);
-	if (!A.transport) {
-		flush_complete();
-		if (stop)
-			close_handles();
+	if (!stop) {
+		drain_pass(0, 1);
+		if (!A.transport)
+			flush_complete();
+		else /* done once every frame so far is written */
+			orbit__transport_on_idle(flush_complete);
 		return;
 	}
-	if (stop)
-		orbit__transport_end();
-	/* Done once every frame so far is written. */
-	orbit__transport_on_idle(stop ? stop_complete : flush_complete);
+	A.stopping = 1;
+	if (A.tfd >= 0) {
+		struct itimerspec off = {0};
+		timerfd_settime(A.tfd, 0, &off, NULL);
+	}
+	uv_timer_stop(&A.timer);
+	/* A stream still on its way (connecting, or between retries) is
+	 * waited for, at most ORBIT_FLUSH_TIMEOUT_MS: a short program keeps
+	 * its trace. */
+	if (A.transport && !orbit__transport_ready(1) && orbit__transport_coming() &&
+	    A.cfg.flush_timeout_ms > 0) {
+		A.stop_waiting = 1;
+		orbit__transport_hurry();
+		uv_timer_start(&A.stop_timer, on_stop_timeout, A.cfg.flush_timeout_ms, 0);
+		return;
+	}
+	if (A.transport && !orbit__transport_ready(1))
+		orbit__transport_fallback();
+	finish_stop();
 }
 
 static void *agent_main(void *arg)
 {
 	(void)arg;
 	pthread_setname_np(pthread_self(), "orbit-agent"); /* for top and perf */
+	/* This thread's timers wake it within 10 µs, not the default 50. */
+	prctl(PR_SET_TIMERSLACK, TIMER_SLACK_NS, 0, 0, 0);
 	uv_run(&A.loop, UV_RUN_DEFAULT);
 	uv_loop_close(&A.loop);
 	pthread_mutex_lock(&A.mu);
@@ -309,24 +559,6 @@ static void *agent_main(void *arg)
 	pthread_cond_broadcast(&A.cv);
 	pthread_mutex_unlock(&A.mu);
 	return NULL;
-}
-
-static uint64_t env_ms(const char *name, uint64_t def, uint64_t max)
-{
-	static int said; /* once per process, not at every start */
-	const char *s = getenv(name);
-	if (s == NULL)
-		return def;
-	char *end;
-	unsigned long long v = strtoull(s, &end, 10);
-	if (*s == '\0' || *end != '\0' || v == 0 || v > max) {
-		if (said++)
-			return def;
-		fprintf(stderr, "orbit: %s=%s is not a number of ms from 1 to %llu; using %llu\n",
-		        name, s, (unsigned long long)max, (unsigned long long)def);
-		return def;
-	}
-	return v;
 }
 
 int orbit__agent_start(struct orbit__segment *seg, uint32_t clock_source)
@@ -344,29 +576,47 @@ int orbit__agent_start(struct orbit__segment *seg, uint32_t clock_source)
 		orbit__clock_init(&A.clock, clock_source);
 		orbit__clock_calibrate(&A.clock);
 		A.seg = seg;
+		memset(A.last_end, 0, sizeof A.last_end);
 	}
-	A.period_ms = env_ms("ORBIT_DRAIN_MS", 10, 60000);
+	memset(A.rate, 0, sizeof A.rate);
+	A.last_gap_ns = FIRST_GAP_NS / 2;
+	A.lapped_at_start = 0;
+	for (uint32_t i = 0; i < seg->layout.ring_count; i++)
+		A.lapped_at_start += A.drain.ring[i].lost_lapped;
+	orbit__config_read(&A.cfg);
+	A.period_ns = (uint64_t)A.cfg.drain_ms * 1000000ull;
+	A.stop_waiting = A.stopping = 0;
 	int err = uv_loop_init(&A.loop);
 	if (err) {
 		fprintf(stderr, "orbit: cannot start the agent's event loop: %s; tracing is off\n",
 		        uv_strerror(err));
 		return err;
 	}
-	A.transport = orbit__transport_wanted();
+	uv_timer_init(&A.loop, &A.timer);
+	uv_timer_init(&A.loop, &A.stop_timer);
+	uv_async_init(&A.loop, &A.wake, on_wake);
+	A.tfd = timerfd_create(CLOCK_MONOTONIC, TFD_NONBLOCK | TFD_CLOEXEC);
+	if (A.tfd >= 0 && uv_poll_init(&A.loop, &A.tpoll, A.tfd) != 0) {
+		close(A.tfd);
+		A.tfd = -1;
+	}
+	if (A.tfd >= 0)
+		uv_poll_start(&A.tpoll, UV_READABLE, on_tfd);
+	A.last_pass_ns = orbit__monotonic_ns();
+	A.transport = orbit__transport_wanted(&A.cfg);
 	if (A.transport) {
 		calibrate(); /* the handshake states the clock's rate */
-		err = orbit__transport_start(&A.loop, &A.drain, &A.clock);
+		err =
+		    orbit__transport_start(&A.loop, &A.cfg, &A.drain, &A.clock, &transport_events);
 		if (err) {
-			orbit__transport_close();
+			close_handles();
 			uv_run(&A.loop, UV_RUN_DEFAULT);
 			uv_loop_close(&A.loop);
 			return err;
 		}
 	}
-	uv_timer_init(&A.loop, &A.timer);
-	uv_async_init(&A.loop, &A.wake, on_wake);
-	uv_timer_start(&A.timer, on_timer, A.period_ms, 0);
-	A.last_pass_ns = orbit__monotonic_ns();
+	if (!A.planned) /* with a stream already open, it is planned */
+		arm(A.period_ns);
 	A.stop_req = 0;
 	A.stopped = 0;
 	err = -pthread_create(&A.thread, NULL, agent_main, NULL);
@@ -384,11 +634,11 @@ int orbit__agent_start(struct orbit__segment *seg, uint32_t clock_source)
 	return 0;
 }
 
-static int wait_until(int (*done)(void), uint32_t timeout_ms)
+static int wait_until(int (*done)(void), uint64_t timeout_ms)
 {
 	struct timespec dl;
 	clock_gettime(CLOCK_MONOTONIC, &dl);
-	dl.tv_sec += timeout_ms / 1000;
+	dl.tv_sec += (time_t)(timeout_ms / 1000);
 	dl.tv_nsec += (long)(timeout_ms % 1000) * 1000000;
 	if (dl.tv_nsec >= 1000000000) {
 		dl.tv_sec++;
@@ -435,7 +685,9 @@ void orbit__agent_stop(uint32_t timeout_ms)
 	A.stop_req = 1;
 	flush_target = ++A.flush_req;
 	uv_async_send(&A.wake);
-	int err = wait_until(is_stopped, timeout_ms);
+	/* At most timeout_ms for a stream to begin, then as long again to
+	 * send what the rings hold. */
+	int err = wait_until(is_stopped, 2ull * timeout_ms);
 	A.running = 0;
 	A.wedged = err != 0;
 	pthread_mutex_unlock(&A.mu);
@@ -447,9 +699,9 @@ void orbit__agent_stop(uint32_t timeout_ms)
 	 * is never reused. */
 	pthread_detach(A.thread);
 	fprintf(stderr,
-	        "orbit: the agent did not finish within %u ms; what it had not sent "
+	        "orbit: the agent did not finish within %llu ms; what it had not sent "
 	        "is lost\n",
-	        timeout_ms);
+	        2ull * timeout_ms);
 }
 
 void orbit__agent_set_sink(const struct orbit__sink *sink)
@@ -476,6 +728,10 @@ void orbit__agent_forget(void)
 	if (A.transport)
 		orbit__transport_forget();
 	A.transport = 0;
+	if (A.tfd >= 0)
+		close(A.tfd); /* the parent's loop keeps its own */
+	A.tfd = -1;
+	A.stage = NULL; /* the parent's memory, copied: not ours to reuse */
 	pthread_mutex_init(&A.mu, NULL);
 	init_cv();
 	A.wedged = 0;

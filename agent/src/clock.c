@@ -2,6 +2,8 @@
  * are in clock.h. */
 #include "clock.h"
 
+#include "config.h"
+
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -32,7 +34,7 @@ static int clocksource_is(const char *want)
 
 uint32_t orbit__clock_choose(void)
 {
-	const char *env = getenv("ORBIT_CLOCK");
+	const char *env = orbit__config_clock();
 	if (env != NULL && strcmp(env, "monotonic") == 0)
 		return ORBIT__CLOCK_MONOTONIC;
 	int force = env != NULL && strcmp(env, "tsc") == 0;

@@ -63,6 +63,7 @@
 #include <sys/syscall.h>
 #include <unistd.h>
 
+#include "config.h"
 #include "ftrace_page.h"
 #include "orbit.h"
 #include "page_ring.h"
@@ -164,39 +165,6 @@ static uint64_t age_in_ring_clock(const struct logs *l, uint64_t age_ns)
 
 /* ---- configuration ---- */
 
-static uint32_t env_pages(void)
-{
-	const char *s = getenv("ORBIT_PAGE_RING_PAGES");
-	unsigned long long v;
-	char *end;
-
-	if (s == NULL)
-		return ORBIT__LOGS_PAGES_DEFAULT;
-	errno = 0;
-	v = strtoull(s, &end, 10);
-	if (*s < '0' || *s > '9' || *end != '\0' || errno != 0 || v < 2 ||
-	    v > ORBIT__PAGE_MAX_PAGES) {
-		fprintf(stderr,
-		        "orbit: ORBIT_PAGE_RING_PAGES=%s is not a number of pages from 2 "
-		        "to %u; using %u\n",
-		        s, ORBIT__PAGE_MAX_PAGES, ORBIT__LOGS_PAGES_DEFAULT);
-		return ORBIT__LOGS_PAGES_DEFAULT;
-	}
-	return (uint32_t)v;
-}
-
-static int env_overwrite(void)
-{
-	const char *s = getenv("ORBIT_PAGE_RING_OVERWRITE");
-
-	if (s == NULL || strcmp(s, "0") == 0)
-		return 0;
-	if (strcmp(s, "1") == 0)
-		return 1;
-	fprintf(stderr, "orbit: ORBIT_PAGE_RING_OVERWRITE=%s is not 0 or 1; using 0\n", s);
-	return 0;
-}
-
 /* The system page size, if the page ring can use it; else the nearest
  * size it can. */
 static uint32_t ring_page_size(void)
@@ -238,8 +206,15 @@ static int create(struct logs **out)
 	if (l == NULL)
 		return -ENOMEM;
 	memset(l, 0, size);
-	l->pages = env_pages();
-	l->overwrite = env_overwrite();
+	struct orbit__config *cfg_env = malloc(sizeof *cfg_env); /* big: not on the stack */
+	if (cfg_env == NULL) {
+		free(l);
+		return -ENOMEM;
+	}
+	orbit__config_read(cfg_env);
+	l->pages = cfg_env->page_ring_pages;
+	l->overwrite = cfg_env->page_ring_overwrite;
+	free(cfg_env);
 	l->page_size = ring_page_size();
 	l->clock_kind = ORBIT__CLOCK_MONOTONIC;
 	cfg.clock = clock_mono;

@@ -11,6 +11,7 @@
 
 #include "agent.h"
 #include "clock.h"
+#include "config.h"
 #include "logs.h"
 #include "orbit.h"
 #include "segment.h"
@@ -30,26 +31,8 @@ static struct orbit__segment g_seg;
 static _Atomic(struct orbit__segment *) g_segment;
 static int g_atexit;
 
-#define FLUSH_TIMEOUT_DEFAULT_MS 2000u
-
 static _Atomic uint32_t g_flush_timeout_ms; /* set once, by the first orbit_init */
-
-static uint32_t read_flush_timeout(void)
-{
-	const char *s = getenv("ORBIT_FLUSH_TIMEOUT_MS");
-	if (s == NULL)
-		return FLUSH_TIMEOUT_DEFAULT_MS;
-	char *end;
-	unsigned long v = strtoul(s, &end, 10);
-	if (*s == '\0' || *end != '\0' || v > 600000) {
-		fprintf(stderr,
-		        "orbit: ORBIT_FLUSH_TIMEOUT_MS=%s is not a number of ms up to "
-		        "600000; using 2000\n",
-		        s);
-		return FLUSH_TIMEOUT_DEFAULT_MS;
-	}
-	return (uint32_t)v;
-}
+static struct orbit__config g_config;       /* read by orbit_init, under g_lock */
 
 ORBIT_EXPORT const char *orbit_strerror(int err)
 {
@@ -160,6 +143,7 @@ static void after_fork_child(void)
 	memset(&orbit__thread_self, 0, sizeof orbit__thread_self);
 	memset(&g_seg, 0, sizeof g_seg);
 	pthread_mutex_init(&g_lock, NULL);
+	orbit__config_after_fork();
 	orbit__agent_forget();
 }
 
@@ -177,11 +161,12 @@ ORBIT_EXPORT int orbit_init(void)
 	int err = 0;
 	pthread_mutex_lock(&g_lock);
 	if (atomic_load_explicit(&g_segment, memory_order_relaxed) == NULL) {
-		struct orbit__seg_params p;
-		orbit__segment_params_from_env(&p);
+		orbit__config_read(&g_config);
+		struct orbit__seg_params p = {.ring_count = g_config.rings,
+		                              .slots_per_ring = g_config.slots_per_ring};
 		p.clock_source = orbit__clock_choose();
 		orbit__clock_kind = p.clock_source;
-		g_flush_timeout_ms = read_flush_timeout();
+		g_flush_timeout_ms = g_config.flush_timeout_ms;
 		err = orbit__segment_create(&p, &g_seg);
 		if (err) {
 			fprintf(stderr,
@@ -229,7 +214,7 @@ ORBIT_EXPORT void orbit_shutdown(void)
 
 __attribute__((constructor)) static void orbit_autostart(void)
 {
-	if (getenv("ORBIT_COLLECTOR") != NULL || getenv("ORBIT_CAPTURE") != NULL)
+	if (orbit__config_wants_output())
 		orbit_init();
 }
 

@@ -15,10 +15,12 @@
  *                       256 at a time), then check that no producer had
  *                       started overwriting them (below), deliver;
  *   stamp >  next + 1   a producer lapped the drain: skip to the oldest claim
- *                       still resident (cursor - slots), count the skipped
- *                       claims as lost (lapped); if the producer is still
- *                       writing, leave the ring until the next pass, since
- *                       that oldest slot is the one it writes next;
+ *                       still resident (cursor - slots) plus a margin
+ *                       (slots / 8), count the skipped claims as lost
+ *                       (lapped), and read on: the margin keeps the drain
+ *                       off the lines the producer is writing now, so a
+ *                       producer that never pauses is still delivered from
+ *                       between its laps;
  *   stamp <  next + 1   claim next is not published. If the cursor is not
  *                       past it, the ring is drained. Otherwise the claim was
  *                       handed out and the ring stalls there: the other rings
@@ -28,8 +30,16 @@
  *                       at once (lost, dead). A wait on one claim longer than
  *                       the backstop (30 s) drops that one event, counted
  *                       and reported (lost, backstop).
- * One pass reads no further than the cursor it found at the start, so a
- * producer faster than the drain cannot keep it in one ring forever.
+ * One pass reads no further than the cursor it found at the start (or, after
+ * a lap, the cursor it found then: once per ring and pass), so a producer
+ * faster than the drain cannot keep it in one ring forever.
+ *
+ * Where copies go. With a staging area (orbit__drain_stage) the records are
+ * copied straight into it, word by word (no stack copy read back with wider
+ * loads: that stalls on store forwarding), and the callback only learns
+ * where they are; a full staging area ends the pass early, the rings not
+ * read keep their place (orbit__drain_result.full). Without one, a batch
+ * of 256 on the stack goes to the callback.
  *
  * Guarantees (tests cite them by number):
  *  1. Producers never wait: the write path has no lock, no CAS loop and no
@@ -86,8 +96,9 @@ uint64_t orbit__ring_claimed(const struct orbit__segment *seg, uint32_t ring)
 	return atomic_load_explicit(&orbit__segment_ring(seg, ring)->cursor, memory_order_relaxed);
 }
 
+/* Where a batch of copies goes: the staging area, or a stack batch. */
 struct batch {
-	uint8_t bytes[BATCH * ORBIT__RECORD_SIZE];
+	uint8_t *bytes; /* BATCH records of room at least */
 	uint64_t first;
 	uint32_t n;
 };
@@ -99,23 +110,30 @@ static void batch_flush(struct batch *b, uint32_t ring, orbit__drain_fn fn, void
 	b->n = 0;
 }
 
-/* Relaxed loads of the seven record words (the host is little-endian, as
- * the record format). */
-static void copy_record(struct orbit__slot *slot, uint8_t *dst)
+/* Relaxed loads of the seven record words, each stored at once to its place
+ * (the host is little-endian, as the record format). */
+static inline void copy_record(struct orbit__slot *slot, uint8_t *dst)
 {
-	uint64_t w[7];
-	w[0] = atomic_load_explicit(&slot->time, memory_order_relaxed);
-	w[1] = atomic_load_explicit(&slot->id, memory_order_relaxed);
-	w[2] = atomic_load_explicit(&slot->meta, memory_order_relaxed);
-	for (int i = 0; i < 4; i++)
-		w[3 + i] = atomic_load_explicit(&slot->name[i], memory_order_relaxed);
-	memcpy(dst, w, sizeof w);
+	uint64_t w;
+	w = atomic_load_explicit(&slot->time, memory_order_relaxed);
+	memcpy(dst, &w, 8);
+	w = atomic_load_explicit(&slot->id, memory_order_relaxed);
+	memcpy(dst + 8, &w, 8);
+	w = atomic_load_explicit(&slot->meta, memory_order_relaxed);
+	memcpy(dst + 16, &w, 8);
+	for (int i = 0; i < 4; i++) {
+		w = atomic_load_explicit(&slot->name[i], memory_order_relaxed);
+		memcpy(dst + 24 + 8 * i, &w, 8);
+	}
 }
 
+/* After a lap: the oldest claim still resident, a margin past it so that the
+ * drain reads lines the producer will not write for a while. */
 static void skip_lapped(struct orbit__ring_state *s, struct orbit__ring *r, uint64_t slots)
 {
 	uint64_t cursor = atomic_load_explicit(&r->cursor, memory_order_relaxed);
-	uint64_t oldest = cursor > slots ? cursor - slots : 0;
+	uint64_t margin = slots / 8;
+	uint64_t oldest = cursor > slots - margin ? cursor - slots + margin : 0;
 	if (oldest <= s->next)
 		oldest = s->next + 1; /* the copy at next was torn: drop it alone */
 	s->lost_lapped += oldest - s->next;
@@ -156,17 +174,17 @@ static int stall(struct orbit__drain *d, struct orbit__ring_state *s, uint64_t e
 }
 
 /*
- * Copies the published records from claim next on, at most BATCH and no
+ * Copies the published records from claim next on, at most room and no
  * further than end, into b; returns how many. *stopped says whether a stamp
  * that was not the claim's stopped it (its value in *stop_seq), rather than
  * the count or end.
  */
 static uint32_t copy_published(struct orbit__ring *r, uint64_t next, uint64_t end, uint64_t mask,
-                               struct batch *b, int *stopped, uint64_t *stop_seq)
+                               struct batch *b, uint32_t room, int *stopped, uint64_t *stop_seq)
 {
 	uint32_t n = 0;
 	*stopped = 0;
-	while (n < BATCH && next + n < end) {
+	while (n < room && next + n < end) {
 		struct orbit__slot *slot = &r->slots[(next + n) & mask];
 		/* The lines were written on another core: ask for them early. */
 		__builtin_prefetch(&r->slots[(next + n + 8) & mask]);
@@ -213,18 +231,30 @@ uint64_t orbit__drain_ring(struct orbit__drain *d, uint32_t ring, orbit__drain_f
 	const uint64_t slots = d->seg->layout.slots_per_ring, mask = slots - 1;
 	const uint64_t lost_before = orbit__ring_lost(s);
 	uint64_t delivered = 0;
-	struct batch b;
-	int gone = -1;
+	uint8_t stack[BATCH * ORBIT__RECORD_SIZE];
+	struct batch b = {.bytes = stack};
+	int gone = -1, extended = 0;
 	uint64_t end = atomic_load_explicit(&r->cursor, memory_order_relaxed);
 	s->end = end;
 	while (s->next < end) {
+		uint32_t room = BATCH;
+		if (d->stage != NULL) {
+			if (d->stage_len == d->stage_cap) {
+				res->full = 1; /* the rest waits for the next pass */
+				break;
+			}
+			b.bytes = d->stage + d->stage_len * ORBIT__RECORD_SIZE;
+			if (d->stage_cap - d->stage_len < room)
+				room = (uint32_t)(d->stage_cap - d->stage_len);
+		}
 		int stopped;
 		uint64_t stop_seq = 0;
-		uint32_t n = copy_published(r, s->next, end, mask, &b, &stopped, &stop_seq);
+		uint32_t n = copy_published(r, s->next, end, mask, &b, room, &stopped, &stop_seq);
 		uint32_t k = n ? still_valid(r, s->next, n, mask, slots) : 0;
 		if (k > 0) {
 			b.first = s->next;
 			b.n = k;
+			d->stage_len += d->stage != NULL ? k : 0;
 			batch_flush(&b, ring, fn, ctx);
 			s->next += k;
 			s->drained += k;
@@ -232,13 +262,17 @@ uint64_t orbit__drain_ring(struct orbit__drain *d, uint32_t ring, orbit__drain_f
 			delivered += k;
 		}
 		if (k < n || (stopped && stop_seq > s->next + 1)) {
-			/* Overwritten while we copied, or lapped. The oldest
-			 * resident slot is the one its producer writes next: while
-			 * it still writes, leave the ring until the next pass rather
-			 * than read each line just before the producer needs it. */
+			/* Overwritten while we copied, or lapped: on from the
+			 * oldest resident claim plus the margin, up to the cursor
+			 * as it is now (once per pass). */
 			skip_lapped(s, r, slots);
-			if (atomic_load_explicit(&r->cursor, memory_order_relaxed) > end)
-				break;
+			if (!extended) {
+				uint64_t now =
+				    atomic_load_explicit(&r->cursor, memory_order_relaxed);
+				if (now > end)
+					end = s->end = now;
+				extended = 1;
+			}
 		} else if (!stopped) {
 			continue;                                 /* a full batch: go on to end */
 		} else if (stall(d, s, end, slots, &gone, res)) { /* not published yet */
@@ -257,6 +291,24 @@ void orbit__drain_all(struct orbit__drain *d, orbit__drain_fn fn, void *ctx,
                       struct orbit__drain_result *res)
 {
 	memset(res, 0, sizeof *res);
-	for (uint32_t i = 0; i < d->seg->layout.ring_count; i++)
-		orbit__drain_ring(d, i, fn, ctx, res);
+	const uint32_t rings = d->seg->layout.ring_count;
+	/* A pass that filled the staging area starts the next one where it
+	 * stopped, so that no ring waits behind the others for long. */
+	uint32_t first = d->first_ring < rings ? d->first_ring : 0;
+	for (uint32_t i = 0; i < rings; i++) {
+		uint32_t ring = (first + i) % rings;
+		orbit__drain_ring(d, ring, fn, ctx, res);
+		if (res->full) {
+			d->first_ring = ring;
+			return;
+		}
+	}
+	d->first_ring = 0;
+}
+
+void orbit__drain_stage(struct orbit__drain *d, uint8_t *stage, size_t cap)
+{
+	d->stage = stage;
+	d->stage_cap = cap;
+	d->stage_len = 0;
 }

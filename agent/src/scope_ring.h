@@ -36,6 +36,10 @@ struct orbit__drain {
 	const struct orbit__segment *seg;
 	int in_process;       /* the producers are this process: always alive */
 	uint64_t backstop_ns; /* ORBIT__BACKSTOP_NS unless a test shortens it */
+	uint8_t *stage;       /* copies go here when set (orbit__drain_stage) */
+	size_t stage_cap;     /* records of room */
+	size_t stage_len;     /* records copied since orbit__drain_stage */
+	uint32_t first_ring;  /* where the next orbit__drain_all begins */
 	struct orbit__ring_state ring[ORBIT__SEG_MAX_RINGS];
 };
 
@@ -45,9 +49,15 @@ struct orbit__drain_result {
 	uint64_t lost;
 	uint32_t stalled_rings;
 	uint32_t backstops; /* events the backstop dropped in this pass */
+	int full;           /* the staging area filled: rings were left unread */
 };
 
 void orbit__drain_init(struct orbit__drain *d, const struct orbit__segment *seg, int in_process);
+
+/* Copies go straight into stage (room for cap records) from now on, and
+ * the callback is told where they are (records points into stage); the
+ * pass stops when it is full. Call again to empty it. */
+void orbit__drain_stage(struct orbit__drain *d, uint8_t *stage, size_t cap);
 
 /* Drains every ring up to the cursor it finds there; a ring stalled on an
  * unpublished claim stops, the others go on. */

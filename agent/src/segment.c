@@ -31,10 +31,6 @@ _Static_assert(ATOMIC_INT_LOCK_FREE == 2, "32-bit atomics must be lock-free in s
 _Static_assert(sizeof(struct orbit__seg_header) <= 4096, "header fits page 0");
 _Static_assert(offsetof(struct orbit__seg_header, magic) == 0, "magic first");
 
-#define DEFAULT_RINGS 16u
-#define DEFAULT_BUDGET (8ull << 20)
-#define MAX_BUDGET (4ull << 30)
-
 static int is_pow2(uint64_t v)
 {
 	return v != 0 && (v & (v - 1)) == 0;
@@ -93,64 +89,6 @@ int orbit__segment_validate(const void *base, size_t mapped_len, struct orbit__s
 	    .total_size = h.total_size,
 	};
 	return 0;
-}
-
-int orbit__parse_size(const char *s, uint64_t *out)
-{
-	char *end;
-	errno = 0;
-	if (*s < '0' || *s > '9')
-		return -1;
-	unsigned long long v = strtoull(s, &end, 10);
-	if (errno != 0)
-		return -1;
-	int shift = 0;
-	if (*end == 'K' || *end == 'k')
-		shift = 10;
-	else if (*end == 'M' || *end == 'm')
-		shift = 20;
-	else if (*end == 'G' || *end == 'g')
-		shift = 30;
-	if (shift)
-		end++;
-	if (*end != '\0' || v > (UINT64_MAX >> shift))
-		return -1;
-	*out = (uint64_t)v << shift;
-	return 0;
-}
-
-static uint32_t floor_pow2(uint64_t v)
-{
-	uint32_t p = 1;
-	while ((uint64_t)p * 2 <= v && p < ORBIT__SEG_MAX_SLOTS)
-		p *= 2;
-	return p;
-}
-
-void orbit__segment_params_from_env(struct orbit__seg_params *p)
-{
-	uint64_t rings = DEFAULT_RINGS, budget = DEFAULT_BUDGET;
-	const char *s = getenv("ORBIT_RINGS");
-	if (s != NULL &&
-	    (orbit__parse_size(s, &rings) != 0 || rings < 1 || rings > ORBIT__SEG_MAX_RINGS)) {
-		fprintf(stderr, "orbit: ORBIT_RINGS=%s is not a number from 1 to %u; using %u\n", s,
-		        ORBIT__SEG_MAX_RINGS, DEFAULT_RINGS);
-		rings = DEFAULT_RINGS;
-	}
-	s = getenv("ORBIT_RING_BUDGET");
-	if (s != NULL && (orbit__parse_size(s, &budget) != 0 || budget > MAX_BUDGET ||
-	                  budget / rings / ORBIT__SLOT_SIZE < ORBIT__SEG_MIN_SLOTS)) {
-		fprintf(stderr,
-		        "orbit: ORBIT_RING_BUDGET=%s is not a size from %llu bytes to 4G for %u "
-		        "rings; using 8M\n",
-		        s, (unsigned long long)rings * ORBIT__SLOT_SIZE * ORBIT__SEG_MIN_SLOTS,
-		        (unsigned)rings);
-		budget = DEFAULT_BUDGET;
-		if (budget / rings / ORBIT__SLOT_SIZE < ORBIT__SEG_MIN_SLOTS)
-			rings = DEFAULT_RINGS;
-	}
-	p->ring_count = (uint32_t)rings;
-	p->slots_per_ring = floor_pow2(budget / rings / ORBIT__SLOT_SIZE);
 }
 
 /* Reads /proc/PID/stat: its state (field 3) and start time (field 22).

@@ -93,14 +93,6 @@ struct orbit__seg_params {
  * ORBIT_ETRUNC. Reads the header once, into a private copy. */
 int orbit__segment_validate(const void *base, size_t mapped_len, struct orbit__seg_layout *out);
 
-/* Parses a whole decimal number with an optional K, M or G suffix (powers of
- * 1024); 0, or -1 if s is anything else. */
-int orbit__parse_size(const char *s, uint64_t *out);
-
-/* Reads ORBIT_RINGS and ORBIT_RING_BUDGET; one stderr line per bad value,
- * then the default. */
-void orbit__segment_params_from_env(struct orbit__seg_params *p);
-
 int orbit__segment_create(const struct orbit__seg_params *p, struct orbit__segment *seg);
 int orbit__segment_open(const char *name, struct orbit__segment *seg);
 /* Finds the segment of process pid in /dev/shm; returns 0 and its name. */

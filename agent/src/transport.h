@@ -1,7 +1,13 @@
 /*
  * transport.h — frames out of the process: to orbit-collector over TCP
  * (ORBIT_COLLECTOR=host:port) or into a capture file (ORBIT_CAPTURE=path),
- * the same bytes either way. Runs on the agent thread's loop only.
+ * the same bytes either way; with both, the file is a local copy of the
+ * first stream. Runs on the agent thread's loop only.
+ *
+ * The parts: stream.c says what a stream says, ledger.c accounts for every
+ * claim (its header has the equation), output_tcp.c and output_file.c carry
+ * the frames (output.h is their interface), and this file decides which
+ * outputs a process has and which stream each one carries.
  *
  * A stream starts with a Handshake frame whose ring_start is the drain's
  * position on each ring; from there every claim is delivered in a RingBatch
@@ -18,13 +24,23 @@
 #include <uv.h>
 
 #include "clock.h"
+#include "config.h"
 #include "scope_ring.h"
 
+/* What the transport tells the agent (on the loop). */
+struct orbit__transport_events {
+	/* Records may be drained again: a stream began, or the send queue
+	 * fell under ORBIT_SEND_BUFFER after it had held the drain back. */
+	void (*can_drain)(void);
+};
+
 /* 1 if ORBIT_COLLECTOR or ORBIT_CAPTURE asks for a transport. */
-int orbit__transport_wanted(void);
-/* Starts it on loop: opens the file or begins connecting. 0 or -errno. */
-int orbit__transport_start(uv_loop_t *loop, struct orbit__drain *drain,
-                           struct orbit__clock_conv *clock);
+int orbit__transport_wanted(const struct orbit__config *cfg);
+/* Starts it on loop: opens the file or begins connecting. 0 or -errno. cfg
+ * must stay valid until orbit__transport_close. */
+int orbit__transport_start(uv_loop_t *loop, const struct orbit__config *cfg,
+                           struct orbit__drain *drain, struct orbit__clock_conv *clock,
+                           const struct orbit__transport_events *ev);
 /* Whether a drain pass may run now: a stream is open and the queue has room
  * (for the final pass, room is not needed). */
 int orbit__transport_ready(int final);
@@ -33,8 +49,9 @@ void orbit__transport_records(uint32_t ring, uint64_t first_claim, const uint8_t
                               uint32_t n);
 /* One log page (times already ns). */
 void orbit__transport_page(uint32_t ring, const uint8_t *page, size_t len);
-/* End of a drain pass: loss packets, then the frame is made and queued. */
-void orbit__transport_pass_done(void);
+/* End of a drain pass: loss packets; the frame is made and queued when it is
+ * big or old enough, or now with cut (a flush, the final pass). */
+void orbit__transport_pass_done(int cut);
 /* The stream's last packets (thread names, EndOfStream), after the final
  * drain pass. */
 void orbit__transport_end(void);
@@ -42,6 +59,17 @@ void orbit__transport_end(void);
 int orbit__transport_idle(void);
 /* Calls done once the queue is idle or was dropped (on the loop). */
 void orbit__transport_on_idle(void (*done)(void));
+/* 1 while no stream is open but one may begin soon (connecting, or waiting
+ * to retry): worth waiting for at exit. */
+int orbit__transport_coming(void);
+/* Exit is near: a pending retry is made now. */
+void orbit__transport_hurry(void);
+/* At exit, when no stream began: the local copy, if it never had its
+ * stream, gets one of its own (what the rings hold). 1 if a stream is open. */
+int orbit__transport_fallback(void);
+/* Why records are not being delivered, for the end-of-run line (waited_ms:
+ * how long the stop waited for a stream); 0 if that was said already. */
+int orbit__transport_why_not(char *buf, size_t len, uint32_t waited_ms);
 /* In a forked child: closes its copies of the parent's socket and file and
  * forgets the rest, without touching the parent's loop. */
 void orbit__transport_forget(void);

@@ -75,10 +75,11 @@ static Orbit__Packet handshake(Orbit__Handshake *h, Orbit__ClockDescription *clo
 	return p;
 }
 
+static uint8_t batch_rec[8 * ORBIT_RECORD_SIZE];
+
 static Orbit__Packet batch(Orbit__RingBatch *b, uint8_t *enc, uint32_t n)
 {
 	Orbit__Packet p = ORBIT__PACKET__INIT;
-	uint8_t rec[8 * ORBIT_RECORD_SIZE];
 
 	for (uint32_t i = 0; i < n; i++) {
 		struct orbit_record r = {.time = 1000 + i * 10,
@@ -88,16 +89,16 @@ static Orbit__Packet batch(Orbit__RingBatch *b, uint8_t *enc, uint32_t n)
 		                             (i & 1) ? ORBIT_REC_SCOPE_STOP : ORBIT_REC_SCOPE_START,
 		                         .len = 5};
 		memcpy(r.name, "parse", 5);
-		orbit__record_encode(&r, rec + (size_t)i * ORBIT_RECORD_SIZE);
+		orbit__record_encode(&r, batch_rec + (size_t)i * ORBIT_RECORD_SIZE);
 	}
-	orbit__batch_encode(rec, n, enc);
+	size_t len = orbit__batch_encode(batch_rec, n, enc);
 	orbit__ring_batch__init(b);
 	b->ring = 1;
 	b->first_claim = 100;
 	b->count = n;
-	b->encoding = ORBIT_BATCH_COLUMNS;
+	b->encoding = ORBIT_BATCH_COMPACT;
 	b->records.data = enc;
-	b->records.len = (size_t)n * ORBIT_RECORD_SIZE;
+	b->records.len = len;
 	p.body_case = ORBIT__PACKET__BODY_RING_BATCH;
 	p.ring_batch = b;
 	return p;
@@ -109,7 +110,8 @@ struct all {
 	uint64_t starts[2];
 	char *cmd[2];
 	Orbit__RingBatch b;
-	uint8_t enc[8 * ORBIT_RECORD_SIZE];
+	uint8_t enc[ORBIT_BATCH_COMPACT_BOUND(8)];
+	uint8_t enc_v1[8 * ORBIT_RECORD_SIZE];
 	Orbit__FtracePage page;
 	uint8_t page_bytes[64];
 	Orbit__ThreadName thread;
@@ -174,17 +176,33 @@ static void packets(struct all *a)
 	for (int i = 0; i < 7; i++)
 		packet_put(names[i], &a->p[i]);
 	packet_put("empty", &empty);
+	size_t len = a->b.records.len;
 	a->b.count = 0; /* valid and empty: protobuf-c leaves records.data NULL */
 	a->b.records.len = 0;
 	packet_put("ring_batch_empty", &a->p[1]);
-	a->b.records.len = 8 * ORBIT_RECORD_SIZE;
-	a->b.count = 9; /* sizes disagree */
+	a->b.records.len = len;
+	a->b.count = 9; /* the columns hold 8: decoding refuses it */
 	packet_put("ring_batch_bad_count", &a->p[1]);
 	a->b.count = 8;
-	a->b.encoding = 2;
+	a->b.encoding = 3;
 	packet_put("ring_batch_bad_encoding", &a->p[1]);
+	a->b.encoding = ORBIT_BATCH_COMPACT;
+	a->enc[1 + 8] = 33; /* the first key's name is over 32 bytes */
+	packet_put("ring_batch_bad_key", &a->p[1]);
+	a->enc[1 + 8] = 5;
+	a->b.records.len = len - 1; /* the id column is cut */
+	packet_put("ring_batch_short", &a->p[1]);
+	a->b.records.len = len;
+	/* Version 1 captures: encoding 1 (columns), which readers still read. */
+	orbit__batch_encode_columns(batch_rec, 8, a->enc_v1);
 	a->b.encoding = ORBIT_BATCH_COLUMNS;
-	a->h.protocol_version = 2;
+	a->b.records.data = a->enc_v1;
+	a->b.records.len = sizeof a->enc_v1;
+	packet_put("ring_batch_columns", &a->p[1]);
+	a->b.encoding = ORBIT_BATCH_COMPACT;
+	a->b.records.data = a->enc;
+	a->b.records.len = len;
+	a->h.protocol_version = ORBIT_PROTOCOL_VERSION + 1;
 	packet_put("handshake_version", &a->p[0]);
 	a->h.protocol_version = ORBIT_PROTOCOL_VERSION;
 	a->h.n_ring_start = 1;

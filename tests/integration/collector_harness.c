@@ -517,7 +517,7 @@ void stream_handshake(struct stream *s, uint32_t version, const char *token)
 
 void stream_add_batch(struct stream *s, uint32_t ring, uint64_t first, uint32_t n)
 {
-	uint8_t *rec = calloc(n, ORBIT_RECORD_SIZE), *enc = malloc((size_t)n * ORBIT_RECORD_SIZE);
+	uint8_t *rec = calloc(n, ORBIT_RECORD_SIZE), *enc = malloc(ORBIT_BATCH_COMPACT_BOUND(n));
 	Orbit__RingBatch b = ORBIT__RING_BATCH__INIT;
 	Orbit__Packet p = ORBIT__PACKET__INIT;
 
@@ -531,13 +531,13 @@ void stream_add_batch(struct stream *s, uint32_t ring, uint64_t first, uint32_t 
 		memcpy(r.name, "scop", 4);
 		orbit__record_encode(&r, rec + (size_t)i * ORBIT_RECORD_SIZE);
 	}
-	orbit__batch_encode(rec, n, enc);
+	size_t len = orbit__batch_encode(rec, n, enc);
 	b.ring = ring;
 	b.first_claim = first;
 	b.count = n;
-	b.encoding = ORBIT_BATCH_COLUMNS;
+	b.encoding = ORBIT_BATCH_COMPACT;
 	b.records.data = enc;
-	b.records.len = (size_t)n * ORBIT_RECORD_SIZE;
+	b.records.len = len;
 	p.body_case = ORBIT__PACKET__BODY_RING_BATCH;
 	p.ring_batch = &b;
 	stream_add(s, &p);

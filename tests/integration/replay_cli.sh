@@ -115,6 +115,8 @@ equation)
 	grep -q 'DOES NOT HOLD' "$tmp/out" || fail "summary does not say it fails"
 	status 0 "$synth/loss.orbit.zst" --csv "$tmp/x.csv"
 	grep -q 'lapped 2' "$tmp/out" || fail "loss by cause"
+	grep -q 'ORBIT_RING_BUDGET in the traced process gives the rings more room' "$tmp/out" ||
+		fail "lapping does not name the knob"
 	grep -q 'claimed 5 == delivered 3 + lost 2: holds' "$tmp/out" || fail "equation with loss"
 	grep -q '^777,41,,0,Z,' "$tmp/x.csv" || fail "Z not at depth 0 after the gap"
 	# Its stop may be in the gap: open until its thread's last record before.

@@ -28,7 +28,7 @@
 
 static struct orbit_frame_writer fw;
 static int fd;
-static uint8_t recs[THREADS][BATCH * ORBIT_RECORD_SIZE], enc[BATCH * ORBIT_RECORD_SIZE];
+static uint8_t recs[THREADS][BATCH * ORBIT_RECORD_SIZE], enc[ORBIT_BATCH_COMPACT_BOUND(BATCH)];
 static uint32_t nrec[THREADS];
 static uint64_t claims[THREADS], total;
 
@@ -47,14 +47,14 @@ static void add(Orbit__Packet *p)
 
 static void flush(uint32_t t)
 {
-	orbit__batch_encode(recs[t], nrec[t], enc);
+	size_t len = orbit__batch_encode(recs[t], nrec[t], enc);
 	Orbit__RingBatch b = ORBIT__RING_BATCH__INIT;
 	b.ring = t;
 	b.first_claim = claims[t];
 	b.count = nrec[t];
-	b.encoding = ORBIT_BATCH_COLUMNS;
+	b.encoding = ORBIT_BATCH_COMPACT;
 	b.records.data = enc;
-	b.records.len = (size_t)nrec[t] * ORBIT_RECORD_SIZE;
+	b.records.len = len;
 	Orbit__Packet p = ORBIT__PACKET__INIT;
 	p.body_case = ORBIT__PACKET__BODY_RING_BATCH;
 	p.ring_batch = &b;

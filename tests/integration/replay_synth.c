@@ -114,16 +114,16 @@ static void stop(uint32_t ring, uint64_t time, uint32_t tid, uint64_t id)
 /* Sends ring's pending records as one batch; skip claims first (a gap). */
 static void batch(uint32_t ring, uint64_t skip)
 {
-	uint8_t enc[sizeof recs[0]];
+	static uint8_t enc[ORBIT_BATCH_COMPACT_BOUND(256)];
 	claims[ring] += skip;
-	orbit__batch_encode(recs[ring], nrecs[ring], enc);
+	size_t len = orbit__batch_encode(recs[ring], nrecs[ring], enc);
 	Orbit__RingBatch b = ORBIT__RING_BATCH__INIT;
 	b.ring = ring;
 	b.first_claim = claims[ring];
 	b.count = nrecs[ring];
-	b.encoding = ORBIT_BATCH_COLUMNS;
+	b.encoding = ORBIT_BATCH_COMPACT;
 	b.records.data = enc;
-	b.records.len = (size_t)nrecs[ring] * ORBIT_RECORD_SIZE;
+	b.records.len = len;
 	Orbit__Packet p = ORBIT__PACKET__INIT;
 	p.body_case = ORBIT__PACKET__BODY_RING_BATCH;
 	p.ring_batch = &b;

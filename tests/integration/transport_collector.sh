@@ -14,6 +14,7 @@
 #   collector_restart  the collector is SIGKILLed and restarted on its port: the
 #                 agent reconnects, the new capture counts the loss exactly
 #   no_collector  nobody listens: the program runs to the end, one stderr line
+#                 for the failure and one at exit for what was not delivered
 #   refused       a wrong token: one stderr line, tracing off, no file
 set -eu
 build=$1
@@ -159,10 +160,15 @@ collector_restart)
 	;;
 no_collector)
 	# a port nobody listens on: bind it and close it again
-	ORBIT_COLLECTOR=127.0.0.1:1 "$emit" --threads 2 --iterations 200000 2>"$dir/agent.err" ||
-		fail "emit failed"
-	[ "$(wc -l <"$dir/agent.err")" -eq 1 ] || fail "want one stderr line: $(cat "$dir/agent.err")"
+	# Two lines: the first failure, and at exit (after waiting for the
+	# collector up to ORBIT_FLUSH_TIMEOUT_MS) how much was not delivered.
+	ORBIT_COLLECTOR=127.0.0.1:1 ORBIT_FLUSH_TIMEOUT_MS=500 "$emit" --threads 2 \
+		--iterations 200000 2>"$dir/agent.err" || fail "emit failed"
+	[ "$(wc -l <"$dir/agent.err")" -eq 2 ] || fail "want two stderr lines: $(cat "$dir/agent.err")"
 	grep -q "cannot reach collector 127.0.0.1:1" "$dir/agent.err" || fail "$(cat "$dir/agent.err")"
+	# 2 x (1 + 5 x 200000) records and each thread's thread-end record
+	grep -q "^orbit: 2000004 event(s) were not delivered: collector 127.0.0.1:1 not reached within 500 ms$" \
+		"$dir/agent.err" || fail "$(cat "$dir/agent.err")"
 	;;
 refused)
 	printf 'right\n' >"$dir/token"

@@ -14,6 +14,10 @@
  *                                      emitted (loss is allowed, and counted;
  *                                      without any, nothing may be missing),
  *                                      each thread's end record last
+ *   capture_dump --spread K FILE       also checks that each of K equal
+ *                                      slices of the time from the first
+ *                                      record to the last holds records
+ * Every form also prints how many threads the busiest ring carried.
  * Exit: 0 good, 1 check failed, 2 damaged capture, 3 usage.
  */
 #include <inttypes.h>
@@ -30,14 +34,19 @@
 
 struct thread_check {
 	uint32_t tid;
-	int t;        /* emitter index, from the names; -1 unknown */
-	int64_t last; /* place of the last record: 0 name, 1 + 5i + step,
-	                 1 + 5n its thread-end record; -1 none */
+	uint32_t ring; /* where its records were */
+	int t;         /* emitter index, from the names; -1 unknown */
+	int64_t last;  /* place of the last record: 0 name, 1 + 5i + step,
+	                  1 + 5n its thread-end record; -1 none */
 	uint64_t records;
 };
 
+#define SPREAD_MS 65536 /* records per ms since the first, for --spread */
+
 static struct {
-	int records, emit;
+	int records, emit, spread;
+	uint64_t first_time, last_time;
+	uint32_t per_ms[SPREAD_MS];
 	long threads, iterations;
 	uint64_t delivered[ORBIT_MAX_RINGS];
 	uint64_t lost[ORBIT_MAX_RINGS];
@@ -179,6 +188,15 @@ static void on_batch(const Orbit__RingBatch *b)
 			continue;
 		}
 		S.decoded++;
+		struct thread_check *tc = thread_of(r.tid);
+		if (tc != NULL)
+			tc->ring = b->ring;
+		if (S.decoded == 1)
+			S.first_time = r.time;
+		if (r.time > S.last_time)
+			S.last_time = r.time;
+		if (r.time >= S.first_time && (r.time - S.first_time) / 1000000 < SPREAD_MS)
+			S.per_ms[(r.time - S.first_time) / 1000000]++;
 		if (r.flags & ORBIT_REC_FLAG_TIME_UNTRUSTED)
 			S.untrusted++;
 		if (S.records) {
@@ -245,6 +263,9 @@ int main(int argc, char **argv)
 	if (a < argc && strcmp(argv[a], "--records") == 0) {
 		S.records = 1;
 		a++;
+	} else if (a + 1 < argc && strcmp(argv[a], "--spread") == 0) {
+		S.spread = atoi(argv[a + 1]);
+		a += 2;
 	} else if (a + 2 < argc && strcmp(argv[a], "--emit") == 0) {
 		S.emit = 1;
 		S.threads = atol(argv[a + 1]);
@@ -253,7 +274,8 @@ int main(int argc, char **argv)
 	}
 	if (a + 1 != argc) {
 		fprintf(stderr,
-		        "usage: capture_dump [--records | --emit THREADS ITERATIONS] FILE\n");
+		        "usage: capture_dump [--records | --emit THREADS ITERATIONS | --spread K] "
+		        "FILE\n");
 		return 3;
 	}
 	int err;
@@ -346,6 +368,26 @@ int main(int argc, char **argv)
 	printf("records %" PRIu64 ", delivered %" PRIu64 ", lost %" PRIu64 ", claimed %" PRIu64
 	       "%s\n",
 	       S.decoded, delivered, lost, claimed, S.ended ? "" : " (no end of stream)");
+	uint32_t per_ring[ORBIT_MAX_RINGS] = {0}, busiest = 0;
+	for (int i = 0; i < S.nth; i++)
+		if (S.th[i].ring < ORBIT_MAX_RINGS && ++per_ring[S.th[i].ring] > busiest)
+			busiest = per_ring[S.th[i].ring];
+	printf("threads %d, at most %u on one ring\n", S.nth, busiest);
+	if (S.spread > 0) {
+		uint64_t span_ms = (S.last_time - S.first_time) / 1000000 + 1, held = 0;
+		for (int k = 0; k < S.spread; k++) {
+			uint64_t from = span_ms * (uint64_t)k / (uint64_t)S.spread,
+			         to = span_ms * (uint64_t)(k + 1) / (uint64_t)S.spread, n = 0;
+			for (uint64_t m = from; m < to && m < SPREAD_MS; m++)
+				n += S.per_ms[m];
+			printf("slice %d: %" PRIu64 " records\n", k, n);
+			held += n > 0;
+		}
+		printf("spread: %" PRIu64 " of %d slices of %" PRIu64 " ms hold records\n", held,
+		       S.spread, span_ms);
+		if (held != (uint64_t)S.spread)
+			S.bad++;
+	}
 	if (S.untrusted || S.end_untrusted || S.end_resets)
 		printf("times not trusted: %" PRIu64 " records flagged; end of stream: %" PRIu64
 		       " untrusted, %" PRIu64 " clock resets\n",

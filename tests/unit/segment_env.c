@@ -8,6 +8,7 @@
 #include <unistd.h>
 
 #include "check.h"
+#include "config.h"
 #include "segment.h"
 
 struct expect {
@@ -29,9 +30,9 @@ static void run(const struct expect *e)
 			setenv("ORBIT_RINGS", e->rings, 1);
 		if (e->budget)
 			setenv("ORBIT_RING_BUDGET", e->budget, 1);
-		struct orbit__seg_params p;
-		orbit__segment_params_from_env(&p);
-		_exit(p.ring_count == e->ring_count && p.slots_per_ring == e->slots ? 0 : 1);
+		static struct orbit__config c;
+		orbit__config_read(&c);
+		_exit(c.rings == e->ring_count && c.slots_per_ring == e->slots ? 0 : 1);
 	}
 	close(fds[1]);
 	char buf[1024];
@@ -54,19 +55,21 @@ static void run(const struct expect *e)
 int main(void)
 {
 	static const struct expect cases[] = {
-	    {NULL, NULL, 16, 8192, NULL},
-	    {"8", NULL, 8, 16384, NULL},
-	    {"128", NULL, 128, 1024, NULL},
+	    {NULL, NULL, 8, 65536, NULL},
+	    {"8", NULL, 8, 65536, NULL},
+	    {"16", NULL, 16, 32768, NULL},
+	    {"128", NULL, 128, 4096, NULL},
 	    {"1", "64K", 1, 1024, NULL},
 	    {"3", "1M", 3, 4096, NULL}, /* 1M/3/64 = 5461: rounded down to 4096 */
-	    {"0", NULL, 16, 8192, "ORBIT_RINGS=0 is not a number from 1 to 128"},
-	    {"129", NULL, 16, 8192, "ORBIT_RINGS=129"},
-	    {"sixteen", NULL, 16, 8192, "ORBIT_RINGS=sixteen"},
-	    {"16x", NULL, 16, 8192, "ORBIT_RINGS=16x"},
-	    {NULL, "lots", 16, 8192, "ORBIT_RING_BUDGET=lots is not a size"},
-	    {NULL, "100", 16, 8192, "ORBIT_RING_BUDGET=100"},
-	    {NULL, "64G", 16, 8192, "ORBIT_RING_BUDGET=64G"},
-	    {NULL, "-1", 16, 8192, "ORBIT_RING_BUDGET=-1"},
+	    {"0", NULL, 8, 65536, "ORBIT_RINGS=0 is not a number from 1 to 128"},
+	    {"129", NULL, 8, 65536, "ORBIT_RINGS=129"},
+	    {"sixteen", NULL, 8, 65536, "ORBIT_RINGS=sixteen"},
+	    {"16x", NULL, 8, 65536, "ORBIT_RINGS=16x"},
+	    {NULL, "lots", 8, 65536, "ORBIT_RING_BUDGET=lots is not a size"},
+	    {NULL, "100", 8, 65536, "ORBIT_RING_BUDGET=100"},
+	    {NULL, "64G", 8, 65536, "ORBIT_RING_BUDGET=64G"},
+	    {NULL, "-1", 8, 65536, "ORBIT_RING_BUDGET=-1"},
+	    {NULL, "8M", 8, 16384, NULL},
 	};
 	for (size_t i = 0; i < sizeof cases / sizeof cases[0]; i++)
 		run(&cases[i]);

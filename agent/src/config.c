@@ -1,0 +1,273 @@
+/* config.c — reading the ORBIT_* variables; see config.h. */
+#include "config.h"
+
+#include <errno.h>
+#include <stdarg.h>
+#include <stdatomic.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "logs.h"
+#include "page_ring.h"
+#include "segment.h"
+
+/* The variables, for the one warn-once rule: bit i set once variable i's
+ * bad value has been said in this process. */
+enum var {
+	V_COLLECTOR,
+	V_SEND_BUFFER,
+	V_ZSTD_LEVEL,
+	V_DRAIN_MS,
+	V_FLUSH_TIMEOUT_MS,
+	V_RINGS,
+	V_RING_BUDGET,
+	V_CLOCK,
+	V_PAGE_RING_PAGES,
+	V_PAGE_RING_OVERWRITE,
+};
+
+/* Relaxed: only which lines were printed; a race prints a line twice at
+ * worst, never a wrong value. */
+static _Atomic uint32_t said;
+
+__attribute__((format(printf, 2, 3))) static void bad(enum var v, const char *fmt, ...)
+{
+	uint32_t bit = 1u << v;
+	if (atomic_fetch_or_explicit(&said, bit, memory_order_relaxed) & bit)
+		return;
+	va_list ap;
+	va_start(ap, fmt);
+	vfprintf(stderr, fmt, ap);
+	va_end(ap);
+}
+
+int orbit__parse_size(const char *s, uint64_t *out)
+{
+	char *end;
+	errno = 0;
+	if (*s < '0' || *s > '9')
+		return -1;
+	unsigned long long v = strtoull(s, &end, 10);
+	if (errno != 0)
+		return -1;
+	int shift = 0;
+	if (*end == 'K' || *end == 'k')
+		shift = 10;
+	else if (*end == 'M' || *end == 'm')
+		shift = 20;
+	else if (*end == 'G' || *end == 'g')
+		shift = 30;
+	if (shift)
+		end++;
+	if (*end != '\0' || v > (UINT64_MAX >> shift))
+		return -1;
+	*out = (uint64_t)v << shift;
+	return 0;
+}
+
+/* HOST:PORT or [V6]:PORT; without brackets the host is everything before
+ * the last ':'. */
+static int split_host_port(const char *s, struct orbit__config *c)
+{
+	const char *colon;
+	if (s[0] == '[') {
+		const char *close = strchr(s, ']');
+		if (close == NULL || close[1] != ':' || (size_t)(close - s - 1) >= sizeof c->host)
+			return -EINVAL;
+		snprintf(c->host, sizeof c->host, "%.*s", (int)(close - s - 1), s + 1);
+		colon = close + 1;
+	} else {
+		colon = strrchr(s, ':');
+		if (colon == NULL || colon == s || (size_t)(colon - s) >= sizeof c->host)
+			return -EINVAL;
+		snprintf(c->host, sizeof c->host, "%.*s", (int)(colon - s), s);
+	}
+	char *end;
+	unsigned long port = strtoul(colon + 1, &end, 10);
+	if (colon[1] == '\0' || *end != '\0' || port == 0 || port > 65535)
+		return -EINVAL;
+	snprintf(c->port, sizeof c->port, "%lu", port);
+	return 0;
+}
+
+static void read_outputs(struct orbit__config *c)
+{
+	const char *s = getenv("ORBIT_COLLECTOR");
+	c->collector_set = s != NULL;
+	if (s != NULL) {
+		snprintf(c->collector, sizeof c->collector, "%s", s);
+		c->collector_ok = split_host_port(s, c) == 0;
+		if (!c->collector_ok)
+			bad(V_COLLECTOR,
+			    "orbit: ORBIT_COLLECTOR=%s is not HOST:PORT; tracing is off\n", s);
+	}
+	s = getenv("ORBIT_CAPTURE");
+	c->capture_set = s != NULL;
+	if (s != NULL)
+		snprintf(c->capture, sizeof c->capture, "%s", s);
+	s = getenv("ORBIT_TOKEN");
+	if (s != NULL) {
+		size_t n = strlen(s);
+		c->token_len = n < sizeof c->token ? n : sizeof c->token;
+		memcpy(c->token, s, c->token_len);
+	}
+
+	uint64_t v;
+	c->send_buffer = ORBIT__CONFIG_SEND_BUFFER;
+	s = getenv("ORBIT_SEND_BUFFER");
+	if (s != NULL && (orbit__parse_size(s, &v) != 0 || v < (1ull << 20) || v > (1ull << 32)))
+		bad(V_SEND_BUFFER,
+		    "orbit: ORBIT_SEND_BUFFER=%s is not a size from 1M to 4G; using 64M\n", s);
+	else if (s != NULL)
+		c->send_buffer = v;
+
+	c->zstd_level = ORBIT__CONFIG_ZSTD_LEVEL;
+	s = getenv("ORBIT_ZSTD_LEVEL");
+	if (s != NULL) {
+		char *end;
+		long l = strtol(s, &end, 10);
+		if (*s == '\0' || *end != '\0' || l < -7 || l > 19)
+			bad(V_ZSTD_LEVEL,
+			    "orbit: ORBIT_ZSTD_LEVEL=%s is not a level from -7 to 19; using %d\n",
+			    s, ORBIT__CONFIG_ZSTD_LEVEL);
+		else
+			c->zstd_level = (int)l;
+	}
+}
+
+static void read_agent(struct orbit__config *c)
+{
+	c->drain_ms = ORBIT__CONFIG_DRAIN_MS;
+	const char *s = getenv("ORBIT_DRAIN_MS");
+	if (s != NULL) {
+		char *end;
+		unsigned long long v = strtoull(s, &end, 10);
+		if (*s == '\0' || *end != '\0' || v == 0 || v > 60000)
+			bad(V_DRAIN_MS,
+			    "orbit: ORBIT_DRAIN_MS=%s is not a number of ms from 1 to 60000; using "
+			    "%u\n",
+			    s, ORBIT__CONFIG_DRAIN_MS);
+		else
+			c->drain_ms = (uint32_t)v;
+	}
+
+	c->flush_timeout_ms = ORBIT__CONFIG_FLUSH_TIMEOUT_MS;
+	s = getenv("ORBIT_FLUSH_TIMEOUT_MS");
+	if (s != NULL) {
+		char *end;
+		unsigned long v = strtoul(s, &end, 10);
+		if (*s == '\0' || *end != '\0' || v > 600000)
+			bad(V_FLUSH_TIMEOUT_MS,
+			    "orbit: ORBIT_FLUSH_TIMEOUT_MS=%s is not a number of ms up to 600000; "
+			    "using %u\n",
+			    s, ORBIT__CONFIG_FLUSH_TIMEOUT_MS);
+		else
+			c->flush_timeout_ms = (uint32_t)v;
+	}
+}
+
+/* The largest power of two not above v, capped at the most slots a ring
+ * may have. */
+static uint32_t floor_pow2(uint64_t v)
+{
+	uint32_t p = 1;
+	while ((uint64_t)p * 2 <= v && p < ORBIT__SEG_MAX_SLOTS)
+		p *= 2;
+	return p;
+}
+
+static void read_segment(struct orbit__config *c)
+{
+	uint64_t rings = ORBIT__CONFIG_RINGS, budget = ORBIT__CONFIG_BUDGET;
+	const char *s = getenv("ORBIT_RINGS");
+	if (s != NULL &&
+	    (orbit__parse_size(s, &rings) != 0 || rings < 1 || rings > ORBIT__SEG_MAX_RINGS)) {
+		bad(V_RINGS, "orbit: ORBIT_RINGS=%s is not a number from 1 to %u; using %u\n", s,
+		    ORBIT__SEG_MAX_RINGS, ORBIT__CONFIG_RINGS);
+		rings = ORBIT__CONFIG_RINGS;
+	}
+	s = getenv("ORBIT_RING_BUDGET");
+	if (s != NULL && (orbit__parse_size(s, &budget) != 0 || budget > ORBIT__CONFIG_MAX_BUDGET ||
+	                  budget / rings / ORBIT__SLOT_SIZE < ORBIT__SEG_MIN_SLOTS)) {
+		bad(V_RING_BUDGET,
+		    "orbit: ORBIT_RING_BUDGET=%s is not a size from %llu bytes to 4G for %u "
+		    "rings; using %lluM\n",
+		    s, (unsigned long long)rings * ORBIT__SLOT_SIZE * ORBIT__SEG_MIN_SLOTS,
+		    (unsigned)rings, (unsigned long long)(ORBIT__CONFIG_BUDGET >> 20));
+		budget = ORBIT__CONFIG_BUDGET;
+		if (budget / rings / ORBIT__SLOT_SIZE < ORBIT__SEG_MIN_SLOTS)
+			rings = ORBIT__CONFIG_RINGS;
+	}
+	c->rings = (uint32_t)rings;
+	c->slots_per_ring = floor_pow2(budget / rings / ORBIT__SLOT_SIZE);
+	c->budget = budget;
+}
+
+static enum orbit__config_clock read_clock(void)
+{
+	const char *s = getenv("ORBIT_CLOCK");
+	if (s != NULL && strcmp(s, "monotonic") == 0)
+		return ORBIT__CONFIG_CLOCK_MONOTONIC;
+	if (s != NULL && strcmp(s, "tsc") == 0)
+		return ORBIT__CONFIG_CLOCK_TSC;
+	if (s != NULL && strcmp(s, "auto") != 0)
+		bad(V_CLOCK, "orbit: ORBIT_CLOCK=%s is not monotonic, tsc or auto; using auto\n",
+		    s);
+	return ORBIT__CONFIG_CLOCK_AUTO;
+}
+
+static void read_pages(struct orbit__config *c)
+{
+	c->page_ring_pages = ORBIT__LOGS_PAGES_DEFAULT;
+	const char *s = getenv("ORBIT_PAGE_RING_PAGES");
+	if (s != NULL) {
+		char *end;
+		errno = 0;
+		unsigned long long v = strtoull(s, &end, 10);
+		if (*s < '0' || *s > '9' || *end != '\0' || errno != 0 || v < 2 ||
+		    v > ORBIT__PAGE_MAX_PAGES)
+			bad(V_PAGE_RING_PAGES,
+			    "orbit: ORBIT_PAGE_RING_PAGES=%s is not a number of pages from 2 to "
+			    "%u; "
+			    "using %u\n",
+			    s, ORBIT__PAGE_MAX_PAGES, ORBIT__LOGS_PAGES_DEFAULT);
+		else
+			c->page_ring_pages = (uint32_t)v;
+	}
+	c->page_ring_overwrite = 0;
+	s = getenv("ORBIT_PAGE_RING_OVERWRITE");
+	if (s != NULL && strcmp(s, "1") == 0)
+		c->page_ring_overwrite = 1;
+	else if (s != NULL && strcmp(s, "0") != 0)
+		bad(V_PAGE_RING_OVERWRITE,
+		    "orbit: ORBIT_PAGE_RING_OVERWRITE=%s is not 0 or 1; using 0\n", s);
+}
+
+void orbit__config_read(struct orbit__config *c)
+{
+	memset(c, 0, sizeof *c);
+	read_outputs(c);
+	read_agent(c);
+	read_segment(c);
+	c->clock = read_clock();
+	read_pages(c);
+}
+
+int orbit__config_wants_output(void)
+{
+	return getenv("ORBIT_COLLECTOR") != NULL || getenv("ORBIT_CAPTURE") != NULL;
+}
+
+const char *orbit__config_clock(void)
+{
+	enum orbit__config_clock k = read_clock();
+	return k == ORBIT__CONFIG_CLOCK_MONOTONIC ? "monotonic"
+	       : k == ORBIT__CONFIG_CLOCK_TSC     ? "tsc"
+	                                          : NULL;
+}
+
+void orbit__config_after_fork(void)
+{
+	atomic_store_explicit(&said, 0, memory_order_relaxed);
+}

@@ -1,0 +1,88 @@
+/*
+ * config.h — every ORBIT_* environment variable the agent reads, in one
+ * place (docs/operations.md lists them, with when each one is used).
+ *
+ * orbit__config_read() reads all of them at once into a struct; each caller
+ * takes the fields it needs at its own moment (the segment's geometry when
+ * orbit_init creates the segment, the outputs at every agent start, ...).
+ *
+ * One rule for bad values: a value that does not parse costs one stderr line
+ * naming the variable, the value as given and the default used instead, the
+ * first time it is read in the process; later reads of the same bad value
+ * are silent. A bad ORBIT_COLLECTOR turns tracing off instead of falling
+ * back to a default.
+ *
+ * Values are copied: a later setenv() cannot change a struct already read.
+ */
+#ifndef ORBIT_AGENT_CONFIG_H
+#define ORBIT_AGENT_CONFIG_H
+
+#include <limits.h>
+#include <stddef.h>
+#include <stdint.h>
+
+#define ORBIT__CONFIG_RINGS 8u
+/* 8 rings of 65536 slots: one thread's burst of 64k records fits its ring
+ * whatever the drain does, and so do three threads' 20k each on one ring
+ * (docs/design.md, default capacity). */
+#define ORBIT__CONFIG_BUDGET (32ull << 20)
+#define ORBIT__CONFIG_MAX_BUDGET (4ull << 30)
+#define ORBIT__CONFIG_SEND_BUFFER (64ull << 20)
+#define ORBIT__CONFIG_ZSTD_LEVEL (-1)
+#define ORBIT__CONFIG_DRAIN_MS 10u
+#define ORBIT__CONFIG_FLUSH_TIMEOUT_MS 3000u
+#define ORBIT__CONFIG_TOKEN_MAX 4096u
+
+enum orbit__config_clock {
+	ORBIT__CONFIG_CLOCK_AUTO = 0,
+	ORBIT__CONFIG_CLOCK_MONOTONIC,
+	ORBIT__CONFIG_CLOCK_TSC,
+};
+
+struct orbit__config {
+	/* Where the trace goes. */
+	int collector_set; /* ORBIT_COLLECTOR is present */
+	int collector_ok;  /* ... and is HOST:PORT or [V6]:PORT */
+	char collector[300];
+	char host[256], port[16];
+	int capture_set; /* ORBIT_CAPTURE is present */
+	char capture[PATH_MAX];
+	uint8_t token[ORBIT__CONFIG_TOKEN_MAX]; /* ORBIT_TOKEN, without its NUL */
+	size_t token_len;
+	uint64_t send_buffer; /* ORBIT_SEND_BUFFER, bytes */
+	int zstd_level;       /* ORBIT_ZSTD_LEVEL */
+
+	/* The agent thread. */
+	uint32_t drain_ms;         /* ORBIT_DRAIN_MS: the longest gap between passes */
+	uint32_t flush_timeout_ms; /* ORBIT_FLUSH_TIMEOUT_MS */
+
+	/* The segment, when orbit_init creates it. */
+	uint32_t rings;                 /* ORBIT_RINGS */
+	uint32_t slots_per_ring;        /* from ORBIT_RING_BUDGET */
+	uint64_t budget;                /* ORBIT_RING_BUDGET as used, bytes */
+	enum orbit__config_clock clock; /* ORBIT_CLOCK */
+
+	/* The log page rings, when the first orbit_init creates them. */
+	uint32_t page_ring_pages; /* ORBIT_PAGE_RING_PAGES */
+	int page_ring_overwrite;  /* ORBIT_PAGE_RING_OVERWRITE */
+};
+
+/* Reads every variable now. */
+void orbit__config_read(struct orbit__config *c);
+
+/* 1 if ORBIT_COLLECTOR or ORBIT_CAPTURE is present: the library starts
+ * tracing by itself when it loads. */
+int orbit__config_wants_output(void);
+
+/* ORBIT_CLOCK for orbit__clock_choose: NULL for auto (or a bad value, said
+ * once), else "monotonic" or "tsc". */
+const char *orbit__config_clock(void);
+
+/* In a forked child: its bad values are said again, once. */
+void orbit__config_after_fork(void);
+
+/* A whole decimal number with an optional K, M or G suffix (powers of
+ * 1024): 0 and *out, or -1 if s is anything else. The one size parser. */
+int orbit__parse_size(const char *s, uint64_t *out);
+
+#endif

@@ -1,0 +1,109 @@
+/*
+ * output.h — where a stream's frames go: one small interface, several
+ * outputs (output_tcp.c: orbit-collector over TCP; output_file.c: a capture
+ * file, or the local copy beside a collector).
+ *
+ * An output carries one stream at a time. It says when a stream may begin
+ * on it (ready: the connection is up, the file is open), takes the stream's
+ * finished frames in order (send), and says what became of each frame
+ * (settled): written, or never will be. Settling is the output's business
+ * and may come late: a file settles a frame when write() returns, TCP when
+ * the kernel took it, and an output that waits for the collector's
+ * acknowledgement settles a frame when it is acknowledged. The loss ledger
+ * (ledger.h) counts the records of frames settled as lost.
+ *
+ * Frames are self-contained (docs/format.md: nothing in a frame refers to
+ * another frame), and each says what it is, so an output that keeps only
+ * the newest frames (a ring of them in shared memory, say) can keep the
+ * stream's handshake frame aside and drop the oldest data frames.
+ *
+ * Everything runs on the agent thread's loop. Callbacks go down as tables:
+ * the transport gives an output its events; the output never calls the
+ * transport any other way.
+ */
+#ifndef ORBIT_AGENT_OUTPUT_H
+#define ORBIT_AGENT_OUTPUT_H
+
+#include <stddef.h>
+#include <stdint.h>
+#include <uv.h>
+
+#include "config.h"
+
+enum orbit__frame_kind {
+	ORBIT__FRAME_HANDSHAKE, /* the stream's first frame: one Handshake packet */
+	ORBIT__FRAME_DATA,
+	ORBIT__FRAME_END, /* the stream's last frame: it ends with EndOfStream */
+};
+
+/* A finished frame, as the stream hands it to its outputs. The bytes are
+ * valid only during the call: an output that keeps them copies them. */
+struct orbit__frame {
+	const uint8_t *bytes;
+	size_t len;
+	uint64_t seq; /* its number in the stream: 0 is the handshake frame */
+	enum orbit__frame_kind kind;
+};
+
+struct orbit__output;
+
+/* What an output tells its owner. */
+struct orbit__output_events {
+	void *ctx;
+	/* A stream may begin on o now. */
+	void (*ready)(void *ctx, struct orbit__output *o);
+	/* Frame seq of o's stream, and every earlier one not yet settled, has
+	 * reached its destination (ok = 1) or never will (ok = 0). */
+	void (*settled)(void *ctx, struct orbit__output *o, uint64_t seq, int ok);
+	/* o's stream ended before its end frame. Frames not settled yet never
+	 * will be: the owner counts them lost. With
+	 * fatal, o will never be ready again and tracing should stop (a
+	 * collector refused us, the capture file cannot be written); otherwise
+	 * o may become ready again for a new stream (a reconnection). */
+	void (*broken)(void *ctx, struct orbit__output *o, int fatal);
+	/* Everything o took has settled (for a flush waiting on it). */
+	void (*idle)(void *ctx, struct orbit__output *o);
+};
+
+struct orbit__output_ops {
+	/* Begins: opens the file, or starts connecting. 0: a stream may begin
+	 * now; 1: ready will say when; or a negative errno, after one stderr
+	 * line. */
+	int (*start)(struct orbit__output *o);
+	/* Takes the next frame of the open stream. 0, or a negative errno: o
+	 * did not take the frame (the owner counts it lost), and if the stream
+	 * cannot go on, o has reported broken. */
+	int (*send)(struct orbit__output *o, const struct orbit__frame *f);
+	/* Bytes taken and not yet settled. */
+	size_t (*pending)(const struct orbit__output *o);
+	/* 1 while o is not streaming but may be soon (resolving, connecting,
+	 * waiting to retry): worth waiting for at exit. */
+	int (*coming)(const struct orbit__output *o);
+	/* Hurries a pending retry (exit is near). */
+	void (*hurry)(struct orbit__output *o);
+	/* The stream's last frame was sent: close it when it has settled. */
+	void (*end)(struct orbit__output *o);
+	/* Stops for good; handles are closed as the loop runs. Frees o once
+	 * they are (or at once). */
+	void (*close)(struct orbit__output *o);
+	/* In a forked child: closes this process's copies of the descriptors
+	 * and frees o without touching the loop. */
+	void (*forget)(struct orbit__output *o);
+};
+
+struct orbit__output {
+	const struct orbit__output_ops *ops;
+	const struct orbit__output_events *ev;
+	uv_loop_t *loop;
+	int streaming; /* a stream is open on it; set by the output */
+};
+
+/* The collector named by cfg->host:port (ORBIT_COLLECTOR). */
+struct orbit__output *orbit__output_tcp(uv_loop_t *loop, const struct orbit__config *cfg,
+                                        const struct orbit__output_events *ev);
+/* The capture file cfg->capture ("%p" stands for the pid); copy: it is the
+ * local copy beside a collector, whose failures do not stop tracing. */
+struct orbit__output *orbit__output_file(uv_loop_t *loop, const struct orbit__config *cfg,
+                                         const struct orbit__output_events *ev, int copy);
+
+#endif

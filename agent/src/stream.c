@@ -1,0 +1,394 @@
+/* stream.c — the packets of a stream and its frames; see stream.h. */
+#include "stream.h"
+
+#include <dirent.h>
+#include <errno.h>
+#include <fcntl.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <time.h>
+#include <unistd.h>
+
+#include "capture.h"
+#include "frame.h"
+#include "ftrace_page.h"
+#include "logs.h"
+
+#ifndef ORBIT_VERSION
+#define ORBIT_VERSION "0"
+#endif
+
+#define FRAME_TARGET (128u << 10) /* content of one frame, about: compressed inside a pass */
+#define FRAME_AGE_MS 100u         /* a frame goes out this long after its first packet */
+#define KEEPALIVE_MS 30000u       /* well inside the collector's idle timeout */
+#define TRIM_MS 2000u             /* buffers of a stream quiet this long are freed */
+
+static struct {
+	const struct orbit__config *cfg;
+	struct orbit__drain *drain;
+	struct orbit__clock_conv *clock;
+	struct orbit__ledger *ledger;
+	struct orbit__stream_sink sink;
+	uint32_t rings;
+	struct orbit_frame_writer fw;
+	struct orbit_batch_encoder *enc; /* made at the first batch */
+	int init;
+	int open;
+	uint64_t seq;            /* of the next frame */
+	uint64_t last_frame_ms;  /* when the last frame went out */
+	int framed;              /* a frame went out since the last pass */
+	uint64_t frame_since_ms; /* when the frame being built got its first packet */
+	uint64_t now_ms;         /* as of the last pass */
+} S;
+
+/* ---- frames ---- */
+
+static void finish_frame(enum orbit__frame_kind kind)
+{
+	if (S.fw.len == 0)
+		return;
+	if (orbit__frame_finish(&S.fw) != 0 || S.fw.out_len == 0) {
+		S.fw.len = 0; /* dropped: its records never leave */
+		S.fw.packets = 0;
+		orbit__ledger_frame_dropped(S.ledger);
+		return;
+	}
+	struct orbit__frame f = {
+	    .bytes = S.fw.out, .len = S.fw.out_len, .seq = S.seq++, .kind = kind};
+	S.framed = 1;
+	/* The ledger knows the frame before any output can settle it. */
+	orbit__ledger_frame_done(S.ledger, f.seq);
+	if (S.sink.frame(S.sink.ctx, &f) != 0)
+		orbit__ledger_lost(S.ledger, f.seq);
+}
+
+static void note_first(void)
+{
+	if (S.fw.len == 0)
+		S.frame_since_ms = S.now_ms;
+}
+
+static void add_packet(const Orbit__Packet *p)
+{
+	note_first();
+	if (orbit__frame_add(&S.fw, p) != 0)
+		return;
+	if (S.fw.len >= FRAME_TARGET)
+		finish_frame(ORBIT__FRAME_DATA);
+}
+
+/* ---- the handshake ---- */
+
+static void read_file_line(const char *path, char *buf, size_t len)
+{
+	buf[0] = '\0';
+	FILE *f = fopen(path, "re");
+	if (f == NULL)
+		return;
+	if (fgets(buf, (int)len, f) == NULL)
+		buf[0] = '\0';
+	fclose(f);
+	buf[strcspn(buf, "\n")] = '\0';
+}
+
+static uint64_t clock_ns(clockid_t id)
+{
+	struct timespec ts;
+	clock_gettime(id, &ts);
+	return (uint64_t)ts.tv_sec * 1000000000ull + (uint64_t)ts.tv_nsec;
+}
+
+static void send_handshake(void)
+{
+	char comm[64], host[256] = "", cmd[4096];
+	read_file_line("/proc/self/comm", comm, sizeof comm);
+	gethostname(host, sizeof host - 1);
+	char *args[64];
+	size_t nargs = 0;
+	int fd = open("/proc/self/cmdline", O_RDONLY | O_CLOEXEC);
+	ssize_t n = fd >= 0 ? read(fd, cmd, sizeof cmd - 1) : -1;
+	if (fd >= 0)
+		close(fd);
+	if (n > 0) {
+		cmd[n] = '\0';
+		for (ssize_t i = 0; i < n && nargs < 64; i += (ssize_t)strlen(cmd + i) + 1)
+			args[nargs++] = cmd + i;
+	}
+	uint64_t start[ORBIT_MAX_RINGS];
+	for (uint32_t r = 0; r < S.rings; r++)
+		start[r] = orbit__ledger_start(S.ledger, r);
+	Orbit__ClockDescription clock = ORBIT__CLOCK_DESCRIPTION__INIT;
+	clock.source = S.clock->source;
+	clock.ticks_per_second = orbit__clock_rate(S.clock);
+	Orbit__Handshake h = ORBIT__HANDSHAKE__INIT;
+	h.protocol_version = ORBIT_PROTOCOL_VERSION;
+	h.pid = (uint32_t)getpid();
+	h.process_name = comm;
+	h.host_name = host;
+	h.n_command_line = nargs;
+	h.command_line = args;
+	h.agent_version = (char *)ORBIT_VERSION;
+	h.clock = &clock;
+	h.monotonic_ns = clock_ns(CLOCK_MONOTONIC);
+	h.realtime_ns = clock_ns(CLOCK_REALTIME);
+	h.ring_count = S.rings;
+	h.slots_per_ring = S.drain->seg->layout.slots_per_ring;
+	h.record_size = ORBIT_RECORD_SIZE;
+	h.token.data = (uint8_t *)S.cfg->token;
+	h.token.len = S.cfg->token_len;
+	h.n_ring_start = S.rings;
+	h.ring_start = start;
+	uint32_t pages, page_size;
+	int overwrite;
+	orbit__logs_config(&pages, &page_size, &overwrite);
+	h.page_ring_count = S.ledger->page_rings;
+	h.page_size = page_size;
+	Orbit__Packet p = ORBIT__PACKET__INIT;
+	p.body_case = ORBIT__PACKET__BODY_HANDSHAKE;
+	p.handshake = &h;
+	orbit__frame_add(&S.fw, &p);
+	finish_frame(ORBIT__FRAME_HANDSHAKE); /* alone in the first frame */
+}
+
+/* ---- loss ---- */
+
+static void send_page_losses(void)
+{
+	for (uint32_t r = 0; r < S.ledger->page_rings; r++) {
+		struct orbit__page_count now;
+		if (!orbit__ledger_page_loss_due(S.ledger, r, &now))
+			continue;
+		Orbit__PageLoss l = ORBIT__PAGE_LOSS__INIT;
+		l.ring = r;
+		l.records = now.records;
+		l.pages = now.pages;
+		Orbit__Packet p = ORBIT__PACKET__INIT;
+		p.body_case = ORBIT__PACKET__BODY_PAGE_LOSS;
+		p.page_loss = &l;
+		add_packet(&p);
+	}
+}
+
+static void add_loss(uint32_t r, const struct orbit__ring_loss *now)
+{
+	Orbit__Loss l = ORBIT__LOSS__INIT;
+	l.ring = r;
+	l.lapped = now->lapped;
+	l.writer_gone = now->gone;
+	l.backstop = now->backstop;
+	l.unsent = now->unsent;
+	l.at_end = now->at_end;
+	Orbit__Packet p = ORBIT__PACKET__INIT;
+	p.body_case = ORBIT__PACKET__BODY_LOSS;
+	p.loss = &l;
+	add_packet(&p);
+}
+
+/* Loss packets for the rings whose counts changed (at_end: the last ones). */
+static void send_losses(int at_end)
+{
+	for (uint32_t r = 0; r < S.rings; r++) {
+		struct orbit__ring_loss now;
+		if (orbit__ledger_loss_due(S.ledger, r, at_end, &now))
+			add_loss(r, &now);
+	}
+}
+
+static void send_thread_names(void)
+{
+	DIR *d = opendir("/proc/self/task");
+	struct dirent *e;
+	while (d != NULL && (e = readdir(d)) != NULL) {
+		if (e->d_name[0] < '0' || e->d_name[0] > '9')
+			continue;
+		char path[300], name[64];
+		snprintf(path, sizeof path, "/proc/self/task/%s/comm", e->d_name);
+		read_file_line(path, name, sizeof name);
+		Orbit__ThreadName t = ORBIT__THREAD_NAME__INIT;
+		t.tid = (uint32_t)strtoul(e->d_name, NULL, 10);
+		t.name = name;
+		Orbit__Packet p = ORBIT__PACKET__INIT;
+		p.body_case = ORBIT__PACKET__BODY_THREAD_NAME;
+		p.thread_name = &t;
+		add_packet(&p);
+	}
+	if (d != NULL)
+		closedir(d);
+}
+
+static uint64_t count_records(const uint8_t *page, size_t len)
+{
+	struct orbit__ftrace_iter it;
+	struct orbit__ftrace_header h;
+	struct orbit__ftrace_record rec;
+	uint64_t n = 0;
+	if (orbit__ftrace_open(&it, page, len, &h) == 0)
+		while (orbit__ftrace_next(&it, &rec) == 1)
+			n++;
+	return n;
+}
+
+/* ---- the interface ---- */
+
+int orbit__stream_init(const struct orbit__config *cfg, struct orbit__drain *drain,
+                       struct orbit__clock_conv *clock, struct orbit__ledger *ledger,
+                       const struct orbit__stream_sink *sink)
+{
+	memset(&S, 0, sizeof S);
+	S.cfg = cfg;
+	S.drain = drain;
+	S.clock = clock;
+	S.ledger = ledger;
+	S.sink = *sink;
+	S.rings = drain->seg->layout.ring_count;
+	int err = orbit__frame_writer_init(&S.fw, cfg->zstd_level);
+	if (err)
+		return err;
+	S.init = 1;
+	return 0;
+}
+
+void orbit__stream_free(void)
+{
+	if (S.init)
+		orbit__frame_writer_free(&S.fw);
+	orbit__batch_encoder_free(S.enc);
+	memset(&S, 0, sizeof S);
+}
+
+void orbit__stream_begin(uint64_t now_ms)
+{
+	orbit__ledger_begin(S.ledger);
+	S.seq = 0;
+	S.fw.len = 0;
+	S.fw.packets = 0;
+	S.open = 1;
+	S.last_frame_ms = S.now_ms = now_ms;
+	send_handshake();
+}
+
+void orbit__stream_abort(void)
+{
+	if (!S.open)
+		return;
+	S.open = 0;
+	S.fw.len = 0;
+	S.fw.packets = 0;
+	orbit__ledger_frame_dropped(S.ledger);
+}
+
+int orbit__stream_open(void)
+{
+	return S.open;
+}
+
+/* One batch of k records, encoded straight into the frame (no protobuf-c
+ * copy); a batch whose encoding would not fit a packet is cut in two. */
+static void add_batch(uint32_t ring, uint64_t first, const uint8_t *records, uint32_t k)
+{
+	orbit__batch_compact(S.enc, records, k);
+	size_t len = orbit__batch_packet_size(S.enc, ring, first);
+	if (len > ORBIT_PACKET_MAX && k > 1) {
+		add_batch(ring, first, records, k / 2);
+		add_batch(ring, first + k / 2, records + (size_t)(k / 2) * ORBIT_RECORD_SIZE,
+		          k - k / 2);
+		return;
+	}
+	note_first();
+	uint8_t *p = orbit__frame_append(&S.fw, len);
+	if (p == NULL) {
+		orbit__ledger_unsent(S.ledger, ring, k);
+		return;
+	}
+	orbit__batch_packet_write(p, S.enc, ring, first);
+	orbit__ledger_framed(S.ledger, ring, k);
+	if (S.fw.len >= FRAME_TARGET)
+		finish_frame(ORBIT__FRAME_DATA);
+}
+
+void orbit__stream_records(uint32_t ring, uint64_t first, const uint8_t *records, uint32_t n)
+{
+	if (!S.open)
+		return;
+	if (S.enc == NULL && (S.enc = orbit__batch_encoder_new()) == NULL) {
+		orbit__ledger_unsent(S.ledger, ring, n);
+		return;
+	}
+	while (n > 0) {
+		uint32_t k = n < ORBIT_BATCH_MAX ? n : ORBIT_BATCH_MAX;
+		add_batch(ring, first, records, k);
+		records += (size_t)k * ORBIT_RECORD_SIZE;
+		first += k;
+		n -= k;
+	}
+}
+
+void orbit__stream_page(uint32_t ring, const uint8_t *page, size_t len)
+{
+	orbit__ledger_page_read(S.ledger, ring, count_records(page, len));
+	if (!S.open)
+		return;
+	Orbit__FtracePage f = ORBIT__FTRACE_PAGE__INIT;
+	f.ring = ring;
+	f.page.data = (uint8_t *)page;
+	f.page.len = len;
+	Orbit__Packet p = ORBIT__PACKET__INIT;
+	p.body_case = ORBIT__PACKET__BODY_FTRACE_PAGE;
+	p.ftrace_page = &f;
+	add_packet(&p);
+}
+
+void orbit__stream_pass_done(uint64_t now_ms, int cut)
+{
+	if (!S.open)
+		return;
+	S.now_ms = now_ms;
+	send_losses(0);
+	send_page_losses();
+	/* A quiet process still says it is there, before the collector's idle
+	 * timeout: its loss so far, which changes nothing for a reader. */
+	if (S.fw.len == 0 && now_ms - S.last_frame_ms >= KEEPALIVE_MS) {
+		struct orbit__ring_loss now = orbit__ledger_loss(S.ledger, 0);
+		add_loss(0, &now);
+	}
+	if (cut || now_ms - S.frame_since_ms >= FRAME_AGE_MS)
+		finish_frame(ORBIT__FRAME_DATA);
+	if (S.framed)
+		S.last_frame_ms = now_ms;
+	S.framed = 0;
+	/* A quiet stream holds no buffers: they grow again with traffic. */
+	if (S.fw.len == 0 && S.fw.cap != 0 && now_ms - S.last_frame_ms >= TRIM_MS) {
+		orbit__frame_writer_trim(&S.fw);
+		orbit__batch_encoder_free(S.enc);
+		S.enc = NULL;
+	}
+}
+
+void orbit__stream_end(void)
+{
+	if (!S.open)
+		return;
+	send_thread_names();
+	send_losses(1);
+	send_page_losses();
+	uint64_t claimed[ORBIT_MAX_RINGS];
+	for (uint32_t r = 0; r < S.rings; r++)
+		claimed[r] = orbit__ledger_claimed(S.ledger, r);
+	uint32_t prings = S.ledger->page_rings;
+	uint64_t *reserved = calloc(prings ? prings : 1, sizeof *reserved);
+	for (uint32_t r = 0; reserved != NULL && r < prings; r++)
+		reserved[r] = orbit__ledger_page_now(S.ledger, r).reserved;
+	Orbit__EndOfStream e = ORBIT__END_OF_STREAM__INIT;
+	e.n_claimed_per_ring = S.rings;
+	e.claimed_per_ring = claimed;
+	e.n_reserved_per_page_ring = reserved != NULL ? prings : 0;
+	e.reserved_per_page_ring = reserved;
+	Orbit__Packet p = ORBIT__PACKET__INIT;
+	p.body_case = ORBIT__PACKET__BODY_END;
+	p.end = &e;
+	add_packet(&p);
+	free(reserved);
+	finish_frame(ORBIT__FRAME_END);
+	S.open = 0;
+}

@@ -1,0 +1,60 @@
+/*
+ * stream.h — what a stream says (docs/format.md, section 4): the Handshake
+ * alone in the first frame, then RingBatch and FtracePage packets with the
+ * Loss and PageLoss packets that account for them, and at the end the
+ * thread names, the final losses and EndOfStream. The accounting is the
+ * ledger's (ledger.h); where the frames go is the outputs' (output.h).
+ *
+ * Packets are collected in a frame writer and compressed into one zstd frame
+ * once the frame is big enough (FRAME_TARGET of content), or old enough at
+ * the end of a pass (FRAME_AGE_MS since its first packet), or when asked
+ * (a flush, the end): frames are cut by size and age, not one per pass.
+ * Every finished frame goes to the stream's frame callback with its
+ * sequence number. Runs on the agent thread only.
+ */
+#ifndef ORBIT_AGENT_STREAM_H
+#define ORBIT_AGENT_STREAM_H
+
+#include <stddef.h>
+#include <stdint.h>
+
+#include "clock.h"
+#include "config.h"
+#include "ledger.h"
+#include "output.h"
+#include "scope_ring.h"
+
+/* Where finished frames go: 0, or a negative errno when the frame was not
+ * taken (its records are then counted unsent). */
+struct orbit__stream_sink {
+	void *ctx;
+	int (*frame)(void *ctx, const struct orbit__frame *f);
+};
+
+/* Sets the stream up (no stream is open yet): 0 or -errno. */
+int orbit__stream_init(const struct orbit__config *cfg, struct orbit__drain *drain,
+                       struct orbit__clock_conv *clock, struct orbit__ledger *ledger,
+                       const struct orbit__stream_sink *sink);
+void orbit__stream_free(void);
+
+/* A new stream begins where the drain stands: its Handshake frame goes out. */
+void orbit__stream_begin(uint64_t now_ms);
+/* The stream broke (its output is gone): what is not in a finished frame
+ * is unsent. */
+void orbit__stream_abort(void);
+int orbit__stream_open(void);
+
+/* Records of one drain pass, times already ns. */
+void orbit__stream_records(uint32_t ring, uint64_t first_claim, const uint8_t *records, uint32_t n);
+/* One log page, times already ns (counted for the ledger whether or not a
+ * stream is open). */
+void orbit__stream_page(uint32_t ring, const uint8_t *page, size_t len);
+/* End of a drain pass: Loss and PageLoss packets for what changed, a
+ * keepalive if nothing was said for a while; the frame goes out if it is
+ * old enough, or now with cut. */
+void orbit__stream_pass_done(uint64_t now_ms, int cut);
+/* The stream's last packets (thread names, final losses, EndOfStream) in
+ * its last frame. */
+void orbit__stream_end(void);
+
+#endif
