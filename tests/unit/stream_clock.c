@@ -133,9 +133,9 @@ int main(int argc, char **argv)
 	               orbit__fill(slot, 3 * (ns - 3 * STEP - base3), ORBIT__SCOPE_START, 1, t.tid,
 	                           "tick", 4));
 	slot = orbit__claim(&t, &claim);
-	orbit__publish(slot, claim,
-	               orbit__fill(slot, 3 * (ns - 2 * STEP - base3), ORBIT__SCOPE_STOP, 1, t.tid,
-	                           "", 0));
+	orbit__publish(
+	    slot, claim,
+	    orbit__fill(slot, 3 * (ns - 2 * STEP - base3), ORBIT__SCOPE_STOP, 1, t.tid, "", 0));
 	struct orbit__drain_result res;
 	orbit__drain_all(&d, on_records, &c, &res);
 	CHECK_EQ_U64(res.records, 2);
@@ -158,7 +158,8 @@ int main(int argc, char **argv)
 	int seen = 0;
 	while (fgets(line, sizeof line, out) != NULL) {
 		fputs(line, stdout);
-		if (strstr(line, "clock") && strstr(line, "(2 records, 1 counter resets, says the agent)"))
+		if (strstr(line, "clock") &&
+		    strstr(line, "(2 records, 1 counter resets, says the agent)"))
 			seen = 1;
 	}
 	CHECK(pclose(out) == 0);
