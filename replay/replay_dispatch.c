@@ -145,6 +145,7 @@ static void on_span(struct orbit_rp_dispatch *d, struct orbit_rp_stream *s,
 	    .self = self,
 	    .name = ev->name,
 	    .name_len = (uint32_t)ev->name_len,
+	    .loc = orbit__rp_sites_get(&s->sites, ev->site),
 	};
 	sp.name_id = orbit__rp_names_intern(d->names, ev->name, ev->name_len);
 	if (sp.name_id != ORBIT_RP_NAME_NONE)
@@ -187,6 +188,7 @@ static void on_value(struct orbit_rp_dispatch *d, struct orbit_rp_stream *s,
 	    .bits = ev->value_bits,
 	    .name = ev->name,
 	    .name_len = (uint32_t)ev->name_len,
+	    .loc = orbit__rp_sites_get(&s->sites, ev->site),
 	};
 	for (uint32_t i = 0; i < d->nvalue; i++)
 		d->value[i].fn(d->value[i].x, &v);

@@ -6,7 +6,8 @@
  *                replay_order.c; what is uncertain in args: unfinished (dur
  *                runs to the latest time it is known open), name_incomplete,
  *                time_untrusted; args.color "#rrggbbaa" and args.group when
- *                given
+ *                given; args.file, args.line, args.function where the
+ *                capture has the scope's source location
  *   async spans  "b" / "e" nestable async events, id as a hex string, the
  *                same args on "b"
  *   values       "C" counters, one series per name and process
@@ -103,6 +104,15 @@ static void span_args(struct orbit_rp_out *o, const struct orbit_rp_span *s)
 		orbit__rp_out_s(o, "\",\"group\":\"");
 		orbit__rp_out_u64(o, s->group);
 		orbit__rp_out_c(o, '"');
+		sep = ",";
+	}
+	if (s->loc != NULL) {
+		orbit__rp_out_s(o, sep);
+		orbit__rp_out_s(o, "\"file\":");
+		orbit__rp_out_json(o, s->loc->file, s->loc->file_len);
+		put_u64(o, ",\"line\":", s->loc->line);
+		orbit__rp_out_s(o, ",\"function\":");
+		orbit__rp_out_json(o, s->loc->function, s->loc->function_len);
 		sep = ",";
 	}
 	if (sep[0] == ',' && sep[1] == '\0')

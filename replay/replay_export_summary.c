@@ -44,17 +44,21 @@ static void scope_table(const struct orbit_rp_view *v, struct orbit_rp_out *o, i
 {
 	static const char *by[] = {"total time", "self time", "count", "max"};
 	size_t n;
-	struct orbit_rp_row *r = orbit__rp_stats_rows(v->stats, v->names, async, v->o->sort, &n);
+	int loc = v->o->by_location;
+	struct orbit_rp_row *r =
+	    loc ? orbit__rp_stats_loc_rows(v->stats, v->locs, v->names, async, v->o->sort, &n)
+	        : orbit__rp_stats_rows(v->stats, v->names, async, v->o->sort, &n);
 	if (n == 0) {
 		free(r);
 		return;
 	}
 	size_t k = orbit__rp_top(v->o, n);
-	orbit__rp_out_printf(o, "\n%s by %s (%zu of %zu names)\n", async ? "async spans" : "scopes",
-	                     by[v->o->sort], k, n);
+	orbit__rp_out_printf(o, "\n%s by %s%s (%zu of %zu %s)\n", async ? "async spans" : "scopes",
+	                     loc ? "location, by " : "", by[v->o->sort], k, n,
+	                     loc ? "locations" : "names");
 	orbit__rp_out_printf(o, "%10s %14s %14s %14s %14s %14s %14s %14s %8s  %s\n", "count",
 	                     "total", async ? "-" : "self", "mean", "p50", "p95", "p99", "max",
-	                     "unfin.", "name");
+	                     "unfin.", loc ? "location  name" : "name");
 	for (size_t i = 0; i < k; i++) {
 		const struct orbit_rp_stat *x = r[i].st;
 		int ap = x->hist.approx;
@@ -70,6 +74,10 @@ static void scope_table(const struct orbit_rp_view *v, struct orbit_rp_out *o, i
 		out_dur(o, orbit__rp_hist_pct(&x->hist, 99, x->min, x->max), ap);
 		out_dur(o, x->max, 0);
 		orbit__rp_out_printf(o, " %8" PRIu64 "  ", x->unfinished);
+		if (r[i].label) {
+			orbit__rp_out_text(o, r[i].label, r[i].label_len);
+			orbit__rp_out_s(o, "  ");
+		}
 		out_name(o, r[i].name, r[i].len);
 		orbit__rp_out_c(o, '\n');
 	}

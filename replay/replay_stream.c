@@ -234,6 +234,7 @@ void orbit__rp_wallclock(const struct orbit_rp_stream *s, uint64_t mono, char *b
 static void stream_free(struct orbit_rp_stream *s)
 {
 	orbit__reconstruct_free(s->rc);
+	orbit__rp_sites_free(&s->sites);
 	free(s->process);
 	free(s->host);
 	free(s->agent);

@@ -59,7 +59,8 @@ def read_csv(path):
     with open(path, newline="", encoding="utf-8", errors="surrogateescape") as f:
         text = f.read()
     check(text.startswith("pid,tid,thread_name,depth,name,start_ns,end_ns,"
-                          "duration_ns,kind,color,group_id,marks\r\n"), "CSV header")
+                          "duration_ns,kind,color,group_id,marks,file,line,function"),
+          "CSV header")
     rows = list(csv.DictReader(io.StringIO(text, newline="")))
     for r in rows:
         r["pid"] = int(r["pid"])
