@@ -23,7 +23,7 @@
 #include "orbit.h"
 
 #define ORBIT__SEG_MAGIC 0x314745535442524full /* "ORBTSEG1" */
-#define ORBIT__SEG_VERSION 1u
+#define ORBIT__SEG_VERSION 2u /* 2: stamps with a marker and a check (format.md 1.5) */
 #define ORBIT__SEG_MAX_RINGS 128u
 #define ORBIT__SEG_MAX_SLOTS (1u << 24)
 #define ORBIT__SEG_MIN_SLOTS 16u

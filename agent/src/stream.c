@@ -40,6 +40,8 @@ static struct {
 	int framed;              /* a frame went out since the last pass */
 	uint64_t frame_since_ms; /* when the frame being built got its first packet */
 	uint64_t now_ms;         /* as of the last pass */
+	uint64_t untrusted0;     /* the clock's counts when the stream began */
+	uint64_t resets0;        /*   (EndOfStream sends the differences) */
 } S;
 
 /* ---- frames ---- */
@@ -265,6 +267,8 @@ void orbit__stream_begin(uint64_t now_ms)
 	S.fw.packets = 0;
 	S.open = 1;
 	S.last_frame_ms = S.now_ms = now_ms;
+	S.untrusted0 = orbit__clock_untrusted(S.clock);
+	S.resets0 = orbit__clock_resets(S.clock);
 	send_handshake();
 }
 
@@ -384,6 +388,9 @@ void orbit__stream_end(void)
 	e.claimed_per_ring = claimed;
 	e.n_reserved_per_page_ring = reserved != NULL ? prings : 0;
 	e.reserved_per_page_ring = reserved;
+	/* The clock's trouble during this stream (format.md 4.8). */
+	e.untrusted_times = orbit__clock_untrusted(S.clock) - S.untrusted0;
+	e.clock_resets = orbit__clock_resets(S.clock) - S.resets0;
 	Orbit__Packet p = ORBIT__PACKET__INIT;
 	p.body_case = ORBIT__PACKET__BODY_END;
 	p.end = &e;
