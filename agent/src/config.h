@@ -81,8 +81,4 @@ const char *orbit__config_clock(void);
 /* In a forked child: its bad values are said again, once. */
 void orbit__config_after_fork(void);
 
-/* A whole decimal number with an optional K, M or G suffix (powers of
- * 1024): 0 and *out, or -1 if s is anything else. The one size parser. */
-int orbit__parse_size(const char *s, uint64_t *out);
-
 #endif
