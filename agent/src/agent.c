@@ -24,10 +24,13 @@
 
 #include <errno.h>
 #include <pthread.h>
+#include <signal.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/eventfd.h>
 #include <sys/prctl.h>
+#include <sys/resource.h>
 #include <sys/timerfd.h>
 #include <time.h>
 #include <unistd.h>
@@ -47,6 +50,12 @@
 #define SHRINK_NS 2000000000ull       /* staging freed after 2 s without records */
 #define TIMER_SLACK_NS 10000ul        /* the agent thread's wake-up slack */
 #define FIRST_GAP_NS 1000000ull       /* the first planned gap; gaps at most double */
+/* File descriptors the agent may need at once: its loop (epoll, libuv's
+ * process-wide signal pipe and the loop's own, the wake-up eventfd), the
+ * pass timer, the collector's socket or the capture file, the local copy,
+ * and two at a time while it reads /proc or replaces a capture file
+ * (docs/operations.md, Limits). */
+#define AGENT_FDS 12
 
 struct run {
 	uint32_t ring;
@@ -546,6 +555,63 @@ static void on_wake(uv_async_t *w)
 	finish_stop();
 }
 
+/* ---- a guest in the host's process ---- */
+
+/*
+ * Whether want more file descriptors can be opened now. libuv's loop setup
+ * calls abort() when it cannot make its process-wide signal pipe, so the
+ * agent checks first (another thread of the host may take descriptors
+ * between the check and the setup; then a setup failure is said, or, for
+ * that one pipe, libuv aborts as it would for the host itself).
+ */
+static int fds_available(int want, int *got)
+{
+	int fd[AGENT_FDS];
+	int n = 0;
+	while (n < want && n < AGENT_FDS && (fd[n] = eventfd(0, EFD_CLOEXEC)) >= 0)
+		n++;
+	int err = n < want ? errno : 0;
+	for (int i = 0; i < n; i++)
+		close(fd[i]);
+	*got = n;
+	return err == 0 || (err != EMFILE && err != ENFILE);
+}
+
+static int check_fds(void)
+{
+	int got;
+	if (fds_available(AGENT_FDS, &got))
+		return 0;
+	struct rlimit rl;
+	char lim[32] = "?";
+	if (getrlimit(RLIMIT_NOFILE, &rl) == 0 && rl.rlim_cur != RLIM_INFINITY)
+		snprintf(lim, sizeof lim, "%llu", (unsigned long long)rl.rlim_cur);
+	fprintf(stderr,
+	        "orbit: only %d file descriptor(s) free (RLIMIT_NOFILE %s), the agent needs %d; "
+	        "tracing is off\n",
+	        got, lim, AGENT_FDS);
+	return -EMFILE;
+}
+
+/*
+ * The mask the agent thread starts with: every signal blocked but the faults
+ * a thread causes itself. So a process-directed signal (kill(pid), a
+ * terminal's SIGINT, SIGCHLD, the host's timers) is always delivered to one
+ * of the host's threads and its handler never runs on the agent; SIGPIPE on
+ * a connection the collector reset and SIGXFSZ past RLIMIT_FSIZE, which the
+ * kernel sends to the writing thread, stay pending there and the write
+ * fails with EPIPE or EFBIG instead. SIGSEGV, SIGBUS, SIGFPE, SIGILL,
+ * SIGTRAP and SIGSYS stay open: blocking them would not stop a fault, only
+ * skip the host's handler for it. glibc keeps its own two signals open.
+ */
+static void agent_sigmask(sigset_t *set)
+{
+	static const int faults[] = {SIGSEGV, SIGBUS, SIGFPE, SIGILL, SIGTRAP, SIGSYS};
+	sigfillset(set);
+	for (size_t i = 0; i < sizeof faults / sizeof faults[0]; i++)
+		sigdelset(set, faults[i]);
+}
+
 static void *agent_main(void *arg)
 {
 	(void)arg;
@@ -586,7 +652,10 @@ int orbit__agent_start(struct orbit__segment *seg, uint32_t clock_source)
 	orbit__config_read(&A.cfg);
 	A.period_ns = (uint64_t)A.cfg.drain_ms * 1000000ull;
 	A.stop_waiting = A.stopping = 0;
-	int err = uv_loop_init(&A.loop);
+	int err = check_fds();
+	if (err)
+		return err;
+	err = uv_loop_init(&A.loop);
 	if (err) {
 		fprintf(stderr, "orbit: cannot start the agent's event loop: %s; tracing is off\n",
 		        uv_strerror(err));
@@ -594,7 +663,16 @@ int orbit__agent_start(struct orbit__segment *seg, uint32_t clock_source)
 	}
 	uv_timer_init(&A.loop, &A.timer);
 	uv_timer_init(&A.loop, &A.stop_timer);
-	uv_async_init(&A.loop, &A.wake, on_wake);
+	err = uv_async_init(&A.loop, &A.wake, on_wake);
+	if (err) {
+		fprintf(stderr, "orbit: cannot start the agent's event loop: %s; tracing is off\n",
+		        uv_strerror(err));
+		uv_close((uv_handle_t *)&A.timer, on_close);
+		uv_close((uv_handle_t *)&A.stop_timer, on_close);
+		uv_run(&A.loop, UV_RUN_DEFAULT);
+		uv_loop_close(&A.loop);
+		return err;
+	}
 	A.tfd = timerfd_create(CLOCK_MONOTONIC, TFD_NONBLOCK | TFD_CLOEXEC);
 	if (A.tfd >= 0 && uv_poll_init(&A.loop, &A.tpoll, A.tfd) != 0) {
 		close(A.tfd);
@@ -619,7 +697,13 @@ int orbit__agent_start(struct orbit__segment *seg, uint32_t clock_source)
 		arm(A.period_ns);
 	A.stop_req = 0;
 	A.stopped = 0;
+	/* The thread inherits the mask: set it for the creation, then give
+	 * the caller its own back. */
+	sigset_t mask, old;
+	agent_sigmask(&mask);
+	pthread_sigmask(SIG_SETMASK, &mask, &old);
 	err = -pthread_create(&A.thread, NULL, agent_main, NULL);
+	pthread_sigmask(SIG_SETMASK, &old, NULL);
 	if (err) {
 		fprintf(stderr, "orbit: cannot start the agent thread: %s; tracing is off\n",
 		        strerror(-err));
