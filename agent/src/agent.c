@@ -86,6 +86,9 @@ static struct {
 	uv_timer_t stop_timer; /* how long a stop waits for a stream */
 	int stop_waiting;      /* a stop waits for a stream to begin */
 	int stopping;          /* the stop is under way */
+	int stop_streamed;     /* ... and its final pass went into a stream */
+	uint64_t stop_at_ms;   /* when it began (the loop's clock) */
+	int stop_done;         /* stop_complete ran */
 	uint64_t period_ns;    /* ORBIT_DRAIN_MS */
 	struct orbit__segment *seg;
 	struct orbit__drain drain;
@@ -447,8 +450,16 @@ static void close_handles(void)
 	A.stage = NULL;
 }
 
+static void say_at_end(int streamed);
+
+/* The stop is over: every frame settled, or the deadline gave up on them. */
 static void stop_complete(void)
 {
+	if (A.stop_done)
+		return;
+	A.stop_done = 1;
+	uv_timer_stop(&A.stop_timer);
+	say_at_end(A.stop_streamed);
 	flush_complete();
 	close_handles();
 }
@@ -457,12 +468,16 @@ static void stop_complete(void)
  * producers overwrote records, the knob that gives the rings more room. */
 static void say_at_end(int streamed)
 {
-	char why[512];
+	char why[512] = "";
+	uint64_t undelivered = 0;
 	/* Tracing stopped for a reason said then (refused, the file failed):
 	 * nothing more to say. */
-	if (A.transport && !orbit__transport_why_not(why, sizeof why, A.cfg.flush_timeout_ms))
+	if (A.transport &&
+	    !orbit__transport_why_not(why, sizeof why, A.cfg.flush_timeout_ms, &undelivered))
 		return;
-	uint64_t left = streamed ? 0 : unread();
+	/* What the rings still hold, and what streams took that no collector
+	 * acknowledged and no later stream accounted for. */
+	uint64_t left = (streamed ? 0 : unread()) + undelivered;
 	if (left > 0) {
 		fprintf(stderr, "orbit: %llu event(s) were not delivered: %s\n",
 		        (unsigned long long)left, why);
@@ -486,6 +501,8 @@ static void say_at_end(int streamed)
 	}
 }
 
+static void on_give_up(uv_timer_t *t);
+
 /* The stop, once a stream is open or will not be: the final pass, the
  * stream's end, then the handles once every frame is written. */
 static void finish_stop(void)
@@ -495,15 +512,30 @@ static void finish_stop(void)
 	int streamed = !A.transport || orbit__transport_ready(1);
 	if (streamed)
 		drain_pass(1, 1);
-	say_at_end(streamed);
+	A.stop_streamed = streamed;
 	if (!A.transport) {
+		say_at_end(streamed);
 		flush_complete();
 		close_handles();
 		return;
 	}
 	orbit__transport_end();
-	/* Done once every frame so far is written. */
+	/* Done once every frame is settled (acknowledged), or at the deadline:
+	 * the host waits twice ORBIT_FLUSH_TIMEOUT_MS from the stop's start, and
+	 * the agent gives up a little before, to count and say what is lost. */
+	uint64_t budget = 2ull * A.cfg.flush_timeout_ms;
+	uint64_t margin = A.cfg.flush_timeout_ms / 4 < 250 ? A.cfg.flush_timeout_ms / 4 : 250;
+	uint64_t spent = uv_now(&A.loop) - A.stop_at_ms;
+	uint64_t left = budget - margin > spent ? budget - margin - spent : 0;
+	uv_timer_start(&A.stop_timer, on_give_up, left, 0);
 	orbit__transport_on_idle(stop_complete);
+}
+
+static void on_give_up(uv_timer_t *t)
+{
+	(void)t;
+	orbit__transport_give_up(); /* idle, and so stop_complete, follow */
+	stop_complete();            /* at the latest now */
 }
 
 static void on_stop_timeout(uv_timer_t *t)
@@ -535,6 +567,8 @@ static void on_wake(uv_async_t *w)
 		return;
 	}
 	A.stopping = 1;
+	uv_update_time(&A.loop);
+	A.stop_at_ms = uv_now(&A.loop);
 	if (A.tfd >= 0) {
 		struct itimerspec off = {0};
 		timerfd_settime(A.tfd, 0, &off, NULL);
@@ -651,7 +685,7 @@ int orbit__agent_start(struct orbit__segment *seg, uint32_t clock_source)
 		A.lapped_at_start += A.drain.ring[i].lost_lapped;
 	orbit__config_read(&A.cfg);
 	A.period_ns = (uint64_t)A.cfg.drain_ms * 1000000ull;
-	A.stop_waiting = A.stopping = 0;
+	A.stop_waiting = A.stopping = A.stop_done = 0;
 	int err = check_fds();
 	if (err)
 		return err;

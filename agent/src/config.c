@@ -26,6 +26,7 @@ enum var {
 	V_CLOCK,
 	V_PAGE_RING_PAGES,
 	V_PAGE_RING_OVERWRITE,
+	V_ACK_TIMEOUT_MS,
 };
 
 /* Relaxed: only which lines were printed; a race prints a line twice at
@@ -94,6 +95,22 @@ static void read_outputs(struct orbit__config *c)
 		    "orbit: ORBIT_SEND_BUFFER=%s is not a size from 1M to 4G; using 64M\n", s);
 	else if (s != NULL)
 		c->send_buffer = v;
+
+	c->ack_timeout_ms = ORBIT__CONFIG_ACK_TIMEOUT_MS;
+	s = getenv("ORBIT_ACK_TIMEOUT_MS");
+	if (s != NULL) {
+		char *end;
+		errno = 0;
+		unsigned long long ms = strtoull(s, &end, 10);
+		if (*s < '0' || *s > '9' || *end != '\0' || errno != 0 || ms < 100 || ms > 600000)
+			bad(V_ACK_TIMEOUT_MS,
+			    "orbit: ORBIT_ACK_TIMEOUT_MS=%s is not a number of ms from 100 to "
+			    "600000; "
+			    "using %u\n",
+			    s, ORBIT__CONFIG_ACK_TIMEOUT_MS);
+		else
+			c->ack_timeout_ms = (uint32_t)ms;
+	}
 
 	c->zstd_level = ORBIT__CONFIG_ZSTD_LEVEL;
 	s = getenv("ORBIT_ZSTD_LEVEL");

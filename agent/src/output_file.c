@@ -52,6 +52,7 @@ struct file_output {
 	int fd;
 	int copy;
 	uint64_t size;         /* bytes of complete frames in the file */
+	uint64_t frames;       /* ... and how many */
 	char target[PATH_MAX]; /* as configured, then the path opened */
 };
 
@@ -209,6 +210,7 @@ static int file_start(struct orbit__output *o)
 	}
 	f->fd = fd;
 	f->size = 0;
+	f->frames = 0;
 	memcpy(f->target, path, strlen(path) + 1);
 	o->streaming = 1;
 	return 0; /* ready now */
@@ -244,6 +246,7 @@ static int write_frame(struct file_output *f, const uint8_t *p, size_t len)
 		left -= (size_t)n;
 	}
 	f->size += len;
+	f->frames++;
 	return 0;
 }
 
@@ -279,7 +282,8 @@ static int file_send(struct orbit__output *o, const struct orbit__frame *fr)
 		fprintf(stderr, "orbit: cannot write the capture %s: %s%s; tracing is off\n",
 		        f->target, strerror(-err), extra);
 	file_stop(f, 0);
-	o->ev->broken(o->ev->ctx, o, 1);
+	struct orbit__fate fate = {f->frames + 1, f->frames, 0, 1};
+	o->ev->broken(o->ev->ctx, o, 1, &fate);
 	return err;
 }
 
@@ -298,6 +302,17 @@ static int file_coming(const struct orbit__output *o)
 static void file_hurry(struct orbit__output *o)
 {
 	(void)o;
+}
+
+static void file_give_up(struct orbit__output *o)
+{
+	(void)o; /* every frame settled when it was written */
+}
+
+static const char *file_trouble(const struct orbit__output *o)
+{
+	(void)o;
+	return "";
 }
 
 /* A file holds one stream: it ends with it. The local copy is synced, as a
@@ -332,6 +347,8 @@ static const struct orbit__output_ops file_ops = {
     .coming = file_coming,
     .hurry = file_hurry,
     .end = file_end,
+    .give_up = file_give_up,
+    .trouble = file_trouble,
     .close = file_close,
     .forget = file_forget,
 };
