@@ -278,7 +278,7 @@ static void on_write(uv_write_t *req, int status)
 		if (T.answered)
 			lost(0, "%s", uv_strerror(status));
 		else
-			not_answered("ended the connection without answering the handshake",
+			not_answered("closed the connection without answering the handshake",
 			             uv_strerror(status));
 		return;
 	}
@@ -308,7 +308,7 @@ static int tcp_send(struct orbit__output *o, const struct orbit__frame *fr)
 		if (T.answered)
 			lost(0, "%s", uv_strerror(err));
 		else
-			not_answered("ended the connection without answering the handshake",
+			not_answered("closed the connection without answering the handshake",
 			             uv_strerror(err));
 		return err;
 	}
@@ -489,9 +489,8 @@ static void on_read(uv_stream_t *st, ssize_t n, const uv_buf_t *buf)
 		uv_timer_stop(&T.tick);
 		close_tcp(0);
 		check_idle();
-	} else if (!T.answered) {
-		not_answered(n == UV_EOF ? "closed the connection without answering the handshake"
-		                         : "reset the connection without answering the handshake",
+	} else if (!T.answered) { /* closed or reset: one problem, one line */
+		not_answered("closed the connection without answering the handshake",
 		             n == UV_EOF ? "it closed the connection without answering" : how);
 	} else {
 		lost(0, "%s", n == UV_EOF ? "closed by the collector" : how);

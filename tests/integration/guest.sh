@@ -27,6 +27,7 @@
 set -eu
 build=$1
 case_=$2
+docs=${3:-}
 host=$build/tests/guest_host
 dump=$build/tests/capture_dump
 collector=$build/collector/orbit-collector
@@ -181,6 +182,25 @@ signals)
 	traced ORBIT_CAPTURE="$dir/app.orbit.zst" GUEST_EXPECT_AGENT=1 "$host" signals 2000
 	[ ! -s "$dir/got.err" ] || fail "$(cat "$dir/got.err")"
 	cat "$dir/got.out"
+	;;
+threads)
+	# A host name, so that the resolver runs; then, at a second and at 3 s
+	# into the stream, the threads: the program's and the agent's.
+	start_collector localhost:0
+	port=${addr##*:}
+	env ORBIT_COLLECTOR="localhost:$port" "$host" threads >"$dir/got.out" 2>"$dir/got.err" ||
+		fail "the program failed: $(cat "$dir/got.err")"
+	[ ! -s "$dir/got.err" ] || fail "the agent said: $(cat "$dir/got.err")"
+	printf 'guest_host\norbit-agent\n--\nguest_host\norbit-agent\n' >"$dir/want"
+	cmp -s "$dir/got.out" "$dir/want" || fail "threads: $(tr '\n' ' ' <"$dir/got.out")"
+	# and they are the ones docs/operations.md lists
+	for t in orbit-agent orbit-resolve; do
+		grep -q "^| \`$t\` |" "$docs" || fail "docs/operations.md does not list $t"
+	done
+	kill -TERM "$cpid"
+	wait "$cpid" || true
+	cpid=
+	ls "$dir/captures"/*.orbit.zst >/dev/null 2>&1 || fail "no capture: the name was not resolved"
 	;;
 *)
 	fail "unknown case"
