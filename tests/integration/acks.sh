@@ -17,7 +17,8 @@
 #               connection after ORBIT_ACK_TIMEOUT_MS without progress and
 #               reconnects (again and again)
 #   drop        every connection is reset after 200 KB: a chain of streams,
-#               each died one's account in the next one's Handshake
+#               each died one's account in the next one's Handshake, which
+#               orbit-replay uses to check each of them
 #   stop        the collector stops (SIGTERM) mid-stream and starts again: its
 #               last Ack says exactly which frames it kept
 #   silent      a link that passes nothing from the start: no answer, one line,
@@ -34,6 +35,7 @@ chain=$build/tests/capture_chain
 proxy=$build/tests/tcp_proxy
 peer=$build/tests/fake_peer
 collector=$build/collector/orbit-collector
+replay=$build/replay/orbit-replay
 dir=$(mktemp -d)
 cpid=
 ppid_=
@@ -187,7 +189,14 @@ drop)
 	account
 	[ "$(captures | wc -l)" -ge 3 ] || fail "want several streams: $(captures)"
 	[ "$(grep -c "lost" "$dir/agent.err")" -le 1 ] || fail "the same loss said more than once"
-	grep -c reported "$dir/chain.out" | sed 's/^/reported streams: /'
+	reported=$(grep -c reported "$dir/chain.out")
+	# orbit-replay checks each died stream by the account the next one gave
+	# shellcheck disable=SC2046
+	"$replay" $(captures) >"$dir/replay.out" 2>"$dir/replay.err" || true
+	[ "$(grep -c "holds (by the account a later stream gave of it)" "$dir/replay.out")" -eq "$reported" ] ||
+		fail "orbit-replay: $(grep equation "$dir/replay.out")"
+	! grep -q "DOES NOT HOLD" "$dir/replay.out" || fail "orbit-replay: an equation fails"
+	echo "reported streams: $reported, each checked by orbit-replay"
 	;;
 stop)
 	start_collector 127.0.0.1:0
