@@ -39,7 +39,7 @@
  * Lines (stderr). One per distinct problem until a stream is answered
  * (problem(): the address and what it did or said, "127.0.0.1:7420 is not an
  * Orbit collector (it sent HTTP)"); one per lost answered connection, but
- * not again for the same reason within LOST_QUIET_MS (a flapping link). A
+ * none within LOST_QUIET_MS of the last one (a flapping link). A
  * refusal line ("orbit-collector: rejected: REASON") is said once and the
  * output is dead for good.
  */
@@ -59,7 +59,7 @@
 
 #define BACKOFF_MIN_MS 100u
 #define BACKOFF_MAX_MS 5000u
-#define LOST_QUIET_MS 60000u /* the same lost line is not said again this soon */
+#define LOST_QUIET_MS 60000u /* a lost line is not followed by another this soon */
 #define SAID_MAX 8           /* distinct problem lines remembered until answered */
 
 enum state { IDLE, RESOLVING, CONNECTING, STREAMING, CLOSING, DEAD };
@@ -257,7 +257,7 @@ __attribute__((format(printf, 2, 3))) static void lost(int reset, const char *fm
 	vsnprintf(why, sizeof why, fmt, ap);
 	va_end(ap);
 	uint64_t now = uv_now(T.o.loop);
-	if (strcmp(why, T.lost_said) != 0 || now - T.lost_said_ms >= LOST_QUIET_MS) {
+	if (T.lost_said[0] == '\0' || now - T.lost_said_ms >= LOST_QUIET_MS) {
 		fprintf(stderr, "orbit: connection to collector %s lost (%s); reconnecting\n",
 		        T.coll, why);
 		snprintf(T.lost_said, sizeof T.lost_said, "%s", why);

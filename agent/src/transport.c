@@ -96,7 +96,7 @@ static void forget_handshake(void)
 static void on_ready(void *ctx, struct orbit__output *o)
 {
 	(void)ctx;
-	if (o != X.main)
+	if (o != X.main || X.copy_alone) /* the copy carries the stream now */
 		return;
 	X.answered = 0;
 	X.blocked = 0;
@@ -145,7 +145,8 @@ static void on_broken(void *ctx, struct orbit__output *o, int fatal, const struc
 {
 	(void)ctx;
 	if (o != carrier()) {
-		X.copy_on = 0; /* the copy stops; the stream goes on */
+		if (o == X.copy)
+			X.copy_on = 0; /* the copy stops; the stream goes on */
 		return;
 	}
 	orbit__stream_abort();
