@@ -369,6 +369,13 @@ int orbit__packet_validate(const Orbit__Packet *p)
 		    (h->ring_count > 0 && h->record_size != ORBIT_RECORD_SIZE) ||
 		    h->page_ring_count > 4096 || h->page_size > (1u << 20))
 			return -EINVAL;
+		/* The previous stream's report: one value per ring each. */
+		const Orbit__PreviousStream *ps = h->previous_stream;
+		if (ps != NULL &&
+		    (ps->n_claimed != h->ring_count || ps->n_acknowledged != h->ring_count ||
+		     ps->n_unacknowledged != h->ring_count || ps->n_lost != h->ring_count ||
+		     ps->frames_acknowledged > ps->frames_sent))
+			return -EINVAL;
 		return 0;
 	}
 	case ORBIT__PACKET__BODY_RING_BATCH: {

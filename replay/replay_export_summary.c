@@ -141,8 +141,9 @@ static void stream_equation_text(struct orbit_rp_out *o, const struct orbit_rp_s
 		return;
 	}
 	orbit__rp_out_printf(
-	    o, "  equation   claimed %" PRIu64 " == delivered %" PRIu64 " + lost %" PRIu64 ": %s",
-	    t.claimed, t.delivered, t.lost, t.holds ? "holds" : "DOES NOT HOLD");
+	    o, "  equation   claimed %" PRIu64 " == delivered %" PRIu64 " + lost %" PRIu64 ": %s%s",
+	    t.claimed, t.delivered, t.lost, t.holds ? "holds" : "DOES NOT HOLD",
+	    t.by_account ? " (by the account a later stream gave of it)" : "");
 	if (!t.holds)
 		orbit__rp_out_printf(o, " (first on ring %u)", t.bad_ring);
 	orbit__rp_out_c(o, '\n');

@@ -57,6 +57,12 @@ struct orbit_rp_stream {
 	uint32_t threads;
 	uint64_t first, last; /* earliest and latest time of its events and log lines;
 	                         first > last: none */
+	/* The account of the process's previous stream its Handshake carried
+	 * (PreviousStream, docs/format.md 7.4), per ring; has_account: one came. */
+	int has_account;
+	uint64_t account_ns; /* which stream: its Handshake's monotonic_ns */
+	uint64_t acc_claimed[ORBIT_MAX_RINGS], acc_acked[ORBIT_MAX_RINGS];
+	uint64_t acc_unacked[ORBIT_MAX_RINGS], acc_lost[ORBIT_MAX_RINGS];
 };
 
 /* One input file. */
@@ -96,6 +102,9 @@ struct orbit_rp_equation {
 	uint64_t claimed, delivered, lost;
 	int holds;         /* 1 holds, 0 fails, -1 unknown (no end of stream) */
 	uint32_t bad_ring; /* the first ring where it fails */
+	int by_account;    /* no end of stream, but a later stream's account of it:
+	                      lost = claimed - delivered, and holds says whether what
+	                      the file holds agrees with the account */
 };
 void orbit__rp_stream_equation(const struct orbit_rp_stream *s, struct orbit_rp_equation *eq);
 /* Whether ring r's equation holds (a stream with an end). */

@@ -24,10 +24,13 @@
 
 #include <errno.h>
 #include <pthread.h>
+#include <signal.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/eventfd.h>
 #include <sys/prctl.h>
+#include <sys/resource.h>
 #include <sys/timerfd.h>
 #include <time.h>
 #include <unistd.h>
@@ -47,6 +50,12 @@
 #define SHRINK_NS 2000000000ull       /* staging freed after 2 s without records */
 #define TIMER_SLACK_NS 10000ul        /* the agent thread's wake-up slack */
 #define FIRST_GAP_NS 1000000ull       /* the first planned gap; gaps at most double */
+/* File descriptors the agent may need at once: its loop (epoll, libuv's
+ * process-wide signal pipe and the loop's own, the wake-up eventfd), the
+ * pass timer, the collector's socket or the capture file, the local copy,
+ * and two at a time while it reads /proc or replaces a capture file
+ * (docs/operations.md, Limits). */
+#define AGENT_FDS 12
 
 struct run {
 	uint32_t ring;
@@ -77,6 +86,9 @@ static struct {
 	uv_timer_t stop_timer; /* how long a stop waits for a stream */
 	int stop_waiting;      /* a stop waits for a stream to begin */
 	int stopping;          /* the stop is under way */
+	int stop_streamed;     /* ... and its final pass went into a stream */
+	uint64_t stop_at_ms;   /* when it began (the loop's clock) */
+	int stop_done;         /* stop_complete ran */
 	uint64_t period_ns;    /* ORBIT_DRAIN_MS */
 	struct orbit__segment *seg;
 	struct orbit__drain drain;
@@ -438,8 +450,16 @@ static void close_handles(void)
 	A.stage = NULL;
 }
 
+static void say_at_end(int streamed);
+
+/* The stop is over: every frame settled, or the deadline gave up on them. */
 static void stop_complete(void)
 {
+	if (A.stop_done)
+		return;
+	A.stop_done = 1;
+	uv_timer_stop(&A.stop_timer);
+	say_at_end(A.stop_streamed);
 	flush_complete();
 	close_handles();
 }
@@ -448,12 +468,16 @@ static void stop_complete(void)
  * producers overwrote records, the knob that gives the rings more room. */
 static void say_at_end(int streamed)
 {
-	char why[512];
+	char why[512] = "";
+	uint64_t undelivered = 0;
 	/* Tracing stopped for a reason said then (refused, the file failed):
 	 * nothing more to say. */
-	if (A.transport && !orbit__transport_why_not(why, sizeof why, A.cfg.flush_timeout_ms))
+	if (A.transport &&
+	    !orbit__transport_why_not(why, sizeof why, A.cfg.flush_timeout_ms, &undelivered))
 		return;
-	uint64_t left = streamed ? 0 : unread();
+	/* What the rings still hold, and what streams took that no collector
+	 * acknowledged and no later stream accounted for. */
+	uint64_t left = (streamed ? 0 : unread()) + undelivered;
 	if (left > 0) {
 		fprintf(stderr, "orbit: %llu event(s) were not delivered: %s\n",
 		        (unsigned long long)left, why);
@@ -477,6 +501,8 @@ static void say_at_end(int streamed)
 	}
 }
 
+static void on_give_up(uv_timer_t *t);
+
 /* The stop, once a stream is open or will not be: the final pass, the
  * stream's end, then the handles once every frame is written. */
 static void finish_stop(void)
@@ -486,15 +512,30 @@ static void finish_stop(void)
 	int streamed = !A.transport || orbit__transport_ready(1);
 	if (streamed)
 		drain_pass(1, 1);
-	say_at_end(streamed);
+	A.stop_streamed = streamed;
 	if (!A.transport) {
+		say_at_end(streamed);
 		flush_complete();
 		close_handles();
 		return;
 	}
 	orbit__transport_end();
-	/* Done once every frame so far is written. */
+	/* Done once every frame is settled (acknowledged), or at the deadline:
+	 * the host waits twice ORBIT_FLUSH_TIMEOUT_MS from the stop's start, and
+	 * the agent gives up a little before, to count and say what is lost. */
+	uint64_t budget = 2ull * A.cfg.flush_timeout_ms;
+	uint64_t margin = A.cfg.flush_timeout_ms / 4 < 250 ? A.cfg.flush_timeout_ms / 4 : 250;
+	uint64_t spent = uv_now(&A.loop) - A.stop_at_ms;
+	uint64_t left = budget - margin > spent ? budget - margin - spent : 0;
+	uv_timer_start(&A.stop_timer, on_give_up, left, 0);
 	orbit__transport_on_idle(stop_complete);
+}
+
+static void on_give_up(uv_timer_t *t)
+{
+	(void)t;
+	orbit__transport_give_up(); /* idle, and so stop_complete, follow */
+	stop_complete();            /* at the latest now */
 }
 
 static void on_stop_timeout(uv_timer_t *t)
@@ -526,6 +567,8 @@ static void on_wake(uv_async_t *w)
 		return;
 	}
 	A.stopping = 1;
+	uv_update_time(&A.loop);
+	A.stop_at_ms = uv_now(&A.loop);
 	if (A.tfd >= 0) {
 		struct itimerspec off = {0};
 		timerfd_settime(A.tfd, 0, &off, NULL);
@@ -544,6 +587,63 @@ static void on_wake(uv_async_t *w)
 	if (A.transport && !orbit__transport_ready(1))
 		orbit__transport_fallback();
 	finish_stop();
+}
+
+/* ---- a guest in the host's process ---- */
+
+/*
+ * Whether want more file descriptors can be opened now. libuv's loop setup
+ * calls abort() when it cannot make its process-wide signal pipe, so the
+ * agent checks first (another thread of the host may take descriptors
+ * between the check and the setup; then a setup failure is said, or, for
+ * that one pipe, libuv aborts as it would for the host itself).
+ */
+static int fds_available(int want, int *got)
+{
+	int fd[AGENT_FDS];
+	int n = 0;
+	while (n < want && n < AGENT_FDS && (fd[n] = eventfd(0, EFD_CLOEXEC)) >= 0)
+		n++;
+	int err = n < want ? errno : 0;
+	for (int i = 0; i < n; i++)
+		close(fd[i]);
+	*got = n;
+	return err == 0 || (err != EMFILE && err != ENFILE);
+}
+
+static int check_fds(void)
+{
+	int got;
+	if (fds_available(AGENT_FDS, &got))
+		return 0;
+	struct rlimit rl;
+	char lim[32] = "?";
+	if (getrlimit(RLIMIT_NOFILE, &rl) == 0 && rl.rlim_cur != RLIM_INFINITY)
+		snprintf(lim, sizeof lim, "%llu", (unsigned long long)rl.rlim_cur);
+	fprintf(stderr,
+	        "orbit: only %d file descriptor(s) free (RLIMIT_NOFILE %s), the agent needs %d; "
+	        "tracing is off\n",
+	        got, lim, AGENT_FDS);
+	return -EMFILE;
+}
+
+/*
+ * The mask the agent thread starts with: every signal blocked but the faults
+ * a thread causes itself. So a process-directed signal (kill(pid), a
+ * terminal's SIGINT, SIGCHLD, the host's timers) is always delivered to one
+ * of the host's threads and its handler never runs on the agent; SIGPIPE on
+ * a connection the collector reset and SIGXFSZ past RLIMIT_FSIZE, which the
+ * kernel sends to the writing thread, stay pending there and the write
+ * fails with EPIPE or EFBIG instead. SIGSEGV, SIGBUS, SIGFPE, SIGILL,
+ * SIGTRAP and SIGSYS stay open: blocking them would not stop a fault, only
+ * skip the host's handler for it. glibc keeps its own two signals open.
+ */
+static void agent_sigmask(sigset_t *set)
+{
+	static const int faults[] = {SIGSEGV, SIGBUS, SIGFPE, SIGILL, SIGTRAP, SIGSYS};
+	sigfillset(set);
+	for (size_t i = 0; i < sizeof faults / sizeof faults[0]; i++)
+		sigdelset(set, faults[i]);
 }
 
 static void *agent_main(void *arg)
@@ -585,8 +685,11 @@ int orbit__agent_start(struct orbit__segment *seg, uint32_t clock_source)
 		A.lapped_at_start += A.drain.ring[i].lost_lapped;
 	orbit__config_read(&A.cfg);
 	A.period_ns = (uint64_t)A.cfg.drain_ms * 1000000ull;
-	A.stop_waiting = A.stopping = 0;
-	int err = uv_loop_init(&A.loop);
+	A.stop_waiting = A.stopping = A.stop_done = 0;
+	int err = check_fds();
+	if (err)
+		return err;
+	err = uv_loop_init(&A.loop);
 	if (err) {
 		fprintf(stderr, "orbit: cannot start the agent's event loop: %s; tracing is off\n",
 		        uv_strerror(err));
@@ -594,7 +697,16 @@ int orbit__agent_start(struct orbit__segment *seg, uint32_t clock_source)
 	}
 	uv_timer_init(&A.loop, &A.timer);
 	uv_timer_init(&A.loop, &A.stop_timer);
-	uv_async_init(&A.loop, &A.wake, on_wake);
+	err = uv_async_init(&A.loop, &A.wake, on_wake);
+	if (err) {
+		fprintf(stderr, "orbit: cannot start the agent's event loop: %s; tracing is off\n",
+		        uv_strerror(err));
+		uv_close((uv_handle_t *)&A.timer, on_close);
+		uv_close((uv_handle_t *)&A.stop_timer, on_close);
+		uv_run(&A.loop, UV_RUN_DEFAULT);
+		uv_loop_close(&A.loop);
+		return err;
+	}
 	A.tfd = timerfd_create(CLOCK_MONOTONIC, TFD_NONBLOCK | TFD_CLOEXEC);
 	if (A.tfd >= 0 && uv_poll_init(&A.loop, &A.tpoll, A.tfd) != 0) {
 		close(A.tfd);
@@ -619,7 +731,13 @@ int orbit__agent_start(struct orbit__segment *seg, uint32_t clock_source)
 		arm(A.period_ns);
 	A.stop_req = 0;
 	A.stopped = 0;
+	/* The thread inherits the mask: set it for the creation, then give
+	 * the caller its own back. */
+	sigset_t mask, old;
+	agent_sigmask(&mask);
+	pthread_sigmask(SIG_SETMASK, &mask, &old);
 	err = -pthread_create(&A.thread, NULL, agent_main, NULL);
+	pthread_sigmask(SIG_SETMASK, &old, NULL);
 	if (err) {
 		fprintf(stderr, "orbit: cannot start the agent thread: %s; tracing is off\n",
 		        strerror(-err));

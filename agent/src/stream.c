@@ -146,6 +146,8 @@ static void send_handshake(void)
 	orbit__logs_config(&pages, &page_size, &overwrite);
 	h.page_ring_count = S.ledger->page_rings;
 	h.page_size = page_size;
+	h.acknowledgements = S.cfg->collector_set ? 1 : 0; /* output_tcp.c reads them */
+	orbit__ledger_handshake(S.ledger, &h);             /* which stream; the last one's fate */
 	Orbit__Packet p = ORBIT__PACKET__INIT;
 	p.body_case = ORBIT__PACKET__BODY_HANDSHAKE;
 	p.handshake = &h;
