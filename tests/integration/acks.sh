@@ -188,7 +188,11 @@ drop)
 	stop_collector
 	account
 	[ "$(captures | wc -l)" -ge 3 ] || fail "want several streams: $(captures)"
-	[ "$(grep -c "lost" "$dir/agent.err")" -le 1 ] || fail "the same loss said more than once"
+	# the flapping link is said once; the end line (what the last stream
+	# could not deliver, when the stop came before a reconnection) is
+	# another problem and may follow it
+	[ "$(grep -c "connection to collector .* lost" "$dir/agent.err")" -le 1 ] ||
+		fail "the same lost connection said more than once"
 	reported=$(grep -c reported "$dir/chain.out")
 	# orbit-replay checks each died stream by the account the next one gave
 	# shellcheck disable=SC2046
