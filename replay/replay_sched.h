@@ -55,10 +55,12 @@
 #include <stddef.h>
 #include <stdint.h>
 
-#define ORBIT__RP_SCHED_COMM 16              /* comm bytes, NUL included */
-#define ORBIT__RP_SCHED_MAX_TEXT (64u << 10) /* longest format text accepted */
-#define ORBIT__RP_SCHED_MAX_FORMATS 256u     /* formats accepted per decoder */
-#define ORBIT__RP_SCHED_MAX_CPUS 4096u
+#include "capture.h" /* the format's limits */
+
+#define ORBIT__RP_SCHED_COMM 16                              /* comm bytes, NUL included */
+#define ORBIT__RP_SCHED_MAX_TEXT ORBIT_KERNEL_MAX_FORMAT     /* longest format text */
+#define ORBIT__RP_SCHED_MAX_FORMATS ORBIT_KERNEL_MAX_FORMATS /* formats per decoder */
+#define ORBIT__RP_SCHED_MAX_CPUS ORBIT_KERNEL_MAX_CPUS
 
 /* ---- decoding ---- */
 

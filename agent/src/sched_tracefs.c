@@ -662,6 +662,7 @@ static void account(struct orbit__sched_cpu *c, const uint8_t *page, size_t len)
 		c->bad_pages++;
 		return;
 	}
+	c->data_bytes += h.size;
 	if (h.missed) {
 		c->flagged_pages++;
 		if (h.missed_stored)
@@ -755,6 +756,25 @@ int orbit__sched_stats(struct orbit__sched *s, uint32_t cpu, struct orbit__sched
 	out->read_events = stat_value(text, "read events");
 	free(text);
 	return 0;
+}
+
+int orbit__sched_pages(const struct orbit__sched *s, uint32_t cpu, struct orbit__sched_cpu *out)
+{
+	if (cpu >= s->cpu_count)
+		return -EINVAL;
+	*out = s->cpu[cpu];
+	out->entries = out->overrun = out->commit_overrun = out->dropped = out->read_events = 0;
+	return 0;
+}
+
+void orbit__sched_forget(struct orbit__sched *s)
+{
+	/* The child is single-threaded here: no lock is needed, and the one
+	 * copied from the parent may be held by a thread that no longer
+	 * exists. teardown_locked removes nothing (owner is the parent). */
+	pthread_mutex_init(&sched_lock, NULL);
+	if (s != NULL)
+		teardown_locked(s);
 }
 
 void orbit__sched_close(struct orbit__sched *s)
