@@ -32,6 +32,7 @@ struct orbit_rp_kernel {
 	int on;    /* the Handshake has a KernelSched */
 	char *off; /* its kernel_sched_off, or NULL */
 	char *instance;
+	char *release; /* the kernel's uname release, or NULL */
 	uint32_t cpus, page_size, buffer_kb;
 	uint64_t monotonic_ns, boottime_ns; /* the pair KernelSched carries; 0: none */
 	uint64_t pages, records;            /* KernelPage packets and their records */

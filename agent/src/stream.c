@@ -7,6 +7,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/utsname.h>
 #include <time.h>
 #include <unistd.h>
 
@@ -124,6 +125,7 @@ static uint64_t clock_ns(clockid_t id)
 /* What a Handshake's KernelSched points at while it is packed. */
 struct kernel_sched {
 	Orbit__KernelSched m;
+	struct utsname uts;
 	Orbit__KernelEventFormat *events;
 	Orbit__KernelEventFormat **pevents;
 };
@@ -150,6 +152,8 @@ static void handshake_sched(Orbit__Handshake *h, const Orbit__Packet *p, struct 
 		return;
 	}
 	orbit__kernel_sched__init(&ks->m);
+	if (uname(&ks->uts) != 0)
+		ks->uts.release[0] = '\0';
 	for (uint32_t i = 0; i < f->event_count; i++) {
 		orbit__kernel_event_format__init(&ks->events[i]);
 		ks->events[i].system = (char *)f->events[i].system;
@@ -169,6 +173,7 @@ static void handshake_sched(Orbit__Handshake *h, const Orbit__Packet *p, struct 
 	ks->m.tids = (uint32_t *)f->tids;
 	ks->m.monotonic_ns = clock_ns(CLOCK_MONOTONIC);
 	ks->m.boottime_ns = clock_ns(CLOCK_BOOTTIME);
+	ks->m.kernel_release = ks->uts.release;
 	h->kernel_sched = &ks->m;
 	/* The frame's content is the packet and its length prefix. */
 	const size_t room = ORBIT_HANDSHAKE_FRAME_MAX - 16;
