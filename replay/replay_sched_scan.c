@@ -134,6 +134,14 @@ static void scan_file(const char *path, struct scanned_capture *c)
 				cur = stream_add(c, handshakes);
 				if (cur != NULL)
 					cur->tl = orbit__rp_sched_timeline_new();
+				/* What the listed threads did before their first
+				 * event (replay_sched.h). */
+				if (cur != NULL && cur->tl != NULL && k->recording_ns != 0 &&
+				    orbit__rp_sched_recording(cur->tl, k->recording_ns, k->tids,
+				                              k->n_tids) != 0) {
+					orbit__rp_sched_timeline_free(cur->tl);
+					cur->tl = NULL;
+				}
 				cpus = k->cpu_count;
 			}
 		} else if (p->body_case == ORBIT__PACKET__BODY_KERNEL_PAGE && cur != NULL &&

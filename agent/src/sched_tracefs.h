@@ -116,6 +116,8 @@ struct orbit__sched_formats {
 	                         stream sends at most the first 4096:
 	                         docs/format.md 4.10) */
 	uint32_t tid_count;
+	uint64_t since_ns; /* CLOCK_MONOTONIC right after tracing_on 1: from then
+	                      on every switch and waking of the tids is recorded */
 };
 
 /* Per-CPU counts. The first group comes from the pages this handle read
@@ -185,10 +187,12 @@ int orbit__sched_pages(const struct orbit__sched *s, uint32_t cpu, struct orbit_
 void orbit__sched_close(struct orbit__sched *s);
 
 /* In a forked child (a pthread_atfork child handler): closes the child's
- * copies of the descriptors and frees the handle without taking any lock
- * (the parent's agent thread may have held it at the fork) and without
- * touching the instance, which stays the parent's (guarantee 7). Resets the
- * process-wide lock. NULL is ignored, the lock reset all the same. */
+ * copies of every descriptor on an instance the parent made (those of an
+ * open still under way in another thread at the fork too, found through
+ * /proc/self/fd) and frees the handle, without taking any lock (the
+ * parent's agent thread may have held it at the fork) and without touching
+ * the instance, which stays the parent's (guarantee 7). Resets the
+ * process-wide lock. s may be NULL. */
 void orbit__sched_forget(struct orbit__sched *s);
 
 /* Removes the leftover instances of guarantee 4 under tracefs (NULL: look

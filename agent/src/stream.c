@@ -174,6 +174,7 @@ static void handshake_sched(Orbit__Handshake *h, const Orbit__Packet *p, struct 
 	ks->m.monotonic_ns = clock_ns(CLOCK_MONOTONIC);
 	ks->m.boottime_ns = clock_ns(CLOCK_BOOTTIME);
 	ks->m.kernel_release = ks->uts.release;
+	ks->m.recording_ns = f->since_ns;
 	h->kernel_sched = &ks->m;
 	/* The frame's content is the packet and its length prefix. */
 	const size_t room = ORBIT_HANDSHAKE_FRAME_MAX - 16;

@@ -19,9 +19,13 @@
  *   scopes   the above (default)
  *   forever  the same, scope after scope until killed (prints "ready" once
  *            both threads are in their first scope)
- *   fork     the above, and a child forked at the start that outlives the
- *            parent by 1.5 s without exec (prints "child PID")
+ *   fork     the above, and a child forked without exec once the agent
+ *            records (its instance's files are open in this process) that
+ *            outlives the parent by 1.5 s; prints "parent tracefs fds N"
+ *            (the instance's files open before the fork), "child PID" and,
+ *            from the child, "child tracefs fds M" (after it)
  */
+#include <dirent.h>
 #include <errno.h>
 #include <pthread.h>
 #include <stdatomic.h>
@@ -60,6 +64,26 @@ static void sleep_ms(unsigned ms)
 	struct timespec ts = {ms / 1000, (long)(ms % 1000) * 1000000L};
 	while (nanosleep(&ts, &ts) != 0 && errno == EINTR)
 		;
+}
+
+/* Descriptors of this process open on a tracefs instance. */
+static int tracefs_fds(void)
+{
+	DIR *d = opendir("/proc/self/fd");
+	struct dirent *e;
+	int n = 0;
+	char path[300], link[512];
+	while (d != NULL && (e = readdir(d)) != NULL) {
+		snprintf(path, sizeof path, "/proc/self/fd/%s", e->d_name);
+		ssize_t k = readlink(path, link, sizeof link - 1);
+		if (k <= 0)
+			continue;
+		link[k] = '\0';
+		n += strstr(link, "/tracing/instances/orbit-") != NULL;
+	}
+	if (d != NULL)
+		closedir(d);
+	return n;
 }
 
 static void one_scope(struct worker *w)
@@ -102,21 +126,28 @@ int main(int argc, char **argv)
 	long scopes = argc > 2 ? atol(argv[2]) : 20;
 	struct worker sleeper = {.spin = 0}, spinner = {.spin = 1};
 	int forever = strcmp(mode, "forever") == 0;
+	sleeper.scopes = spinner.scopes = forever ? -1 : scopes;
+	if (pthread_create(&sleeper.th, NULL, worker_main, &sleeper) != 0 ||
+	    pthread_create(&spinner.th, NULL, worker_main, &spinner) != 0)
+		return 1;
 	if (strcmp(mode, "fork") == 0) {
+		int n = 0;
+		for (int i = 0; i < 5000 && (n = tracefs_fds()) == 0; i++)
+			sleep_ms(1); /* the agent opens its instance on its own thread */
+		printf("parent tracefs fds %d\n", n);
+		fflush(stdout);
 		pid_t child = fork();
 		if (child < 0)
 			return 1;
-		if (child == 0) { /* no exec: it holds what the parent had */
+		if (child == 0) { /* no exec: it has copies of what the parent had */
+			printf("child tracefs fds %d\n", tracefs_fds());
+			fflush(stdout);
 			sleep_ms(1500 + (unsigned)scopes * SCOPE_MS);
 			_exit(0);
 		}
 		printf("child %d\n", (int)child);
 		fflush(stdout);
 	}
-	sleeper.scopes = spinner.scopes = forever ? -1 : scopes;
-	if (pthread_create(&sleeper.th, NULL, worker_main, &sleeper) != 0 ||
-	    pthread_create(&spinner.th, NULL, worker_main, &spinner) != 0)
-		return 1;
 	if (forever) {
 		while (atomic_load(&started) < 2)
 			sleep_ms(1);
