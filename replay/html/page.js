@@ -539,7 +539,7 @@ class Page {
         tl.redraw();
         return ms;
       },
-      tracks: () => page.tl.tracks.map(t => ({ kind: t.kind, lane: t.lane ? t.lane.name : null, y: t.y, h: t.h })),
+      tracks: () => page.tl.tracks.map(t => ({ kind: t.kind, lane: t.lane && t.kind !== "cpu" ? t.lane.name : null, cpu: t.kind === "cpu" ? t.lane.cpu : null, y: t.y, h: t.h })),
       laneArea: () => ({ x: GUTTER_W, y: RULER_H, w: page.tl.cw - GUTTER_W, h: Math.min(page.tl.ch, page.tl.contentH) - RULER_H, box: $("timeline").getBoundingClientRect().toJSON() }),
     });
   }
