@@ -262,6 +262,9 @@ static void system_info(struct orbit_rp_export *x, const struct orbit_rp_stream 
 	p->system_info = 1;
 }
 
+static uint64_t thread_track(struct orbit_rp_export *x, uint32_t pid, uint32_t tid,
+                             struct orbit_rp_thread *th);
+
 static void perfetto_process(struct orbit_rp_export *x, const struct orbit_rp_stream *s)
 {
 	clock_snapshot(x, s);
@@ -287,6 +290,11 @@ static void perfetto_process(struct orbit_rp_export *x, const struct orbit_rp_st
 		free(cmd[i]);
 	free(name);
 	free(cmd);
+	/* The threads the kernel's events name belong to this process: Perfetto
+	 * learns it from their descriptors (those with scopes get theirs, with
+	 * a name, before their first event). */
+	for (size_t i = 0; i < s->kernel.ntids; i++)
+		thread_track(x, s->pid, s->kernel.tids[i], NULL);
 }
 
 /* ---- tracks ---- */

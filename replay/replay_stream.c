@@ -70,6 +70,7 @@ static void kernel_free(struct orbit_rp_kernel *k)
 	free(k->off);
 	free(k->instance);
 	free(k->release);
+	free(k->tids);
 	free(k->loss);
 	orbit__rp_sched_decoder_free(k->dec);
 	memset(k, 0, sizeof *k);
@@ -88,6 +89,10 @@ void orbit__rp_stream_kernel(struct orbit_rp_stream *s, const Orbit__Handshake *
 	k->instance = str_dup(ks->instance);
 	if (ks->kernel_release != NULL && ks->kernel_release[0] != '\0')
 		k->release = str_dup(ks->kernel_release);
+	if (ks->n_tids > 0 && (k->tids = malloc(ks->n_tids * sizeof *k->tids)) != NULL) {
+		memcpy(k->tids, ks->tids, ks->n_tids * sizeof *k->tids);
+		k->ntids = ks->n_tids;
+	}
 	k->cpus = ks->cpu_count;
 	k->page_size = ks->page_size;
 	k->buffer_kb = ks->buffer_kb;

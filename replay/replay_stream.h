@@ -32,7 +32,9 @@ struct orbit_rp_kernel {
 	int on;    /* the Handshake has a KernelSched */
 	char *off; /* its kernel_sched_off, or NULL */
 	char *instance;
-	char *release; /* the kernel's uname release, or NULL */
+	char *release;  /* the kernel's uname release, or NULL */
+	uint32_t *tids; /* the threads listed when recording began */
+	size_t ntids;
 	uint32_t cpus, page_size, buffer_kb;
 	uint64_t monotonic_ns, boottime_ns; /* the pair KernelSched carries; 0: none */
 	uint64_t pages, records;            /* KernelPage packets and their records */

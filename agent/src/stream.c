@@ -440,8 +440,8 @@ static void begin_now(uint64_t now_ms)
 	S.fw.packets = 0;
 	S.open = 1;
 	S.last_frame_ms = S.now_ms = now_ms;
+	send_handshake(); /* it may find the formats too big: S.sched is NULL then */
 	kernel_begin();
-	send_handshake();
 }
 
 void orbit__stream_begin(uint64_t now_ms)
