@@ -109,7 +109,6 @@ static struct {
 	struct orbit__sched *sched;
 	uint32_t sched_cpus;
 	uint32_t sched_budget; /* pages a pass reads at most */
-	int sched_more;        /* the last read was cut short by the budget */
 	double sched_quarter;  /* a quarter of one CPU's buffer, bytes */
 	uint64_t *sched_seen;  /* per CPU: record bytes read, at the last plan */
 	double *sched_rate;    /* per CPU: bytes per ns, remembered */
@@ -379,16 +378,17 @@ static int on_kernel_page(void *ctx, uint32_t cpu, const uint8_t *page, size_t l
 }
 
 /* Reads the kernel's pages into the stream: at most a buffer's worth per
- * CPU, or, on the final pass (tracing already off), everything left.
- * Returns 1 if the budget cut the reading short. */
+ * CPU, or, on the final pass (tracing already off, so the buffers hold at
+ * most that), everything left. Returns 1 if the budget cut the reading
+ * short. */
 static int sched_pass(int final)
 {
-	int r;
-	do
+	int r = orbit__sched_read(A.sched, A.sched_budget, on_kernel_page, NULL);
+	/* Bounded: should turning tracing off have failed, the kernel keeps
+	 * writing and the final pass must still end. */
+	for (int i = 0; final && r > 0 && i < 4; i++)
 		r = orbit__sched_read(A.sched, A.sched_budget, on_kernel_page, NULL);
-	while (final && r > 0);
-	A.sched_more = !final && r >= (int)A.sched_budget;
-	return A.sched_more;
+	return !final && r >= (int)A.sched_budget;
 }
 
 /* Opens the recorder, on the agent thread, and tells the stream: its
@@ -430,7 +430,6 @@ static void sched_start(void)
 	uint64_t pages = f->page_size ? buffer / f->page_size : 1;
 	A.sched_quarter = (double)buffer / 4;
 	A.sched_budget = (uint32_t)((pages ? pages : 1) * f->cpu_count);
-	A.sched_more = 0;
 	A.sched = s;
 	orbit__transport_sched(s, NULL);
 }
