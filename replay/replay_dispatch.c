@@ -121,7 +121,7 @@ static void slices(struct orbit_rp_dispatch *d, struct orbit_rp_thread *th,
 }
 
 /* Where [start, end) of thread tid went, from the stream's states: 1 and
- * *out, or 0 when they do not know the thread. */
+ * *out, or 0 when they do not know the thread or nothing of the interval. */
 static int sched_time(struct orbit_rp_thread *th, const struct orbit_rp_stream *s, uint32_t tid,
                       uint64_t start, uint64_t end, struct orbit_rp_sched_time *out)
 {
@@ -151,6 +151,8 @@ static int sched_time(struct orbit_rp_thread *th, const struct orbit_rp_stream *
 			return 0;
 		orbit__rp_sched_times(k, start, end, &t);
 	}
+	if (end > start && t.unknown_ns == end - start)
+		return 0; /* the kernel's events say nothing of it (before recording) */
 	*out = (struct orbit_rp_sched_time){t.oncpu_ns, t.runnable_ns, t.blocked_ns};
 	return 1;
 }

@@ -16,7 +16,9 @@
  *    iid = name id + 1) the first time they are used; debug annotations
  *    unfinished (the slice ends where it is last known open),
  *    name_incomplete, time_untrusted, and color ("#rrggbbaa") and group
- *    when the scope was given them;
+ *    when the scope was given them, and oncpu_ns, runnable_ns and
+ *    blocked_ns when the run has the kernel's split of the scope (another
+ *    output asked for it: Perfetto has the kernel's events themselves);
  *  - async spans: a track per (pid, id) under the process track;
  *  - values: TYPE_COUNTER on a counter track per (pid, name);
  *  - log lines: TYPE_INSTANT on the thread track, the text as the name;
@@ -421,11 +423,9 @@ static void slice(struct orbit_rp_export *x, const struct orbit_rp_span *s, uint
 	Event ev = PERFETTO__PROTOS__TRACK_EVENT__INIT;
 	Perfetto__Protos__InternedData in = PERFETTO__PROTOS__INTERNED_DATA__INIT;
 	Perfetto__Protos__EventName en = PERFETTO__PROTOS__EVENT_NAME__INIT, *ens[1];
-	Perfetto__Protos__DebugAnnotation a[5] = {
-	    PERFETTO__PROTOS__DEBUG_ANNOTATION__INIT, PERFETTO__PROTOS__DEBUG_ANNOTATION__INIT,
-	    PERFETTO__PROTOS__DEBUG_ANNOTATION__INIT, PERFETTO__PROTOS__DEBUG_ANNOTATION__INIT,
-	    PERFETTO__PROTOS__DEBUG_ANNOTATION__INIT};
-	Perfetto__Protos__DebugAnnotation *ap[5];
+	Perfetto__Protos__DebugAnnotation a[8], *ap[8];
+	for (size_t i = 0; i < 8; i++)
+		perfetto__protos__debug_annotation__init(&a[i]);
 	char color[10];
 	ev.has_type = 1;
 	ev.type = end ? PERFETTO__PROTOS__TRACK_EVENT__TYPE__TYPE_SLICE_END
@@ -451,6 +451,18 @@ static void slice(struct orbit_rp_export *x, const struct orbit_rp_span *s, uint
 			a[na].value_case = PERFETTO__PROTOS__DEBUG_ANNOTATION__VALUE_UINT_VALUE;
 			a[na].uint_value = s->group;
 			ap[na] = &a[na], na++;
+		}
+		if (s->sched != NULL) { /* with a summary or --csv: the scan ran */
+			static const char *const k[3] = {"oncpu_ns", "runnable_ns", "blocked_ns"};
+			const uint64_t v[3] = {s->sched->oncpu_ns, s->sched->runnable_ns,
+			                       s->sched->blocked_ns};
+			for (int i = 0; i < 3; i++) {
+				a[na].name = (char *)k[i];
+				a[na].value_case =
+				    PERFETTO__PROTOS__DEBUG_ANNOTATION__VALUE_UINT_VALUE;
+				a[na].uint_value = v[i];
+				ap[na] = &a[na], na++;
+			}
 		}
 		ev.n_debug_annotations = na;
 		ev.debug_annotations = ap;

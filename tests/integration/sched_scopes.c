@@ -7,7 +7,12 @@
  *
  * Two threads, each with SCOPES scopes (default 20) of 40 ms: "sleeper"
  * sleeps through each of its scopes ("sleep"), "spinner" spins through each
- * of its ("spin"). At the end it prints, on stdout, one line per thread:
+ * of its ("spin"). They exist before the agent's recording starts (they are
+ * listed in its instance's set_event_pid) but begin their scopes only once
+ * orbit_flush() returned, that is, after a pass of the agent, which comes
+ * only once the stream is open, which waits for the recording to start:
+ * every scope is recorded, whatever the host's load. At the end it prints,
+ * on stdout, one line per thread:
  *
  *   thread NAME TID SCOPES WALL_NS CPU_NS
  *
@@ -50,7 +55,7 @@ struct worker {
 	long done;
 };
 
-static atomic_int started;
+static atomic_int started, go;
 
 static uint64_t now_ns(clockid_t c)
 {
@@ -115,6 +120,8 @@ static void *worker_main(void *arg)
 	 * same); it fails quietly otherwise. */
 	if (w->spin)
 		setpriority(PRIO_PROCESS, (id_t)w->tid, -10);
+	while (!atomic_load(&go))
+		sleep_ms(1);
 	for (long i = 0; w->scopes < 0 || i < w->scopes; i++)
 		one_scope(w);
 	return NULL;
@@ -130,6 +137,8 @@ int main(int argc, char **argv)
 	if (pthread_create(&sleeper.th, NULL, worker_main, &sleeper) != 0 ||
 	    pthread_create(&spinner.th, NULL, worker_main, &spinner) != 0)
 		return 1;
+	orbit_flush(); /* a pass of the agent: the recording has begun */
+	atomic_store(&go, 1);
 	if (strcmp(mode, "fork") == 0) {
 		int n = 0;
 		for (int i = 0; i < 5000 && (n = tracefs_fds()) == 0; i++)
