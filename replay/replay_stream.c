@@ -22,6 +22,7 @@
 
 #include "frame.h"
 #include "replay_report.h"
+#include "replay_sched.h"
 #include "replay_stream.h"
 
 struct orbit_rp_stream *orbit__rp_stream_new(struct orbit_rp_capture *cap)
@@ -106,6 +107,84 @@ void orbit__rp_stream_info(struct orbit_rp_stream *s, const Orbit__Handshake *h)
 	}
 	if (h->previous_stream != NULL)
 		account_keep(s, h->previous_stream);
+}
+
+static void kernel_free(struct orbit_rp_kernel *k)
+{
+	free(k->off);
+	free(k->instance);
+	free(k->release);
+	free(k->tids);
+	free(k->loss);
+	orbit__rp_sched_decoder_free(k->dec);
+	memset(k, 0, sizeof *k);
+}
+
+void orbit__rp_stream_kernel(struct orbit_rp_stream *s, const Orbit__Handshake *h)
+{
+	struct orbit_rp_kernel *k = &s->kernel;
+	kernel_free(k); /* a reused stream (replay_packets.c) starts afresh */
+	if (h->kernel_sched_off != NULL && h->kernel_sched_off[0] != '\0')
+		k->off = str_dup(h->kernel_sched_off);
+	const Orbit__KernelSched *ks = h->kernel_sched;
+	if (ks == NULL)
+		return;
+	k->on = 1;
+	k->instance = str_dup(ks->instance);
+	if (ks->kernel_release != NULL && ks->kernel_release[0] != '\0')
+		k->release = str_dup(ks->kernel_release);
+	if (ks->n_tids > 0 && (k->tids = malloc(ks->n_tids * sizeof *k->tids)) != NULL) {
+		memcpy(k->tids, ks->tids, ks->n_tids * sizeof *k->tids);
+		k->ntids = ks->n_tids;
+	}
+	k->cpus = ks->cpu_count;
+	k->page_size = ks->page_size;
+	k->buffer_kb = ks->buffer_kb;
+	k->monotonic_ns = ks->monotonic_ns;
+	k->boottime_ns = ks->boottime_ns;
+}
+
+int orbit__rp_stream_kernel_loss(struct orbit_rp_stream *s, const Orbit__KernelLoss *l)
+{
+	struct orbit_rp_kernel *k = &s->kernel;
+	if (l->cpu >= ORBIT__RP_SCHED_MAX_CPUS || (k->on && l->cpu >= k->cpus))
+		return -1;
+	if (l->cpu >= k->nloss) {
+		uint32_t n = l->cpu + 1 > 8 ? l->cpu + 1 : 8;
+		uint64_t(*a)[6] = realloc(k->loss, n * sizeof *a);
+		if (a == NULL)
+			return -1;
+		memset(a + k->nloss, 0, (n - k->nloss) * sizeof *a);
+		k->loss = a;
+		k->nloss = n;
+	}
+	uint64_t *v = k->loss[l->cpu];
+	v[0] = l->overrun;
+	v[1] = l->dropped;
+	v[2] = l->flagged_pages;
+	v[3] = l->stored_lost;
+	v[4] = l->read_events;
+	v[5] = l->unsent_pages;
+	return 0;
+}
+
+void orbit__rp_stream_kernel_sums(const struct orbit_rp_stream *s, uint64_t sum[6])
+{
+	memset(sum, 0, 6 * sizeof *sum);
+	for (uint32_t c = 0; c < s->kernel.nloss; c++)
+		for (int i = 0; i < 6; i++)
+			sum[i] += s->kernel.loss[c][i];
+}
+
+int orbit__rp_kernel_equation(const struct orbit_rp_stream *s)
+{
+	uint64_t sum[6];
+	if (!s->kernel.on || !s->ended)
+		return -1;
+	orbit__rp_stream_kernel_sums(s, sum);
+	if (sum[5] != 0) /* pages the agent read and did not send: records unknown */
+		return -1;
+	return sum[4] == s->kernel.records;
 }
 
 static void *grow_zero(void *p, size_t old, size_t n, size_t size)
@@ -318,6 +397,7 @@ static void stream_free(struct orbit_rp_stream *s)
 	free(s->page_unsent);
 	free(s->page_time);
 	free(s->page_reserved);
+	kernel_free(&s->kernel);
 	free(s);
 }
 

@@ -13,6 +13,16 @@
  * first pass comes as soon as a stream begins; without one (a test sink,
  * or nothing), after ORBIT_DRAIN_MS.
  *
+ * With ORBIT_SCHED the kernel's per-CPU buffers (sched_tracefs.h) count
+ * too: each CPU's record bytes read per pass give its fill rate, remembered
+ * the same way, and the next pass comes before the fastest-filling buffer
+ * would be a quarter full. Each pass reads every CPU until it is empty (at
+ * most one buffer's worth of pages per CPU; a pass cut short is followed by
+ * the next at once). The recorder is opened on the agent thread before its
+ * loop runs (35-45 ms in the kernel, docs/operations.md) and the first
+ * Handshake waits for it (stream.h); a stop turns its tracing off, reads
+ * what is left in the final pass and closes it once the stream has ended.
+ *
  * What a pass holds. The drain copies straight into a staging area of
  * STAGE_RECORDS records (scope_ring.c), allocated at the first pass that has
  * records and freed after SHRINK_NS without any; the pass converts the times
@@ -40,6 +50,7 @@
 #include "clock.h"
 #include "config.h"
 #include "logs.h"
+#include "sched_tracefs.h"
 #include "transport.h"
 
 #define MIN_CALIBRATION_NS 2000000ull /* first two pairs at least 2 ms apart */
@@ -105,6 +116,14 @@ static struct {
 	int planned;          /* a pass is armed */
 	uint64_t lapped_at_start;
 	struct orbit__config cfg; /* read at every start */
+
+	/* kernel scheduling (ORBIT_SCHED): agent thread only */
+	struct orbit__sched *sched;
+	uint32_t sched_cpus;
+	uint32_t sched_budget; /* pages a pass reads at most */
+	double sched_quarter;  /* a quarter of one CPU's buffer, bytes */
+	uint64_t *sched_seen;  /* per CPU: record bytes read, at the last plan */
+	double *sched_rate;    /* per CPU: bytes per ns, remembered */
 } A = {.mu = PTHREAD_MUTEX_INITIALIZER, .tfd = -1};
 
 static pthread_once_t cv_once = PTHREAD_ONCE_INIT;
@@ -256,6 +275,18 @@ static uint64_t plan(uint64_t now)
 		if (t < soonest)
 			soonest = t;
 	}
+	/* The kernel's buffers: a pass empties them, so each is a quarter
+	 * full a quarter buffer's bytes at its rate from now. */
+	for (uint32_t c = 0; A.sched != NULL && c < A.sched_cpus; c++) {
+		struct orbit__sched_cpu k;
+		if (orbit__sched_pages(A.sched, c, &k) != 0)
+			continue;
+		double seen = (double)(k.data_bytes - A.sched_seen[c]) / window;
+		A.sched_seen[c] = k.data_bytes;
+		A.sched_rate[c] = seen > A.sched_rate[c] * fade ? seen : A.sched_rate[c] * fade;
+		if (A.sched_rate[c] > 0 && A.sched_quarter / A.sched_rate[c] < soonest)
+			soonest = A.sched_quarter / A.sched_rate[c];
+	}
 	A.last_pass_ns = now;
 	/* Gaps shrink at once but grow at most twofold a pass, from 1 ms at
 	 * the start: a rate measured over a window the producer entered half
@@ -347,6 +378,85 @@ static int drain_once(const struct orbit__sink *sink, struct orbit__drain_result
 	return res->full;
 }
 
+/* ---- kernel scheduling (ORBIT_SCHED) ---- */
+
+static int on_kernel_page(void *ctx, uint32_t cpu, const uint8_t *page, size_t len)
+{
+	(void)ctx;
+	/* Verbatim into the stream; one it could not take is counted there
+	 * (KernelLoss.unsent_pages), and the other CPUs are read all the same. */
+	orbit__transport_kernel_page(cpu, page, len);
+	return 0;
+}
+
+/* Reads the kernel's pages into the stream: at most a buffer's worth per
+ * CPU, or, on the final pass (tracing already off, so the buffers hold at
+ * most that), everything left. Returns 1 if the budget cut the reading
+ * short. */
+static int sched_pass(int final)
+{
+	int r = orbit__sched_read(A.sched, A.sched_budget, on_kernel_page, NULL);
+	/* Bounded: should turning tracing off have failed, the kernel keeps
+	 * writing and the final pass must still end. */
+	for (int i = 0; final && r > 0 && i < 4; i++)
+		r = orbit__sched_read(A.sched, A.sched_budget, on_kernel_page, NULL);
+	return !final && r >= (int)A.sched_budget;
+}
+
+/* Opens the recorder, on the agent thread, and tells the stream: its
+ * formats for the Handshake, or why there are none (one line, once per
+ * process). */
+static void sched_start(void)
+{
+	static int said;
+	char why[ORBIT__SCHED_WHY];
+	struct orbit__sched *s = NULL;
+	if (!A.cfg.sched || !A.transport)
+		return;
+	int err = orbit__sched_open(NULL, &s, why, sizeof why);
+	if (err == 0) {
+		const struct orbit__sched_formats *f = orbit__sched_formats(s);
+		A.sched_cpus = f->cpu_count;
+		A.sched_seen = calloc(f->cpu_count, sizeof *A.sched_seen);
+		A.sched_rate = calloc(f->cpu_count, sizeof *A.sched_rate);
+		if (A.sched_seen == NULL || A.sched_rate == NULL) {
+			orbit__sched_close(s);
+			s = NULL;
+			err = -ENOMEM;
+			snprintf(why, sizeof why, "out of memory");
+		}
+	}
+	if (err < 0) {
+		free(A.sched_seen);
+		free(A.sched_rate);
+		A.sched_seen = NULL;
+		A.sched_rate = NULL;
+		if (!said)
+			fprintf(stderr, "orbit: kernel scheduling is off: %s\n", why);
+		said = 1;
+		orbit__transport_sched(NULL, why);
+		return;
+	}
+	const struct orbit__sched_formats *f = orbit__sched_formats(s);
+	uint64_t buffer = (uint64_t)f->buffer_kb * 1024;
+	uint64_t pages = f->page_size ? buffer / f->page_size : 1;
+	A.sched_quarter = (double)buffer / 4;
+	A.sched_budget = (uint32_t)((pages ? pages : 1) * f->cpu_count);
+	A.sched = s;
+	orbit__transport_sched(s, NULL);
+}
+
+/* After the stream's end: the instance removed (70-90 ms in the kernel). */
+static void sched_close(void)
+{
+	orbit__sched_close(A.sched);
+	A.sched = NULL;
+	free(A.sched_seen);
+	free(A.sched_rate);
+	A.sched_seen = NULL;
+	A.sched_rate = NULL;
+}
+
 /* One pass: drain, convert, hand out. final: the last pass of a stream (it
  * empties the rings, however many staging areas that takes); flush: log
  * pages of any age go out, and the frame is closed. Returns 1 if rings were
@@ -378,6 +488,8 @@ static int drain_pass(int final, int flush)
 	/* Log pages: those full, and those holding records for 100 ms; at a
 	 * flush everything. */
 	orbit__logs_read(page_to_ns, &A.clock, on_page, &sink, flush ? 0 : LOG_FLUSH_AGE_NS);
+	if (A.sched != NULL)
+		more |= sched_pass(final);
 	if (A.transport)
 		orbit__transport_pass_done(flush || final);
 	if (all.backstops)
@@ -448,6 +560,7 @@ static void close_handles(void)
 	uv_close((uv_handle_t *)&A.wake, on_close);
 	free(A.stage);
 	A.stage = NULL;
+	sched_close();
 }
 
 static void say_at_end(int streamed);
@@ -510,6 +623,8 @@ static void finish_stop(void)
 	A.stop_waiting = 0;
 	uv_timer_stop(&A.stop_timer);
 	int streamed = !A.transport || orbit__transport_ready(1);
+	if (A.sched != NULL) /* nothing more is recorded; the final pass reads the rest */
+		orbit__sched_stop(A.sched);
 	if (streamed)
 		drain_pass(1, 1);
 	A.stop_streamed = streamed;
@@ -652,6 +767,7 @@ static void *agent_main(void *arg)
 	pthread_setname_np(pthread_self(), "orbit-agent"); /* for top and perf */
 	/* This thread's timers wake it within 10 µs, not the default 50. */
 	prctl(PR_SET_TIMERSLACK, TIMER_SLACK_NS, 0, 0, 0);
+	sched_start(); /* before the loop: the first Handshake waits for it */
 	uv_run(&A.loop, UV_RUN_DEFAULT);
 	uv_loop_close(&A.loop);
 	pthread_mutex_lock(&A.mu);
@@ -850,6 +966,12 @@ void orbit__agent_forget(void)
 		close(A.tfd); /* the parent's loop keeps its own */
 	A.tfd = -1;
 	A.stage = NULL; /* the parent's memory, copied: not ours to reuse */
+	/* The recorder's descriptors are copies: closed, or the parent could
+	 * never remove its instance (EBUSY) while this process lives. */
+	orbit__sched_forget(A.sched);
+	A.sched = NULL;
+	A.sched_seen = NULL;
+	A.sched_rate = NULL;
 	pthread_mutex_init(&A.mu, NULL);
 	init_cv();
 	A.wedged = 0;

@@ -27,6 +27,7 @@ enum var {
 	V_PAGE_RING_PAGES,
 	V_PAGE_RING_OVERWRITE,
 	V_ACK_TIMEOUT_MS,
+	V_SCHED,
 };
 
 /* Relaxed: only which lines were printed; a race prints a line twice at
@@ -234,6 +235,16 @@ static void read_pages(struct orbit__config *c)
 		    "orbit: ORBIT_PAGE_RING_OVERWRITE=%s is not 0 or 1; using 0\n", s);
 }
 
+static int read_sched(void)
+{
+	const char *s = getenv("ORBIT_SCHED");
+	if (s != NULL && strcmp(s, "1") == 0)
+		return 1;
+	if (s != NULL && strcmp(s, "0") != 0)
+		bad(V_SCHED, "orbit: ORBIT_SCHED=%s is not 0 or 1; using 0\n", s);
+	return 0;
+}
+
 void orbit__config_read(struct orbit__config *c)
 {
 	memset(c, 0, sizeof *c);
@@ -242,6 +253,7 @@ void orbit__config_read(struct orbit__config *c)
 	read_segment(c);
 	c->clock = read_clock();
 	read_pages(c);
+	c->sched = read_sched();
 }
 
 int orbit__config_wants_output(void)

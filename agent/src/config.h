@@ -67,6 +67,9 @@ struct orbit__config {
 	/* The log page rings, when the first orbit_init creates them. */
 	uint32_t page_ring_pages; /* ORBIT_PAGE_RING_PAGES */
 	int page_ring_overwrite;  /* ORBIT_PAGE_RING_OVERWRITE */
+
+	/* Kernel scheduling, at every agent start (sched_tracefs.h). */
+	int sched; /* ORBIT_SCHED=1 */
 };
 
 /* Reads every variable now. */

@@ -287,6 +287,16 @@ void orbit__transport_page(uint32_t ring, const uint8_t *page, size_t len)
 	orbit__stream_page(ring, page, len);
 }
 
+void orbit__transport_sched(struct orbit__sched *sched, const char *off)
+{
+	orbit__stream_sched(sched, off);
+}
+
+int orbit__transport_kernel_page(uint32_t cpu, const uint8_t *page, size_t len)
+{
+	return orbit__stream_kernel_page(cpu, page, len);
+}
+
 void orbit__transport_pass_done(int cut)
 {
 	orbit__stream_pass_done(uv_now(X.loop), cut);

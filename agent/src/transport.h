@@ -52,6 +52,11 @@ void orbit__transport_records(uint32_t ring, uint64_t first_claim, const uint8_t
                               uint32_t n);
 /* One log page (times already ns). */
 void orbit__transport_page(uint32_t ring, const uint8_t *page, size_t len);
+/* Kernel scheduling (ORBIT_SCHED, stream.h): the recorder, or NULL and why
+ * not; then its pages, one at a time (0, or -errno when not taken). */
+struct orbit__sched;
+void orbit__transport_sched(struct orbit__sched *sched, const char *off);
+int orbit__transport_kernel_page(uint32_t cpu, const uint8_t *page, size_t len);
 /* End of a drain pass: loss packets; the frame is made and queued when it is
  * big or old enough, or now with cut (a flush, the final pass). */
 void orbit__transport_pass_done(int cut);
