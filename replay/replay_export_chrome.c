@@ -1,6 +1,6 @@
 /*
  * replay_export_chrome.c — --chrome: the Trace Event Format (JSON) that
- * chrome://tracing and Perfetto UI open.
+ * Perfetto UI opens (and DevTools' Performance panel, slices only).
  *
  *   scopes       "X" complete events (ts, dur), in the tie order of
  *                replay_order.c; what is uncertain in args: unfinished (dur
