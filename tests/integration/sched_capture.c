@@ -17,7 +17,9 @@
  *                 system's tracing state is as before
  *   file          the same through ORBIT_CAPTURE
  *   perfetto      the capture's --perfetto export decodes with Perfetto's
- *                 own protos (tests/data/perfetto, protoc --decode) and
+ *                 own protos where a checkout is given (PERFETTO, cmake's
+ *                 ORBIT_PERFETTO_PROTOS), else with replay's subset of
+ *                 them (replay/perfetto_subset.proto), protoc --decode, and
  *                 holds sched_switch events whose pids are the program's
  *                 threads, in ftrace event bundles of the CPUs
  *   interop       the kernel pages as they arrive in a capture, decoded by
@@ -54,7 +56,7 @@
 #define SCOPES 20
 #define SCOPE_NS 40000000ull
 
-static const char *replay_exe, *collector_exe, *prog_exe, *protoc_exe, *protos_dir;
+static const char *replay_exe, *collector_exe, *prog_exe, *protoc_exe, *subset_dir, *perfetto_dir;
 static char tmp[256];
 
 /* ---- running things ---- */
@@ -499,10 +501,21 @@ static void case_perfetto(const char *tracefs)
 	file_run(&p, capture, sizeof capture);
 	path_of(trace, sizeof trace, "x.pftrace");
 	CHECK(replay((const char *[]){capture, "-q", "--perfetto", trace, NULL}) == 0);
-	snprintf(cmd, sizeof cmd,
-	         "cd %s && %s -I. --decode=perfetto.protos.Trace protos/perfetto/trace/trace.proto "
-	         "< %s 2>&1",
-	         protos_dir, protoc_exe, trace);
+	char real[600];
+	snprintf(real, sizeof real, "%s/protos/perfetto/trace/trace.proto", perfetto_dir);
+	int theirs = perfetto_dir[0] != 0 && access(real, R_OK) == 0;
+	if (theirs)
+		snprintf(cmd, sizeof cmd,
+		         "cd %s && %s -I. --decode=perfetto.protos.Trace "
+		         "protos/perfetto/trace/trace.proto < %s 2>&1",
+		         perfetto_dir, protoc_exe, trace);
+	else
+		snprintf(cmd, sizeof cmd,
+		         "cd %s && %s -I. --decode=perfetto.protos.Trace perfetto_subset.proto "
+		         "< %s 2>&1",
+		         subset_dir, protoc_exe, trace);
+	printf("perfetto: decoding with %s\n",
+	       theirs ? real : "replay/perfetto_subset.proto (no Perfetto checkout given)");
 	FILE *f = popen(cmd, "r");
 	CHECK(f != NULL);
 	uint64_t bundles = 0, switches = 0, wakings = 0, ours = 0;
@@ -680,15 +693,16 @@ static void case_fork(const char *tracefs)
 int main(int argc, char **argv)
 {
 	if (argc < 7) {
-		fprintf(stderr,
-		        "usage: sched_capture CASE REPLAY COLLECTOR SCHED_SCOPES PROTOC PROTOS\n");
+		fprintf(stderr, "usage: sched_capture CASE REPLAY COLLECTOR SCHED_SCOPES PROTOC "
+		                "SUBSET_DIR [PERFETTO]\n");
 		return 2;
 	}
 	replay_exe = argv[2];
 	collector_exe = argv[3];
 	prog_exe = argv[4];
 	protoc_exe = argv[5];
-	protos_dir = argv[6];
+	subset_dir = argv[6];
+	perfetto_dir = argc > 7 ? argv[7] : "";
 	const char *tracefs = tracefs_test_require();
 	const char *t = getenv("TMPDIR");
 	snprintf(tmp, sizeof tmp, "%s/orbit-sched-capture-XXXXXX", t ? t : "/tmp");
