@@ -19,6 +19,11 @@
  * file or function name; a writer cuts longer names to this. */
 #define ORBIT_SITES_PER_PACKET 4096u
 #define ORBIT_SITE_TEXT_MAX 4096u
+/* Kernel scheduling (docs/format.md 4.10): CPUs of KernelPage and
+ * KernelLoss, event formats in a KernelSched and the bytes of each. */
+#define ORBIT_KERNEL_MAX_CPUS 4096u
+#define ORBIT_KERNEL_MAX_FORMATS 256u
+#define ORBIT_KERNEL_MAX_FORMAT (64u << 10)
 /* The most bytes encoding 2 takes for n records: per record a key index (3
  * bytes), a time and an id delta (10 each) and, at worst, a key of its own
  * (41); and the key count. Writers keep a packet under ORBIT_PACKET_MAX. */

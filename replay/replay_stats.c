@@ -98,6 +98,13 @@ static int stat_add(struct orbit_rp_stats *st, struct orbit_rp_stat *x,
 	x->total += d;
 	x->self += s->self;
 	orbit__rp_hist_add(&x->hist, d, &st->hist_budget);
+	if (s->sched != NULL) {
+		x->sched_count++;
+		x->sched_total += d;
+		x->oncpu += s->sched->oncpu_ns;
+		x->runnable += s->sched->runnable_ns;
+		x->blocked += s->sched->blocked_ns;
+	}
 	return 1;
 }
 
