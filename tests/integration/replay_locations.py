@@ -2,7 +2,8 @@
 program (replay_locations.c) into every output: the CSV's file, line and
 function columns, Chrome's args.file/line/function, Perfetto's interned
 SourceLocation (decoded with protoc against perfetto_subset.proto, whose
-field numbers are Perfetto's), and the summary's --by location table. The
+field numbers are Perfetto's), the --html page's sites (what its tooltip
+and details show), and the summary's --by location table. The
 lines are the ones the source marks with @NAME comments.
 
     python3 replay_locations.py ORBIT_REPLAY PROTO_DIR PROGRAM MODULE SRC_DIR CASE COLLECTOR
@@ -22,6 +23,7 @@ import sys
 
 sys.path.insert(0, os.path.dirname(__file__))
 from replay_common import Replay, check, fail, one, protoc_decode, read_csv  # noqa: E402
+from html_common import Page  # noqa: E402
 
 SPANS = {"loc outer": "outer", "loc inner, a name longer than one record holds": "inner",
          "loc started": "started", "loc async": "async", "loc colored": "colored"}
@@ -138,6 +140,20 @@ def main():
                   % (name, iid))
             same(locs.get(iid) if iid is not None else None, name, "Perfetto")
         check(seen == set(want), "Perfetto slices: %r" % seen)
+
+        page = rp.path("l.html")
+        rp.run(cap, "--html", page, "-q")
+        with open(page, "rb") as f:
+            p = Page(f.read().decode("utf-8"))
+        seen = set()
+        for sp in p.spans:
+            name = sp["name"].decode("utf-8", errors="replace") if sp["name"] else None
+            if name in want:
+                seen.add(name)
+                site = sp["site"]
+                got = (site["file"], site["line"], site["func"]) if site["file"] else None
+                same(got, name, "HTML")
+        check(seen == set(want), "HTML spans: %r" % seen)
 
         out = rp.run(cap, "--by", "location", "--top", "0").stdout.decode()
         table = out[out.index("scopes by location"):]
