@@ -7,6 +7,11 @@ and details show), and the summary's --by location table. The
 lines are the ones the source marks with @NAME comments.
 
     python3 replay_locations.py ORBIT_REPLAY PROTO_DIR PROGRAM MODULE SRC_DIR CASE COLLECTOR
+                                [PERFETTO_CHECKOUT]
+
+With PERFETTO_CHECKOUT (ORBIT_PERFETTO_PROTOS: a directory holding
+protos/perfetto/trace/trace.proto) the Perfetto export is decoded with
+Perfetto's own schema, else with replay's subset; the test says which.
 
 CASE: capture   ORBIT_CAPTURE
       collector a real orbit-collector on loopback (ORBIT_COLLECTOR)
@@ -22,7 +27,8 @@ import subprocess
 import sys
 
 sys.path.insert(0, os.path.dirname(__file__))
-from replay_common import Replay, check, fail, one, protoc_decode, read_csv  # noqa: E402
+from replay_common import (Replay, check, fail, one, parse_text, protoc_decode,  # noqa: E402
+                           read_csv)
 from html_common import Page  # noqa: E402
 
 SPANS = {"loc outer": "outer", "loc inner, a name longer than one record holds": "inner",
@@ -71,9 +77,22 @@ def run_traced(rp, program, module, case, collector):
     return caps[0]
 
 
+def perfetto_decode(proto_dir, checkout, trace):
+    if not checkout:
+        print("Perfetto export decoded with replay/perfetto_subset.proto")
+        return protoc_decode(proto_dir, trace)
+    with open(trace, "rb") as f:
+        p = subprocess.run(["protoc", "-I" + checkout, "--decode=perfetto.protos.Trace",
+                            "protos/perfetto/trace/trace.proto"], stdin=f, capture_output=True)
+    check(p.returncode == 0, "protoc with %s: %s" % (checkout, p.stderr.decode(errors="replace")))
+    print("Perfetto export decoded with %s/protos/perfetto/trace/trace.proto" % checkout)
+    return parse_text(p.stdout.decode("utf-8", errors="surrogateescape"))
+
+
 def main():
     rp = Replay(sys.argv[1])
     proto_dir, program, module, src, case, collector = sys.argv[2:8]
+    checkout = sys.argv[8] if len(sys.argv) > 8 else ""
     main_src = os.path.join(src, "tests/integration/replay_locations.c")
     mod_src = os.path.join(src, "tests/integration/replay_locations_module.c")
     lines, mod_line = marks(main_src), marks(mod_src)["module"]
@@ -117,7 +136,7 @@ def main():
                 same(got, e["name"], "Chrome")
         check(seen == set(want), "Chrome events: %r" % seen)
 
-        packets = protoc_decode(proto_dir, trace).get("packet", [])
+        packets = perfetto_decode(proto_dir, checkout, trace).get("packet", [])
         names, locs, seen = {}, {}, set()
         for pk in packets:
             for inter in pk.get("interned_data", []):
