@@ -135,6 +135,13 @@ def main():
                 got = (a["file"], a["line"], a["function"]) if "file" in a else None
                 same(got, e["name"], "Chrome")
         check(seen == set(want), "Chrome events: %r" % seen)
+        logs = [e for e in events if e["ph"] == "i" and e["name"].startswith("loc log")]
+        check(len(logs) == 3, "Chrome: %d log instants, want 3" % len(logs))
+        for e in logs:
+            a = e.get("args", {})
+            check(a.get("file", "").endswith("replay_locations.c") and
+                  a.get("line") == lines["log"] and a.get("function") == "work",
+                  "Chrome: log line %r" % e)
 
         packets = perfetto_decode(proto_dir, checkout, trace).get("packet", [])
         names, locs, seen = {}, {}, set()
