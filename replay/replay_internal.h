@@ -270,6 +270,7 @@ struct orbit_rp_row {
 	size_t len;
 	const char *label; /* by location; NULL by name */
 	size_t label_len;
+	const struct orbit_rp_location *loc; /* by location; NULL: none, or by name */
 };
 /* The names with something to show (scopes, or async spans), sorted by
  * key, largest first; *n rows, to free. NULL when out of memory. */

@@ -196,11 +196,11 @@ struct orbit_rp_row *orbit__rp_stats_rows(const struct orbit_rp_stats *st,
 		if (a[i].count == 0 && a[i].unfinished == 0)
 			continue;
 		const struct orbit_rp_name *nm = orbit__rp_name(names, i);
-		r[(*n)++] = (struct orbit_rp_row){&a[i], nm->bytes, nm->len, NULL, 0};
+		r[(*n)++] = (struct orbit_rp_row){&a[i], nm->bytes, nm->len, NULL, 0, NULL};
 	}
 	const struct orbit_rp_stat *o = async ? &st->other_async : &st->other_scope;
 	if (o->count || o->unfinished)
-		r[(*n)++] = (struct orbit_rp_row){o, "[names past the limit]", 22, NULL, 0};
+		r[(*n)++] = (struct orbit_rp_row){o, "[names past the limit]", 22, NULL, 0, NULL};
 	sort_key = key;
 	qsort(r, *n, sizeof *r, row_cmp);
 	return r;
@@ -226,8 +226,8 @@ struct orbit_rp_row *orbit__rp_stats_loc_rows(const struct orbit_rp_stats *st,
 		const struct orbit_rp_location *l = i < na ? locs->all[i] : NULL;
 		if ((x->count == 0 && x->unfinished == 0) || (i < na && l == NULL))
 			continue;
-		struct orbit_rp_row row = {x, "", 0, l ? l->label : "[no location]",
-		                           l ? l->label_len : 13};
+		struct orbit_rp_row row = {
+		    x, "", 0, l ? l->label : "[no location]", l ? l->label_len : 13, l};
 		if (x->name1 != 0 && x->name1 - 1 < names->n) {
 			row.name = orbit__rp_name(names, x->name1 - 1)->bytes;
 			row.len = orbit__rp_name(names, x->name1 - 1)->len;
