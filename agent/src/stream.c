@@ -108,13 +108,15 @@ static void note_first(void)
 		S.frame_since_ms = S.now_ms;
 }
 
-static void add_packet(const Orbit__Packet *p)
+/* 0, or -1 when the packet could not go into the frame (memory). */
+static int add_packet(const Orbit__Packet *p)
 {
 	note_first();
 	if (orbit__frame_add(&S.fw, p) != 0)
-		return;
+		return -1;
 	if (S.fw.len >= FRAME_TARGET)
 		finish_frame(ORBIT__FRAME_DATA);
+	return 0;
 }
 
 /* ---- the handshake ---- */
@@ -476,7 +478,8 @@ static void sites_flush(struct site_list *l)
 	Orbit__Packet p = ORBIT__PACKET__INIT;
 	p.body_case = ORBIT__PACKET__BODY_SOURCE_LOCATIONS;
 	p.source_locations = &m;
-	add_packet(&p);
+	if (add_packet(&p) != 0)
+		sites_forget(); /* not sent: named again before their next records */
 	l->n = 0;
 }
 
