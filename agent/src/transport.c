@@ -7,6 +7,10 @@
  *   ORBIT_CAPTURE           the file output: one stream
  *   both                    TCP, and the file as the local copy: it takes the
  *                           frames of the first stream, the same bytes
+ *   ORBIT_FLIGHT            the flight ring in the segment: alone, it carries
+ *                           the one stream; beside the others, it takes every
+ *                           frame of each stream of the main output, starting
+ *                           over with each one (output_flight.c)
  */
 #include "transport.h"
 
@@ -27,6 +31,8 @@ static struct {
 	int ledger_init;
 	struct orbit__output *main; /* the collector, or the capture file */
 	struct orbit__output *copy; /* the local copy beside a collector */
+	struct orbit__output *flight; /* the flight ring beside them, or NULL */
+	int flight_on;                /* it takes the open stream's frames */
 	int copy_on;                /* the copy takes the open stream's frames */
 	int copy_used;              /* the copy had its one stream */
 	int copy_alone;             /* ... of its own, the collector never reached */
@@ -81,6 +87,8 @@ static void on_ready(void *ctx, struct orbit__output *o)
 		X.copy_used = 1;
 		X.copy_on = X.copy->ops->start(X.copy) == 0;
 	}
+	if (X.flight != NULL) /* every stream, from its beginning */
+		X.flight_on = X.flight->ops->start(X.flight) == 0;
 	X.streams++;
 	orbit__stream_begin(uv_now(X.loop));
 	X.blocked = 0;
@@ -107,7 +115,10 @@ static void on_broken(void *ctx, struct orbit__output *o, int fatal)
 {
 	(void)ctx;
 	if (o != carrier()) {
-		X.copy_on = 0; /* the copy stops; the stream goes on */
+		if (o == X.flight)
+			X.flight_on = 0;
+		else
+			X.copy_on = 0; /* the copy stops; the stream goes on */
 		return;
 	}
 	orbit__stream_abort();
@@ -139,6 +150,8 @@ static int on_frame(void *ctx, const struct orbit__frame *f)
 {
 	(void)ctx;
 	int err = X.copy_alone ? 0 : X.main->ops->send(X.main, f);
+	if (X.flight_on && X.flight->ops->send(X.flight, f) != 0)
+		X.flight_on = 0;
 	if (X.copy_on && X.copy->ops->send(X.copy, f) != 0) {
 		X.copy_on = 0;
 		if (X.copy_alone)
@@ -151,11 +164,13 @@ static int on_frame(void *ctx, const struct orbit__frame *f)
 
 int orbit__transport_wanted(const struct orbit__config *cfg)
 {
-	return cfg->collector_set || cfg->capture_set;
+	return cfg->collector_set || cfg->capture_set || cfg->flight;
 }
 
 static void release(void)
 {
+	if (X.flight != NULL)
+		X.flight->ops->close(X.flight);
 	if (X.copy != NULL)
 		X.copy->ops->close(X.copy);
 	if (X.main != NULL)
@@ -191,10 +206,19 @@ int orbit__transport_start(uv_loop_t *loop, const struct orbit__config *cfg,
 		X.main = orbit__output_tcp(loop, cfg, &events);
 		if (cfg->capture_set)
 			X.copy = orbit__output_file(loop, cfg, &events, 1);
-	} else {
+	} else if (cfg->capture_set) {
 		X.main = orbit__output_file(loop, cfg, &events, 0);
 	}
-	if (X.main == NULL || (cfg->capture_set && cfg->collector_set && X.copy == NULL)) {
+	if (cfg->flight) {
+		X.flight = orbit__output_flight(loop, cfg, &events);
+		if (X.main == NULL) { /* the flight ring alone carries the stream */
+			X.main = X.flight;
+			X.flight = NULL;
+		}
+	}
+	if (X.main == NULL || (cfg->capture_set && cfg->collector_set && X.copy == NULL) ||
+	    (cfg->flight && X.main != NULL && X.flight == NULL &&
+	     (cfg->collector_set || cfg->capture_set))) {
 		release();
 		return -ENOMEM;
 	}
@@ -239,6 +263,9 @@ void orbit__transport_end(void)
 		return;
 	orbit__stream_end();
 	copy_end();
+	if (X.flight_on)
+		X.flight->ops->end(X.flight);
+	X.flight_on = 0;
 	if (!X.copy_alone)
 		X.main->ops->end(X.main);
 }
@@ -280,8 +307,10 @@ int orbit__transport_why_not(char *buf, size_t len, uint32_t waited_ms)
 	if (X.cfg->collector_set)
 		snprintf(buf, len, "collector %s %s within %u ms", X.cfg->collector,
 		         X.streams ? "not reached again" : "not reached", waited_ms);
-	else
+	else if (X.cfg->capture_set)
 		snprintf(buf, len, "no capture file");
+	else
+		snprintf(buf, len, "no flight ring");
 	return 1;
 }
 
@@ -300,6 +329,8 @@ void orbit__transport_on_idle(void (*done)(void))
 
 void orbit__transport_forget(void)
 {
+	if (X.flight != NULL)
+		X.flight->ops->forget(X.flight);
 	if (X.copy != NULL)
 		X.copy->ops->forget(X.copy);
 	if (X.main != NULL)
