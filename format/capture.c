@@ -397,6 +397,8 @@ int orbit__packet_validate(const Orbit__Packet *p)
 		return 0;
 	case ORBIT__PACKET__BODY_ACK:
 		return p->ack->synced_frames <= p->ack->frames ? 0 : -EINVAL;
+	case ORBIT__PACKET__BODY_DUMP: /* written by orbit-dump only */
+		return p->dump->ended == 1 || p->dump->ended == 2 ? 0 : -EINVAL;
 	default:
 		return -EINVAL;
 	}

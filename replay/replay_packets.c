@@ -40,7 +40,9 @@ void orbit__rp_source_finish(struct orbit_rp_timeline *tl, struct orbit_rp_sourc
 	struct orbit_rp_stream *s = src->stream;
 	if (s == NULL || s->rc == NULL)
 		return;
+	s->finishing = 1; /* what it reports now was open at the end */
 	orbit__reconstruct_finish(s->rc);
+	s->finishing = 0;
 	orbit__rp_stream_add_stats(s, orbit__reconstruct_stats(s->rc));
 	orbit__reconstruct_free(s->rc);
 	s->rc = NULL;
@@ -172,8 +174,8 @@ static void on_loss(struct orbit_rp_timeline *tl, struct orbit_rp_source *src, c
 	struct orbit_rp_stream *s = stream_of(tl, src);
 	if (s == NULL)
 		return;
-	s->loss[l->ring] =
-	    (struct orbit_rp_loss){l->lapped, l->writer_gone, l->backstop, l->unsent, l->at_end};
+	s->loss[l->ring] = (struct orbit_rp_loss){l->lapped,  l->writer_gone, l->backstop,
+	                                          l->unsent,  l->at_end,      l->flight_dropped};
 }
 
 static void on_end(struct orbit_rp_timeline *tl, struct orbit_rp_source *src,
@@ -183,6 +185,7 @@ static void on_end(struct orbit_rp_timeline *tl, struct orbit_rp_source *src,
 	if (s == NULL)
 		return;
 	s->ended = 1;
+	s->ended_by = e->ended;
 	s->untrusted_times = e->untrusted_times;
 	s->clock_resets = e->clock_resets;
 	s->nclaimed = (uint32_t)e->n_claimed_per_ring;
@@ -236,6 +239,33 @@ static void on_page_loss(struct orbit_rp_timeline *tl, struct orbit_rp_source *s
 		          l->records - before);
 }
 
+/* orbit-dump's word on the capture it made (the last one wins). */
+static void on_dump(struct orbit_rp_timeline *tl, struct orbit_rp_source *src,
+                    const Orbit__Dump *p)
+{
+	struct orbit_rp_stream *s = stream_of(tl, src);
+	if (s == NULL)
+		return;
+	struct orbit_rp_dump *d = s->dump != NULL ? s->dump : calloc(1, sizeof *d);
+	if (d == NULL)
+		return;
+	free(d->segment);
+	free(d->problem);
+	*d = (struct orbit_rp_dump){
+	    .ended = p->ended,
+	    .segment = strdup(p->segment ? p->segment : ""),
+	    .monotonic_ns = p->monotonic_ns,
+	    .realtime_ns = p->realtime_ns,
+	    .flight_frames = p->flight_frames,
+	    .flight_dropped = p->flight_dropped,
+	    .flight_damaged = p->flight_damaged,
+	    .ring_records = p->ring_records,
+	    .log_pages = p->log_pages,
+	    .problem = strdup(p->problem ? p->problem : ""),
+	};
+	s->dump = d;
+}
+
 static void on_thread_name(struct orbit_rp_timeline *tl, struct orbit_rp_source *src,
                            const Orbit__ThreadName *t)
 {
@@ -271,6 +301,9 @@ void orbit__rp_packet(struct orbit_rp_timeline *tl, struct orbit_rp_source *src,
 		break;
 	case ORBIT__PACKET__BODY_PAGE_LOSS:
 		on_page_loss(tl, src, p->page_loss);
+		break;
+	case ORBIT__PACKET__BODY_DUMP:
+		on_dump(tl, src, p->dump);
 		break;
 	case ORBIT__PACKET__BODY_ACK: { /* written by a collector that cut the stream */
 		struct orbit_rp_stream *s = stream_of(tl, src);

@@ -198,7 +198,8 @@ static int flight_send(struct orbit__output *o, const struct orbit__frame *fr)
 	}
 	uint64_t pos = f->m.tail, room = f->ring_size - pos % f->ring_size;
 	uint64_t start = need <= room ? pos : pos + room;
-	evict(f, start + need - f->ring_size);
+	if (start + need > f->ring_size)
+		evict(f, start + need - f->ring_size);
 	publish(f); /* 2: nothing below head is read from now on */
 	if (start != pos && room >= ORBIT__FLIGHT_ENTRY)
 		write_header(f->ring + pos % f->ring_size, 0, ORBIT__FLIGHT_WRAP, fr->seq);

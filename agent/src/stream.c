@@ -164,6 +164,7 @@ static void send_handshake(void)
 	orbit__logs_config(&pages, &page_size, &overwrite);
 	h.page_ring_count = S.ledger->page_rings;
 	h.page_size = page_size;
+	h.flight_size = S.cfg->flight ? S.drain->seg->layout.flight_size : 0; /* ORBIT_FLIGHT */
 	Orbit__Packet p = ORBIT__PACKET__INIT;
 	p.body_case = ORBIT__PACKET__BODY_HANDSHAKE;
 	p.handshake = &h;
