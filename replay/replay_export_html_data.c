@@ -224,7 +224,7 @@ uint32_t orbit__rp_html_str_intern(struct orbit_rp_html_strs *t, const char *s, 
 	size_t j = str_hash(s, n) & t->mask;
 	for (uint32_t id; (id = t->slots[j]) != 0; j = (j + 1) & t->mask) {
 		uint32_t len = t->off[id] - t->off[id - 1];
-		if (len == n && memcmp(t->bytes + t->off[id - 1], s, n) == 0)
+		if (len == n && (n == 0 || memcmp(t->bytes + t->off[id - 1], s, n) == 0))
 			return id - 1;
 	}
 	uint32_t id = orbit__rp_html_str_add(t, s, n);
