@@ -17,7 +17,7 @@ _Static_assert(ORBIT__SEG_MIN_FLIGHT > ORBIT__FLIGHT_RING_AT * 4, "a ring of its
 	do {                                                                                       \
 		if ((why) != NULL) {                                                               \
 			(why)->offset = (off);                                                     \
-			snprintf((why)->what, sizeof (why)->what, __VA_ARGS__);                    \
+			snprintf((why)->what, sizeof(why)->what, __VA_ARGS__);                     \
 		}                                                                                  \
 	} while (0)
 
@@ -41,14 +41,14 @@ int orbit__flight_validate(const struct orbit__flight_header *h, uint64_t flight
 		return ORBIT__SEG_EVERSION;
 	}
 	if (h->header_size != sizeof *h || h->handshake_at != ORBIT__FLIGHT_HEADER ||
-	    h->handshake_cap != ORBIT__FLIGHT_HANDSHAKE_CAP || h->ring_at != ORBIT__FLIGHT_RING_AT ||
-	    flight_size < ORBIT__SEG_MIN_FLIGHT ||
+	    h->handshake_cap != ORBIT__FLIGHT_HANDSHAKE_CAP ||
+	    h->ring_at != ORBIT__FLIGHT_RING_AT || flight_size < ORBIT__SEG_MIN_FLIGHT ||
 	    h->ring_size != orbit__flight_ring_size(flight_size)) {
 		SAY(why, offsetof(struct orbit__flight_header, header_size),
 		    "the flight ring's geometry (header %u bytes, ring %llu bytes at %llu) is not "
 		    "the one a %llu-byte area has",
-		    h->header_size, (unsigned long long)h->ring_size, (unsigned long long)h->ring_at,
-		    (unsigned long long)flight_size);
+		    h->header_size, (unsigned long long)h->ring_size,
+		    (unsigned long long)h->ring_at, (unsigned long long)flight_size);
 		return ORBIT__SEG_EBADSEG;
 	}
 	return 0;
@@ -93,7 +93,8 @@ int orbit__flight_meta_pick(const struct orbit__flight_header *h, uint32_t ring_
 		}
 	}
 	if (best < 0) {
-		SAY(why, offsetof(struct orbit__flight_header, meta), "flight ring metadata: %s", bad);
+		SAY(why, offsetof(struct orbit__flight_header, meta), "flight ring metadata: %s",
+		    bad);
 		return ORBIT__SEG_EBADSEG;
 	}
 	memcpy(out, &h->meta[best], sizeof *out);

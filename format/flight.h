@@ -59,16 +59,16 @@ enum orbit__flight_kind {
 
 struct orbit__flight_meta {
 	_Atomic uint64_t gen_begin;
-	uint64_t head, tail;      /* entries live in [head, tail) */
-	uint64_t frames;          /* frames stored in this stream */
-	uint64_t dropped_frames;  /* of those, overwritten by newer ones */
-	uint64_t dropped_bytes;   /* their bytes */
-	uint64_t refused_frames;  /* frames bigger than a quarter of the ring, not stored */
-	uint64_t last_seq;        /* the newest frame's number in the stream */
-	uint32_t handshake_len;   /* bytes of the handshake frame; 0: none yet */
-	uint32_t ring_count;      /* scope rings: the entries of the arrays in use */
-	uint32_t ended;           /* 1: the stream's end frame is stored */
-	uint32_t stream;          /* streams begun on this ring: 1, 2, ... */
+	uint64_t head, tail;     /* entries live in [head, tail) */
+	uint64_t frames;         /* frames stored in this stream */
+	uint64_t dropped_frames; /* of those, overwritten by newer ones */
+	uint64_t dropped_bytes;  /* their bytes */
+	uint64_t refused_frames; /* frames bigger than a quarter of the ring, not stored */
+	uint64_t last_seq;       /* the newest frame's number in the stream */
+	uint32_t handshake_len;  /* bytes of the handshake frame; 0: none yet */
+	uint32_t ring_count;     /* scope rings: the entries of the arrays in use */
+	uint32_t ended;          /* 1: the stream's end frame is stored */
+	uint32_t stream;         /* streams begun on this ring: 1, 2, ... */
 	uint64_t ring_end[ORBIT__SEG_MAX_RINGS];    /* see above */
 	uint64_t ring_framed[ORBIT__SEG_MAX_RINGS]; /* see above */
 	_Atomic uint64_t gen_end;
@@ -77,11 +77,11 @@ struct orbit__flight_meta {
 struct orbit__flight_header {
 	_Atomic uint64_t magic; /* stored last, with release, by the writer */
 	uint32_t version;
-	uint32_t header_size;    /* sizeof(struct orbit__flight_header) */
-	uint64_t handshake_at;   /* ORBIT__FLIGHT_HEADER */
-	uint64_t handshake_cap;  /* ORBIT__FLIGHT_HANDSHAKE_CAP */
-	uint64_t ring_at;        /* ORBIT__FLIGHT_RING_AT */
-	uint64_t ring_size;      /* flight_size - ring_at */
+	uint32_t header_size;   /* sizeof(struct orbit__flight_header) */
+	uint64_t handshake_at;  /* ORBIT__FLIGHT_HEADER */
+	uint64_t handshake_cap; /* ORBIT__FLIGHT_HANDSHAKE_CAP */
+	uint64_t ring_at;       /* ORBIT__FLIGHT_RING_AT */
+	uint64_t ring_size;     /* flight_size - ring_at */
 	struct orbit__flight_meta meta[2];
 };
 

@@ -34,8 +34,7 @@ _Static_assert(sizeof(struct orbit__seg_clock) == 24 + 16 * ORBIT__SEG_CLOCK_POI
                "format.md 1.7");
 _Static_assert(sizeof(struct orbit__seg_name) == 20, "format.md 1.7");
 _Static_assert(offsetof(struct orbit__seg_names, entry) == 24, "format.md 1.7");
-_Static_assert(sizeof(struct orbit__seg_names) == 24 + 20 * ORBIT__SEG_NAMES + 8,
-               "format.md 1.7");
+_Static_assert(sizeof(struct orbit__seg_names) == 24 + 20 * ORBIT__SEG_NAMES + 8, "format.md 1.7");
 _Static_assert(sizeof(struct orbit__seg_clock) % 8 == 0 && sizeof(struct orbit__seg_names) % 8 == 0,
                "blocks stay 8-aligned");
 _Static_assert(sizeof(_Atomic uint64_t) == 8 && ATOMIC_LLONG_LOCK_FREE == 2,
@@ -63,10 +62,9 @@ int orbit__segment_plan(const struct orbit__seg_geometry *g, struct orbit__seg_l
 		return ORBIT__SEG_EBADSEG;
 	if (g->page_ring_count > ORBIT__SEG_MAX_PAGE_RINGS)
 		return ORBIT__SEG_EBADSEG;
-	if (g->page_ring_count > 0 &&
-	    (g->page_ring_pages < 2 || g->page_ring_pages > (1u << 20) ||
-	     !is_pow2(g->page_ring_page_size) || g->page_ring_page_size < 128 ||
-	     g->page_ring_page_size > P))
+	if (g->page_ring_count > 0 && (g->page_ring_pages < 2 || g->page_ring_pages > (1u << 20) ||
+	                               !is_pow2(g->page_ring_page_size) ||
+	                               g->page_ring_page_size < 128 || g->page_ring_page_size > P))
 		return ORBIT__SEG_EBADSEG;
 	if (g->flight_size != 0 && (g->flight_size < ORBIT__SEG_MIN_FLIGHT ||
 	                            g->flight_size > ORBIT__SEG_MAX_FLIGHT || g->flight_size % P))
@@ -86,7 +84,8 @@ int orbit__segment_plan(const struct orbit__seg_geometry *g, struct orbit__seg_l
 		out->page_ring_pages = g->page_ring_pages;
 		out->page_ring_page_size = g->page_ring_page_size;
 		out->page_ring_stride = round_up(
-		    (uint64_t)g->page_ring_pages * (g->page_ring_page_size + ORBIT__SEG_PAGE_STATE), P);
+		    (uint64_t)g->page_ring_pages * (g->page_ring_page_size + ORBIT__SEG_PAGE_STATE),
+		    P);
 	}
 	out->flight_offset = out->pages_offset + g->page_ring_count * out->page_ring_stride;
 	out->flight_size = g->flight_size;
@@ -112,8 +111,8 @@ int orbit__segment_validate(const void *base, size_t mapped_len, struct orbit__s
 		if (why != NULL) {
 			why->offset = mapped_len;
 			snprintf(why->what, sizeof why->what,
-			         "the segment ends at %zu bytes, inside its %zu-byte header", mapped_len,
-			         sizeof h);
+			         "the segment ends at %zu bytes, inside its %zu-byte header",
+			         mapped_len, sizeof h);
 		}
 		return ORBIT__SEG_ETRUNC;
 	}
@@ -122,7 +121,8 @@ int orbit__segment_validate(const void *base, size_t mapped_len, struct orbit__s
 	uint64_t magic = atomic_load_explicit(&((const struct orbit__seg_header *)base)->magic,
 	                                      memory_order_acquire);
 	if (magic == 0)
-		REFUSE(ORBIT__SEG_ENOTINIT, magic, "magic is 0: the segment is not initialised yet");
+		REFUSE(ORBIT__SEG_ENOTINIT, magic,
+		       "magic is 0: the segment is not initialised yet");
 	if (magic != ORBIT__SEG_MAGIC)
 		REFUSE(ORBIT__SEG_EBADSEG, magic, "magic is 0x%016llx, not ORBTSEG1",
 		       (unsigned long long)magic);
@@ -144,8 +144,8 @@ int orbit__segment_validate(const void *base, size_t mapped_len, struct orbit__s
 		REFUSE(ORBIT__SEG_EBADSEG, ring_header_size, "ring_header_size %u is not 128",
 		       h.ring_header_size);
 	if (!is_pow2(h.page_size) || h.page_size < 4096 || h.page_size > (1u << 16))
-		REFUSE(ORBIT__SEG_EBADSEG, page_size, "page_size %u is not a power of two 4096..65536",
-		       h.page_size);
+		REFUSE(ORBIT__SEG_EBADSEG, page_size,
+		       "page_size %u is not a power of two 4096..65536", h.page_size);
 	if (h.ring_count < 1 || h.ring_count > ORBIT__SEG_MAX_RINGS)
 		REFUSE(ORBIT__SEG_EBADSEG, ring_count, "ring_count %u is not 1..128", h.ring_count);
 	if (!is_pow2(h.slots_per_ring) || h.slots_per_ring < ORBIT__SEG_MIN_SLOTS ||
@@ -153,7 +153,8 @@ int orbit__segment_validate(const void *base, size_t mapped_len, struct orbit__s
 		REFUSE(ORBIT__SEG_EBADSEG, slots_per_ring,
 		       "slots_per_ring %u is not a power of two 16..2^24", h.slots_per_ring);
 	if (h.clock_source > ORBIT__SEG_CLOCK_CNTVCT)
-		REFUSE(ORBIT__SEG_EBADSEG, clock_source, "clock_source %u is not 0..2", h.clock_source);
+		REFUSE(ORBIT__SEG_EBADSEG, clock_source, "clock_source %u is not 0..2",
+		       h.clock_source);
 	if (h.page_ring_count > ORBIT__SEG_MAX_PAGE_RINGS)
 		REFUSE(ORBIT__SEG_EBADSEG, page_ring_count, "page_ring_count %u is over 4096",
 		       h.page_ring_count);
@@ -168,23 +169,26 @@ int orbit__segment_validate(const void *base, size_t mapped_len, struct orbit__s
 	};
 	struct orbit__seg_layout l;
 	if (orbit__segment_plan(&g, &l) != 0) {
-		if (h.page_ring_count > 0 && (h.page_ring_pages < 2 || h.page_ring_pages > (1u << 20)))
-			REFUSE(ORBIT__SEG_EBADSEG, page_ring_pages, "page_ring_pages %u is not 2..2^20",
-			       h.page_ring_pages);
+		if (h.page_ring_count > 0 &&
+		    (h.page_ring_pages < 2 || h.page_ring_pages > (1u << 20)))
+			REFUSE(ORBIT__SEG_EBADSEG, page_ring_pages,
+			       "page_ring_pages %u is not 2..2^20", h.page_ring_pages);
 		if (h.page_ring_count > 0)
 			REFUSE(ORBIT__SEG_EBADSEG, page_ring_page_size,
 			       "page_ring_page_size %u is not a power of two 128..page_size",
 			       h.page_ring_page_size);
-		REFUSE(ORBIT__SEG_EBADSEG, flight_size,
-		       "flight_size %llu is not 0 or a multiple of the page size from 1 MiB to 4 GiB",
-		       (unsigned long long)h.flight_size);
+		REFUSE(
+		    ORBIT__SEG_EBADSEG, flight_size,
+		    "flight_size %llu is not 0 or a multiple of the page size from 1 MiB to 4 GiB",
+		    (unsigned long long)h.flight_size);
 	}
 	/* Every offset must be the one the dimensions give (format.md 1.1). */
 	if (h.control_offset != h.page_size)
 		REFUSE(ORBIT__SEG_EBADSEG, control_offset, "control_offset %llu is not %u",
 		       (unsigned long long)h.control_offset, h.page_size);
 	if (h.state_offset != l.state_offset || h.state_size != l.state_size)
-		REFUSE(ORBIT__SEG_EBADSEG, state_offset, "the state area is not at %llu, %llu bytes",
+		REFUSE(ORBIT__SEG_EBADSEG, state_offset,
+		       "the state area is not at %llu, %llu bytes",
 		       (unsigned long long)l.state_offset, (unsigned long long)l.state_size);
 	if (h.rings_offset != l.rings_offset)
 		REFUSE(ORBIT__SEG_EBADSEG, rings_offset, "rings_offset %llu is not %llu",
@@ -197,7 +201,8 @@ int orbit__segment_validate(const void *base, size_t mapped_len, struct orbit__s
 		       (unsigned long long)h.pages_offset, (unsigned long long)l.pages_offset);
 	if (h.page_ring_stride != l.page_ring_stride)
 		REFUSE(ORBIT__SEG_EBADSEG, page_ring_stride, "page_ring_stride %llu is not %llu",
-		       (unsigned long long)h.page_ring_stride, (unsigned long long)l.page_ring_stride);
+		       (unsigned long long)h.page_ring_stride,
+		       (unsigned long long)l.page_ring_stride);
 	if (h.flight_offset != l.flight_offset)
 		REFUSE(ORBIT__SEG_EBADSEG, flight_offset, "flight_offset %llu is not %llu",
 		       (unsigned long long)h.flight_offset, (unsigned long long)l.flight_offset);
@@ -208,8 +213,8 @@ int orbit__segment_validate(const void *base, size_t mapped_len, struct orbit__s
 		if (why != NULL) {
 			why->offset = mapped_len;
 			snprintf(why->what, sizeof why->what,
-			         "the segment ends at %zu bytes; its header describes %llu", mapped_len,
-			         (unsigned long long)l.total_size);
+			         "the segment ends at %zu bytes; its header describes %llu",
+			         mapped_len, (unsigned long long)l.total_size);
 		}
 		return ORBIT__SEG_ETRUNC;
 	}

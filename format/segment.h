@@ -37,7 +37,7 @@
 #include <sys/types.h>
 
 #define ORBIT__SEG_MAGIC 0x314745535442524full /* "ORBTSEG1" */
-#define ORBIT__SEG_VERSION 2u /* 2: state, page rings and flight areas */
+#define ORBIT__SEG_VERSION 2u                  /* 2: state, page rings and flight areas */
 #define ORBIT__SEG_MAX_RINGS 128u
 #define ORBIT__SEG_MAX_SLOTS (1u << 24)
 #define ORBIT__SEG_MIN_SLOTS 16u
@@ -279,8 +279,8 @@ int orbit__segment_locked(int fd);
 
 /* What a reader can tell of a segment's writer. */
 enum orbit__seg_life {
-	ORBIT__SEG_ALIVE = 1, /* the lock is held, or /proc says it runs */
-	ORBIT__SEG_DEAD = 0,  /* the lock is free and /proc says it is gone */
+	ORBIT__SEG_ALIVE = 1,    /* the lock is held, or /proc says it runs */
+	ORBIT__SEG_DEAD = 0,     /* the lock is free and /proc says it is gone */
 	ORBIT__SEG_UNKNOWN = -1, /* the lock is free, /proc cannot say */
 };
 int orbit__segment_life(int fd, uint32_t pid, uint64_t start);

@@ -16,7 +16,8 @@ int orbit__seg_conv_init(struct orbit__seg_conv *c, const struct orbit__seg_cloc
 		if (why != NULL) {
 			why->offset = offsetof(struct orbit__seg_clock, source);
 			snprintf(why->what, sizeof why->what,
-			         "calibration: clock source %u with %u points", b->source, b->count);
+			         "calibration: clock source %u with %u points", b->source,
+			         b->count);
 		}
 		return ORBIT__SEG_EBADSEG;
 	}

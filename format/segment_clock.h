@@ -32,7 +32,7 @@ struct orbit__seg_conv {
 	int now_agrees;  /* the last point is the reader's own, and agrees */
 	struct orbit__seg_point p[ORBIT__SEG_CLOCK_POINTS + 2];
 	uint64_t fallback_num, fallback_den; /* the reader's own rate, for 3.; 0: none */
-	struct orbit__seg_point fallback_at;  /* and its pair */
+	struct orbit__seg_point fallback_at; /* and its pair */
 };
 
 /* From a complete clock block (a private copy). The points must increase

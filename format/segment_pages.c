@@ -64,7 +64,8 @@ int orbit__seg_pages_unread(const uint8_t *mem, uint32_t pages, uint32_t page_si
 		uint64_t bytes = le64(st) & ORBIT__SEG_PAGE_CLAIM_BYTES;
 		if (bytes > area)
 			bytes = area; /* hostile: never past the page */
-		uint32_t writers = le32(st + ORBIT__SEG_PAGE_WRITERS_AT) & ORBIT__SEG_PAGE_WRITERS_IN;
+		uint32_t writers =
+		    le32(st + ORBIT__SEG_PAGE_WRITERS_AT) & ORBIT__SEG_PAGE_WRITERS_IN;
 		memcpy(out, page, ORBIT__FTRACE_HEADER + bytes);
 		memset(out + ORBIT__FTRACE_HEADER + bytes, 0, area - bytes);
 		uint64_t commit = bytes;
@@ -78,7 +79,8 @@ int orbit__seg_pages_unread(const uint8_t *mem, uint32_t pages, uint32_t page_si
 		if (orbit__ftrace_open(&it, out, page_size, &h) == 0) {
 			int r;
 			while ((r = orbit__ftrace_next(&it, &rec)) == 1)
-				good = rec.offset + (rec.type_len ? 4 : 8) + rec.len - ORBIT__FTRACE_HEADER;
+				good = rec.offset + (rec.type_len ? 4 : 8) + rec.len -
+				       ORBIT__FTRACE_HEADER;
 			if (r == 0)
 				good = (uint32_t)bytes;
 		}

@@ -52,7 +52,7 @@ struct orbit_dump {
 	int fd;
 	uint64_t file_size;
 	FILE *err;
-	int damaged;     /* a problem was said: exit 2 */
+	int damaged;       /* a problem was said: exit 2 */
 	char problem[260]; /* the first one, for the Dump packet */
 	struct orbit__seg_layout l;
 	int life; /* enum orbit__seg_life */
@@ -65,11 +65,11 @@ struct orbit_dump {
 	int names_ok;
 
 	/* the flight ring */
-	int flight;              /* it had a stream */
+	int flight; /* it had a stream */
 	struct orbit__flight_meta meta;
 	uint64_t kept_frames, damaged_frames, kept_records[ORBIT__SEG_MAX_RINGS];
-	int ended;               /* the stream's end frame was among them */
-	Orbit__Handshake *hs;    /* the stream's handshake, decoded (NULL: made up) */
+	int ended;            /* the stream's end frame was among them */
+	Orbit__Handshake *hs; /* the stream's handshake, decoded (NULL: made up) */
 	uint64_t ring_start[ORBIT__SEG_MAX_RINGS];
 	uint64_t from[ORBIT__SEG_MAX_RINGS]; /* where the rings are read from */
 

@@ -101,20 +101,24 @@ int orbit__dump_resolve(const char *target, char *path, size_t len, FILE *err)
 		}
 		int e = orbit__segment_list(pick, &b);
 		if (e != 0) {
-			fprintf(err, "orbit-dump: cannot list %s: %s\n", ORBIT__SEG_DIR, strerror(-e));
+			fprintf(err, "orbit-dump: cannot list %s: %s\n", ORBIT__SEG_DIR,
+			        strerror(-e));
 			return -1;
 		}
 		if (b.n == 0) {
 			fprintf(err, "orbit-dump: no segment of process %s in %s%s\n", target,
 			        ORBIT__SEG_DIR,
-			        b.foreign ? " (a file with its name belongs to another user: not its "
-			                    "segment)"
-			                  : "");
+			        b.foreign
+			            ? " (a file with its name belongs to another user: not its "
+			              "segment)"
+			            : "");
 			return -1;
 		}
 		if (b.n > 1)
-			fprintf(err, "orbit-dump: %d segments of pid %s; dumping %s, the %s (see --list)\n",
-			        b.n, target, b.best, b.best_live ? "live process's" : "newest");
+			fprintf(
+			    err,
+			    "orbit-dump: %d segments of pid %s; dumping %s, the %s (see --list)\n",
+			    b.n, target, b.best, b.best_live ? "live process's" : "newest");
 		snprintf(path, len, "%s/%s", ORBIT__SEG_DIR, b.best);
 		return 0;
 	}
@@ -270,7 +274,8 @@ int orbit__dump_remove(const char *target, FILE *out, FILE *err)
 	const char *base = strrchr(path, '/') ? strrchr(path, '/') + 1 : path;
 	int nonce;
 	if (h.pid == 0 && orbit__segment_name_parse(base, &pid, &start, &nonce) != 0) {
-		fprintf(err, "orbit-dump: %s is not a segment (no header, no segment's name)\n", path);
+		fprintf(err, "orbit-dump: %s is not a segment (no header, no segment's name)\n",
+		        path);
 		close(fd);
 		return 1;
 	}

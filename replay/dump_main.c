@@ -124,13 +124,14 @@ int main(int argc, char **argv)
 	close(fd);
 	if (status == ORBIT_DUMP_OK || status == ORBIT_DUMP_DAMAGED) {
 		if (strcmp(out, "-") != 0)
-			printf("%s: %s; %llu frames from the flight ring, %llu records from the rings, "
+			printf("%s: %s; %llu frames from the flight ring, %llu records from the "
+			       "rings, "
 			       "%llu log pages\n",
 			       out,
 			       d.life == ORBIT__SEG_ALIVE ? "a snapshot of a live process"
 			                                  : "the process is gone",
-			       (unsigned long long)d.kept_frames, (unsigned long long)d.ring_records,
-			       (unsigned long long)d.log_pages);
+			       (unsigned long long)d.kept_frames,
+			       (unsigned long long)d.ring_records, (unsigned long long)d.log_pages);
 	}
 	return status;
 }

@@ -75,11 +75,12 @@ int orbit__dump_pread(struct orbit_dump *d, void *buf, uint64_t len, uint64_t of
 		if (n == 0) {
 			struct stat st;
 			uint64_t now = fstat(d->fd, &st) == 0 ? (uint64_t)st.st_size : 0;
-			orbit__dump_problem(d, off + got,
-			                    "the segment ends at %llu bytes (its header says %llu): "
-			                    "cut%s",
-			                    (unsigned long long)now, (unsigned long long)d->l.total_size,
-			                    now < d->file_size ? ", shrunk while it was read" : "");
+			orbit__dump_problem(
+			    d, off + got,
+			    "the segment ends at %llu bytes (its header says %llu): "
+			    "cut%s",
+			    (unsigned long long)now, (unsigned long long)d->l.total_size,
+			    now < d->file_size ? ", shrunk while it was read" : "");
 			return -1;
 		}
 		got += (uint64_t)n;
@@ -148,7 +149,8 @@ static void read_state(struct orbit_dump *d, struct orbit__seg_point earlier)
 		else
 			orbit__dump_problem(d,
 			                    d->l.state_offset +
-			                        offsetof(struct orbit__seg_state, clock[best]) + why.offset,
+			                        offsetof(struct orbit__seg_state, clock[best]) +
+			                        why.offset,
 			                    "%s", why.what);
 	}
 	if (!d->conv_ok) { /* converting with the dump's own rate: untrusted */
@@ -203,7 +205,8 @@ static void note_packets(struct orbit_dump *d, struct kept *k)
 		if (pk->body_case == ORBIT__PACKET__BODY_RING_BATCH &&
 		    pk->ring_batch->ring < d->l.ring_count)
 			k->records[pk->ring_batch->ring] += pk->ring_batch->count;
-		else if (pk->body_case == ORBIT__PACKET__BODY_LOSS && pk->loss->ring < d->l.ring_count) {
+		else if (pk->body_case == ORBIT__PACKET__BODY_LOSS &&
+		         pk->loss->ring < d->l.ring_count) {
 			k->loss[pk->loss->ring] = *pk->loss;
 			k->has_loss[pk->loss->ring] = 1;
 		} else if (pk->body_case == ORBIT__PACKET__BODY_END) {
@@ -253,14 +256,16 @@ static void read_flight(struct orbit_dump *d, struct kept *k)
 		    orbit__dump_pread(d, hb, m1.handshake_len, base + ORBIT__FLIGHT_HEADER) == 0) {
 			Orbit__Packet *p = first_packet(d, hb, m1.handshake_len);
 			if (p != NULL && p->body_case == ORBIT__PACKET__BODY_HANDSHAKE &&
-			    orbit__packet_validate(p) == 0 && p->handshake->ring_count == d->l.ring_count) {
+			    orbit__packet_validate(p) == 0 &&
+			    p->handshake->ring_count == d->l.ring_count) {
 				d->hs = p->handshake;
 				p->handshake = NULL; /* ours now */
 				p->body_case = ORBIT__PACKET__BODY__NOT_SET;
 				orbit__dump_out_frame(&d->out, hb, m1.handshake_len);
 			} else {
-				orbit__dump_problem(d, base + ORBIT__FLIGHT_HEADER,
-				                    "the flight ring's handshake frame is not valid");
+				orbit__dump_problem(
+				    d, base + ORBIT__FLIGHT_HEADER,
+				    "the flight ring's handshake frame is not valid");
 			}
 			if (p != NULL)
 				orbit__packet__free_unpacked(p, NULL);
@@ -392,7 +397,8 @@ static void read_pages(struct orbit_dump *d)
 	uint64_t bytes = (uint64_t)d->l.page_ring_pages * (d->l.page_ring_page_size + 64);
 	uint8_t *mem = malloc(bytes), *page = malloc(d->l.page_ring_page_size);
 	for (uint32_t r = 0; mem != NULL && page != NULL && r < d->l.page_ring_count; r++) {
-		if (orbit__dump_pread(d, mem, bytes, d->l.pages_offset + r * d->l.page_ring_stride) != 0)
+		if (orbit__dump_pread(d, mem, bytes,
+		                      d->l.pages_offset + r * d->l.page_ring_stride) != 0)
 			break;
 		struct pages_ctx c = {d, r};
 		orbit__seg_pages_unread(mem, d->l.page_ring_pages, d->l.page_ring_page_size, page,
@@ -423,8 +429,8 @@ static void thread_names(struct orbit_dump *d)
 }
 
 struct ring_result {
-	uint64_t end;                 /* the claim the dump's reading stopped at, at most */
-	uint64_t next;                /* where it stopped */
+	uint64_t end;  /* the claim the dump's reading stopped at, at most */
+	uint64_t next; /* where it stopped */
 	uint64_t lapped, gone, delivered;
 };
 
@@ -450,7 +456,8 @@ static void finish(struct orbit_dump *d, const struct kept *k, const struct ring
 		/* Of the claims lost before the last frame, those a kept Loss
 		 * names; the rest the agent lapped (or dropped) after it. */
 		if (k->has_loss[r]) {
-			l.backstop = k->loss[r].backstop < lost_before ? k->loss[r].backstop : lost_before;
+			l.backstop =
+			    k->loss[r].backstop < lost_before ? k->loss[r].backstop : lost_before;
 			l.writer_gone = k->loss[r].writer_gone < lost_before - l.backstop
 			                    ? k->loss[r].writer_gone
 			                    : lost_before - l.backstop;
@@ -497,7 +504,8 @@ static void finish(struct orbit_dump *d, const struct kept *k, const struct ring
 static int read_cursors(struct orbit_dump *d, uint64_t *cursor)
 {
 	for (uint32_t r = 0; r < d->l.ring_count; r++)
-		if (orbit__dump_pread(d, &cursor[r], 8, d->l.rings_offset + r * d->l.ring_stride) != 0)
+		if (orbit__dump_pread(d, &cursor[r], 8, d->l.rings_offset + r * d->l.ring_stride) !=
+		    0)
 			return -1;
 	return 0;
 }
@@ -538,8 +546,9 @@ int orbit__dump_run(struct orbit_dump *d, const char *out_path)
 		read_flight(d, k);
 	if (k->ended) {
 		/* The agent ended this stream itself: its capture is complete. */
-		fprintf(d->err, "orbit-dump: %s: the stream had ended (orbit_shutdown); the capture "
-		                "holds it as the agent wrote it\n",
+		fprintf(d->err,
+		        "orbit-dump: %s: the stream had ended (orbit_shutdown); the capture "
+		        "holds it as the agent wrote it\n",
 		        d->name);
 		goto close;
 	}
@@ -553,14 +562,18 @@ int orbit__dump_run(struct orbit_dump *d, const char *out_path)
 			    framed > end - d->ring_start[r] || k->records[r] > framed) {
 				orbit__dump_problem(
 				    d,
-				    d->l.flight_offset + offsetof(struct orbit__flight_header, meta) +
+				    d->l.flight_offset +
+				        offsetof(struct orbit__flight_header, meta) +
 				        offsetof(struct orbit__flight_meta, ring_end) + 8ull * r,
-				    "flight ring: ring %u's position %llu (%llu records framed, %llu "
+				    "flight ring: ring %u's position %llu (%llu records framed, "
+				    "%llu "
 				    "kept) does not fit its start %llu and cursor %llu",
 				    r, (unsigned long long)end, (unsigned long long)framed,
 				    (unsigned long long)k->records[r],
-				    (unsigned long long)d->ring_start[r], (unsigned long long)cursor[r]);
-				end = end < d->ring_start[r] || end > cursor[r] ? d->ring_start[r] : end;
+				    (unsigned long long)d->ring_start[r],
+				    (unsigned long long)cursor[r]);
+				end = end < d->ring_start[r] || end > cursor[r] ? d->ring_start[r]
+				                                                : end;
 				d->meta.ring_framed[r] = framed > end - d->ring_start[r]
 				                             ? end - d->ring_start[r]
 				                             : framed;

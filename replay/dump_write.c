@@ -43,7 +43,8 @@ static int write_all(struct orbit_dump_out *o, const uint8_t *p, size_t len)
 		if (n < 0 && errno == EINTR)
 			continue;
 		if (n < 0) {
-			fprintf(stderr, "orbit-dump: cannot write %s: %s\n", o->path, strerror(errno));
+			fprintf(stderr, "orbit-dump: cannot write %s: %s\n", o->path,
+			        strerror(errno));
 			o->failed = 1;
 			return -1;
 		}

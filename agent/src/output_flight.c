@@ -117,8 +117,9 @@ static int flight_start(struct orbit__output *o)
 	const struct orbit__segment *seg = orbit__own_segment();
 	if (seg == NULL || seg->layout.flight_size < ORBIT__SEG_MIN_FLIGHT) {
 		if (!f->said++)
-			fprintf(stderr, "orbit: ORBIT_FLIGHT was set after this process's segment was "
-			                "made without a flight ring; no flight ring\n");
+			fprintf(stderr,
+			        "orbit: ORBIT_FLIGHT was set after this process's segment was "
+			        "made without a flight ring; no flight ring\n");
 		return -ENOSPC;
 	}
 	uint8_t *area = seg->base + seg->layout.flight_offset;
@@ -205,7 +206,8 @@ static int flight_send(struct orbit__output *o, const struct orbit__frame *fr)
 		write_header(f->ring + pos % f->ring_size, 0, ORBIT__FLIGHT_WRAP, fr->seq);
 	uint8_t *p = f->ring + start % f->ring_size;
 	write_header(p, (uint32_t)fr->len,
-	             fr->kind == ORBIT__FRAME_END ? ORBIT__FLIGHT_END : ORBIT__FLIGHT_DATA, fr->seq);
+	             fr->kind == ORBIT__FRAME_END ? ORBIT__FLIGHT_END : ORBIT__FLIGHT_DATA,
+	             fr->seq);
 	memcpy(p + ORBIT__FLIGHT_ENTRY, fr->bytes, fr->len);
 	memset(p + ORBIT__FLIGHT_ENTRY + fr->len, 0, need - ORBIT__FLIGHT_ENTRY - fr->len);
 	f->m.tail = start + need;

@@ -26,7 +26,8 @@ _Static_assert(offsetof(struct orbit__slot, time) == 8, "record follows the stam
 _Static_assert(offsetof(struct orbit__slot, id) == 16, "record layout");
 _Static_assert(offsetof(struct orbit__slot, meta) == 24, "record layout: tid, kind, flags, len");
 _Static_assert(offsetof(struct orbit__slot, name) == 32, "record layout");
-_Static_assert(sizeof(struct orbit__slot) - 8 == ORBIT__RECORD_SIZE, "the record is the slot's tail");
+_Static_assert(sizeof(struct orbit__slot) - 8 == ORBIT__RECORD_SIZE,
+               "the record is the slot's tail");
 _Static_assert(sizeof(_Atomic uint64_t) == 8, "slot words are plain 64-bit words");
 _Static_assert(sizeof(struct orbit__ring) == ORBIT__RING_HEADER, "ring header");
 _Static_assert(offsetof(struct orbit__ring, slots) == ORBIT__RING_HEADER, "ring header");
@@ -113,8 +114,10 @@ static int younger_first(const void *a, const void *b)
  */
 static void keep_dead_bounded(uint32_t self_pid, uint64_t self_start)
 {
-	struct dead_list l = {.uid = (uint32_t)getuid(), .self_pid = self_pid,
-	                      .self_start = self_start, .now_s = (uint64_t)time(NULL)};
+	struct dead_list l = {.uid = (uint32_t)getuid(),
+	                      .self_pid = self_pid,
+	                      .self_start = self_start,
+	                      .now_s = (uint64_t)time(NULL)};
 	DIR *d = opendir(ORBIT__SEG_DIR);
 	if (d == NULL)
 		return;
@@ -274,6 +277,7 @@ int orbit__segment_create(struct orbit__seg_params *p, struct orbit__segment *se
 	int err = plan(p, (uint32_t)page, &l);
 	if (err)
 		return err;
+	const uint64_t first_total = l.total_size;
 	/* The file size limit first: no call below may pass it. */
 	const uint64_t limit = size_limit();
 	while (l.total_size > limit) {
@@ -302,7 +306,6 @@ int orbit__segment_create(struct orbit__seg_params *p, struct orbit__segment *se
 	if (err)
 		goto fail;
 	int why = 0, first_why = 0;
-	uint64_t first_total = l.total_size;
 	while ((why = reserve(fd, l.total_size)) != 0) {
 		if (why != ENOSPC && why != EFBIG && why != ENOMEM && why != EDQUOT) {
 			err = -why;
@@ -324,14 +327,17 @@ int orbit__segment_create(struct orbit__seg_params *p, struct orbit__segment *se
 		char got[200];
 		describe(got, sizeof got, p, l.total_size);
 		if (first_why)
-			fprintf(stderr, "orbit: %s has no room for a segment of %llu bytes (%s); using %s\n",
-			        ORBIT__SEG_DIR, (unsigned long long)first_total, strerror(first_why),
-			        got);
+			fprintf(
+			    stderr,
+			    "orbit: %s has no room for a segment of %llu bytes (%s); using %s\n",
+			    ORBIT__SEG_DIR, (unsigned long long)first_total, strerror(first_why),
+			    got);
 		else
-			fprintf(stderr,
-			        "orbit: the file size limit (ulimit -f, %llu bytes) is below a segment "
-			        "of %llu bytes; using %s\n",
-			        (unsigned long long)limit, (unsigned long long)first_total, got);
+			fprintf(
+			    stderr,
+			    "orbit: the file size limit (ulimit -f, %llu bytes) is below a segment "
+			    "of %llu bytes; using %s\n",
+			    (unsigned long long)limit, (unsigned long long)first_total, got);
 	}
 	void *base = mmap(NULL, l.total_size, PROT_READ | PROT_WRITE, MAP_SHARED, fd, 0);
 	if (base == MAP_FAILED) {

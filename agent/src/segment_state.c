@@ -50,8 +50,8 @@ void orbit__segment_state_clock(struct orbit__seg_state *st, const struct orbit_
 	begin(&b->gen_begin, g);
 	b->source = c->source;
 	b->resets = orbit__clock_resets(c);
-	b->count = orbit__clock_points(c, (struct orbit__clock_pair *)b->point,
-	                               ORBIT__SEG_CLOCK_POINTS);
+	b->count =
+	    orbit__clock_points(c, (struct orbit__clock_pair *)b->point, ORBIT__SEG_CLOCK_POINTS);
 	end(&b->gen_end, g);
 }
 
