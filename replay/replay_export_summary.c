@@ -117,8 +117,9 @@ static void stream_loss_text(struct orbit_rp_out *o, const struct orbit_rp_strea
 		orbit__rp_out_printf(o, ", flight ring %" PRIu64, l.flight);
 	orbit__rp_out_c(o, '\n');
 	if (l.flight)
-		orbit__rp_out_s(o, "             flight ring: in frames it overwrote with newer ones "
-		                   "before the dump; ORBIT_FLIGHT in the traced process keeps more\n");
+		orbit__rp_out_s(o,
+		                "             flight ring: in frames it overwrote with newer ones "
+		                "before the dump; ORBIT_FLIGHT in the traced process keeps more\n");
 	if (l.lapped)
 		orbit__rp_out_s(o, "             lapped: producers overwrote them before the agent "
 		                   "read them; ORBIT_RING_BUDGET in the traced process gives the "
@@ -153,8 +154,9 @@ static void stream_equation_text(struct orbit_rp_out *o, const struct orbit_rp_s
 	orbit__rp_out_c(o, '\n');
 	int pe = orbit__rp_page_equation(s);
 	if (pe < 0 && (s->npage_reserved || s->npage))
-		orbit__rp_out_s(o, "  logs       reserved == delivered + lost: unknown (a dump: the "
-		                   "agent's counts are not in the segment)\n");
+		orbit__rp_out_s(o,
+		                "  logs       reserved == delivered + lost: unknown (a dump: the "
+		                "agent's counts are not in the segment)\n");
 	else if (s->npage_reserved || s->npage)
 		orbit__rp_out_printf(o, "  logs       reserved == delivered + lost: %s\n",
 		                     pe ? "holds" : "DOES NOT HOLD");
@@ -199,15 +201,17 @@ static void stream_end_text(struct orbit_rp_out *o, const struct orbit_rp_stream
 	if (d != NULL)
 		orbit__rp_wallclock(s, d->monotonic_ns, wall, sizeof wall);
 	orbit__rp_out_printf(o, "  ended      %s",
-	                     how == 1 ? "snapshot of the live process"
-	                              : "process gone (it crashed, was killed or exited without its "
-	                                "exit handler)");
+	                     how == 1
+	                         ? "snapshot of the live process"
+	                         : "process gone (it crashed, was killed or exited without its "
+	                           "exit handler)");
 	if (d != NULL) {
 		orbit__rp_out_printf(o, "; orbit-dump at %s from ", wall);
 		orbit__rp_out_text(o, d->segment, strlen(d->segment));
 		orbit__rp_out_printf(o,
-		                     "\n             %" PRIu64 " frames of its flight ring (%" PRIu64
-		                     " overwritten, %" PRIu64 " left out as damaged), %" PRIu64
+		                     "\n             %" PRIu64
+		                     " frames of its flight ring (%" PRIu64 " overwritten, %" PRIu64
+		                     " left out as damaged), %" PRIu64
 		                     " records from its rings, %" PRIu64 " log pages",
 		                     d->flight_frames, d->flight_dropped, d->flight_damaged,
 		                     d->ring_records, d->log_pages);

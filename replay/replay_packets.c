@@ -174,8 +174,8 @@ static void on_loss(struct orbit_rp_timeline *tl, struct orbit_rp_source *src, c
 	struct orbit_rp_stream *s = stream_of(tl, src);
 	if (s == NULL)
 		return;
-	s->loss[l->ring] = (struct orbit_rp_loss){l->lapped,  l->writer_gone, l->backstop,
-	                                          l->unsent,  l->at_end,      l->flight_dropped};
+	s->loss[l->ring] = (struct orbit_rp_loss){l->lapped, l->writer_gone, l->backstop,
+	                                          l->unsent, l->at_end,      l->flight_dropped};
 }
 
 static void on_end(struct orbit_rp_timeline *tl, struct orbit_rp_source *src,
@@ -240,8 +240,7 @@ static void on_page_loss(struct orbit_rp_timeline *tl, struct orbit_rp_source *s
 }
 
 /* orbit-dump's word on the capture it made (the last one wins). */
-static void on_dump(struct orbit_rp_timeline *tl, struct orbit_rp_source *src,
-                    const Orbit__Dump *p)
+static void on_dump(struct orbit_rp_timeline *tl, struct orbit_rp_source *src, const Orbit__Dump *p)
 {
 	struct orbit_rp_stream *s = stream_of(tl, src);
 	if (s == NULL)

@@ -57,11 +57,11 @@ struct orbit_rp_stream {
 	int ended;
 	uint32_t cut; /* Ack.end of the collector's frame that ends a cut capture */
 	uint64_t untrusted_times, clock_resets; /* EndOfStream 5 and 6 */
-	uint32_t ended_by;            /* EndOfStream 11: 0 the agent, 1 snapshot, 2 gone */
-	struct orbit_rp_dump *dump;   /* orbit-dump's word, or NULL */
-	uint64_t flight_size;         /* Handshake 32: kept in a flight ring of that size */
+	uint32_t ended_by;                /* EndOfStream 11: 0 the agent, 1 snapshot, 2 gone */
+	struct orbit_rp_dump *dump;       /* orbit-dump's word, or NULL */
+	uint64_t flight_size;             /* Handshake 32: kept in a flight ring of that size */
 	struct orbit_rp_open open_at_end; /* scopes open when the input ended */
-	int finishing;                /* the reconstructor's finish is running */
+	int finishing;                    /* the reconstructor's finish is running */
 	/* page rings: records delivered, lost (last PageLoss), reserved (End) */
 	uint64_t *page_delivered, *page_lost, *page_pages, *page_unsent, *page_reserved;
 	uint64_t *page_time; /* last log record time of each page ring */

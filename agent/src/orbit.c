@@ -183,10 +183,10 @@ ORBIT_EXPORT int orbit_init(void)
 			goto out;
 		}
 		if (g_seg.layout.page_ring_count > 0)
-			orbit__logs_use_memory(g_seg.base + g_seg.layout.pages_offset,
-			                       g_seg.layout.page_ring_stride, g_seg.layout.page_ring_count,
-			                       g_seg.layout.page_ring_pages,
-			                       g_seg.layout.page_ring_page_size);
+			orbit__logs_use_memory(
+			    g_seg.base + g_seg.layout.pages_offset, g_seg.layout.page_ring_stride,
+			    g_seg.layout.page_ring_count, g_seg.layout.page_ring_pages,
+			    g_seg.layout.page_ring_page_size);
 		atomic_store_explicit(&g_segment, &g_seg, memory_order_release);
 		if (!g_atexit) {
 			pthread_atfork(NULL, NULL, after_fork_child);

@@ -31,8 +31,12 @@ static struct {
 	int ledger_init;
 	struct orbit__output *main; /* the collector, or the capture file */
 	struct orbit__output *copy; /* the local copy beside a collector */
-	struct orbit__output *flight; /* the flight ring beside them, or NULL */
-	int flight_on;                /* it takes the open stream's frames */
+
+	/* The flight ring beside them (NULL: none, or it is main), and
+	 * whether it takes the open stream's frames. */
+	struct orbit__output *flight;
+	int flight_on;
+
 	int copy_on;                /* the copy takes the open stream's frames */
 	int copy_used;              /* the copy had its one stream */
 	int copy_alone;             /* ... of its own, the collector never reached */

@@ -36,7 +36,8 @@ struct image {
  * no flight ring unless a case adds them). */
 static struct orbit__seg_layout plan_of(uint32_t page, uint32_t rings, uint32_t slots)
 {
-	struct orbit__seg_geometry g = {.page_size = page, .ring_count = rings, .slots_per_ring = slots};
+	struct orbit__seg_geometry g = {
+	    .page_size = page, .ring_count = rings, .slots_per_ring = slots};
 	struct orbit__seg_layout l;
 	memset(&l, 0, sizeof l);
 	if (orbit__segment_plan(&g, &l) != 0) {
