@@ -31,18 +31,17 @@ static struct {
 	int ledger_init;
 	struct orbit__output *main; /* the collector, or the capture file */
 	struct orbit__output *copy; /* the local copy beside a collector */
-
-	/* The flight ring beside them (NULL: none, or it is main), and
-	 * whether it takes the open stream's frames. */
-	struct orbit__output *flight;
-	int flight_on;
-
 	int copy_on;                /* the copy takes the open stream's frames */
 	int copy_used;              /* the copy had its one stream */
 	int copy_alone;             /* ... of its own, the collector never reached */
 	int dead;                   /* refused, or the file failed: tracing is off */
 	int blocked;                /* the queue held the drain back */
 	int streams;                /* streams begun on the main output */
+
+	/* The flight ring beside them (NULL: none, or it is main), and
+	 * whether it takes the open stream's frames. */
+	struct orbit__output *flight;
+	int flight_on;
 	const struct orbit__transport_events *tev;
 	void (*idle_cb)(void);
 } X;
