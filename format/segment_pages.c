@@ -1,5 +1,5 @@
 /* segment_pages.c — the log pages a segment holds that no reader took
- * (docs/format.md 1.5): from a private copy of one page ring's memory, the
+ * (docs/format.md 1.9): from a private copy of one page ring's memory, the
  * pages whose state line says records were claimed on them, oldest first,
  * each cut to its claimed bytes. */
 #include "segment_pages.h"

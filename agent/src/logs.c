@@ -184,7 +184,7 @@ static uint32_t ring_page_size(void)
 /* ---- where the pages live ----
  *
  * In the segment's page-ring area when orbit_init gave one (so that
- * orbit-dump finds what was never read, docs/format.md 1.5), else on the
+ * orbit-dump finds what was never read, docs/format.md 1.9), else on the
  * heap. The page ring asks for its memory at each enable through cfg.alloc,
  * two pieces per ring (pages, then their states); orbit__logs_start enables
  * the rings in order under g_ctl, so the n-th piece asked for since

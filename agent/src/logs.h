@@ -87,7 +87,7 @@ struct orbit__config;
  * with configuration c (for the segment, which holds them). */
 void orbit__logs_geometry(const struct orbit__config *c, uint32_t *count, uint32_t *pages,
                           uint32_t *page_size);
-/* The rings' memory, in the segment (docs/format.md 1.5): count rings of
+/* The rings' memory, in the segment (docs/format.md 1.9): count rings of
  * pages pages of page_size bytes, then a 64-byte state per page, stride
  * bytes apart. Taken by the first start if it makes exactly these rings;
  * otherwise, or without this call, the rings live on the heap. */
