@@ -457,6 +457,94 @@ static void case_clock(void)
 	free(im.bytes);
 }
 
+/* Version 2's areas: the state area, the log page rings, the flight ring.
+ * Every offset must be the plan's, every dimension in range, and the
+ * reader's one line names the field at fault. */
+static void case_areas(void)
+{
+	struct orbit__seg_geometry g = {.page_size = PAGE,
+	                                .ring_count = 2,
+	                                .slots_per_ring = 64,
+	                                .page_ring_count = 3,
+	                                .page_ring_pages = 4,
+	                                .page_ring_page_size = PAGE,
+	                                .flight_size = 1u << 20};
+	struct orbit__seg_layout want, l;
+	CHECK_EQ_U64(orbit__segment_plan(&g, &want), 0);
+	CHECK_EQ_U64(want.pages_offset % PAGE, 0);
+	CHECK_EQ_U64(want.page_ring_stride, 5 * PAGE); /* 4 × (4096 + 64), rounded up */
+	CHECK_EQ_U64(want.flight_offset, want.pages_offset + 3 * want.page_ring_stride);
+	CHECK_EQ_U64(want.total_size, want.flight_offset + (1u << 20));
+	struct image im;
+	im.len = (size_t)want.total_size;
+	im.bytes = aligned_alloc(64, im.len);
+	CHECK(im.bytes != NULL);
+	memset(im.bytes, 0, im.len);
+	im.h = (struct orbit__seg_header *)im.bytes;
+#define FILL()                                                                                     \
+	do {                                                                                       \
+		fill_header(im.h, PAGE, 2, 64);                                                    \
+		im.h->pages_offset = want.pages_offset;                                            \
+		im.h->page_ring_count = 3;                                                         \
+		im.h->page_ring_pages = 4;                                                         \
+		im.h->page_ring_page_size = PAGE;                                                  \
+		im.h->page_ring_stride = want.page_ring_stride;                                    \
+		im.h->flight_offset = want.flight_offset;                                          \
+		im.h->flight_size = 1u << 20;                                                      \
+		im.h->total_size = want.total_size;                                                \
+	} while (0)
+	FILL();
+	EXPECT(&im, 0);
+	CHECK_EQ_U64(orbit__segment_validate(im.bytes, im.len, &l, NULL), 0);
+	CHECK_EQ_U64(l.flight_offset, want.flight_offset);
+	CHECK_EQ_U64(l.page_ring_stride, want.page_ring_stride);
+	/* One field at a time, each refused with its own offset. */
+	struct {
+		size_t at, width;
+		uint64_t value;
+		int err;
+	} bad[] = {
+	    {offsetof(struct orbit__seg_header, state_offset), 8, 3 * PAGE, ORBIT_EBADSEG},
+	    {offsetof(struct orbit__seg_header, state_size), 8, PAGE, ORBIT_EBADSEG},
+	    {offsetof(struct orbit__seg_header, pages_offset), 8, 0, ORBIT_EBADSEG},
+	    {offsetof(struct orbit__seg_header, page_ring_count), 4, 4097, ORBIT_EBADSEG},
+	    {offsetof(struct orbit__seg_header, page_ring_pages), 4, 1, ORBIT_EBADSEG},
+	    {offsetof(struct orbit__seg_header, page_ring_pages), 4, (1u << 20) + 1, ORBIT_EBADSEG},
+	    {offsetof(struct orbit__seg_header, page_ring_page_size), 4, 2 * PAGE, ORBIT_EBADSEG},
+	    {offsetof(struct orbit__seg_header, page_ring_page_size), 4, 100, ORBIT_EBADSEG},
+	    {offsetof(struct orbit__seg_header, page_ring_stride), 8, 0, ORBIT_EBADSEG},
+	    {offsetof(struct orbit__seg_header, flight_offset), 8, 0, ORBIT_EBADSEG},
+	    {offsetof(struct orbit__seg_header, flight_size), 8, (1u << 20) + 8, ORBIT_EBADSEG},
+	    {offsetof(struct orbit__seg_header, flight_size), 8, 1u << 19, ORBIT_EBADSEG},
+	    {offsetof(struct orbit__seg_header, flight_size), 8, 8ull << 30, ORBIT_EBADSEG},
+	    {offsetof(struct orbit__seg_header, flight_size), 8, UINT64_MAX, ORBIT_EBADSEG},
+	    {offsetof(struct orbit__seg_header, flight_size), 8, 2u << 20, ORBIT_EBADSEG},
+	    {offsetof(struct orbit__seg_header, total_size), 8, 0, ORBIT_EBADSEG},
+	};
+	for (size_t i = 0; i < sizeof bad / sizeof bad[0]; i++) {
+		FILL();
+		memcpy(im.bytes + bad[i].at, &bad[i].value, bad[i].width);
+		struct orbit__seg_problem why;
+		memset(&why, 0, sizeof why);
+		int err = orbit__segment_validate(im.bytes, im.len, &l, &why);
+		if (err != bad[i].err || why.what[0] == '\0') {
+			fprintf(stderr, "field at %zu = %llu: got %d (%s), want %d\n", bad[i].at,
+			        (unsigned long long)bad[i].value, err, why.what, bad[i].err);
+			exit(1);
+		}
+		/* The line names a field of the header (or the end of the file). */
+		CHECK(why.offset < sizeof(struct orbit__seg_header) || why.offset == im.len);
+	}
+	/* A flight ring past the file's end: the file is too short. */
+	FILL();
+	struct orbit__seg_problem why;
+	CHECK_EQ_U64(orbit__segment_validate(im.bytes, im.len - 1, &l, &why),
+	             (uint64_t)(int64_t)ORBIT_ETRUNC);
+	CHECK_EQ_U64(why.offset, im.len - 1);
+#undef FILL
+	free(im.bytes);
+}
+
 /* ---- real shm objects --------------------------------------------------- */
 
 static char shm_name[64];
@@ -639,21 +727,14 @@ static const struct {
 	const char *name;
 	void (*fn)(void);
 } cases[] = {
-    {"valid", case_valid},
-    {"truncated", case_truncated},
-    {"magic_zero", case_magic_zero},
-    {"magic_wrong", case_magic_wrong},
-    {"version", case_version},
-    {"sizes", case_sizes},
-    {"ring_count", case_ring_count},
-    {"slots_pow2", case_slots_pow2},
-    {"slots_huge", case_slots_huge},
-    {"layout_larger", case_layout_larger},
-    {"offsets", case_offsets},
-    {"clock", case_clock},
-    {"open_truncated", case_open_truncated},
-    {"readonly", case_readonly},
-    {"strerror", case_strerror},
+    {"valid", case_valid},           {"truncated", case_truncated},
+    {"magic_zero", case_magic_zero}, {"magic_wrong", case_magic_wrong},
+    {"version", case_version},       {"sizes", case_sizes},
+    {"ring_count", case_ring_count}, {"slots_pow2", case_slots_pow2},
+    {"slots_huge", case_slots_huge}, {"layout_larger", case_layout_larger},
+    {"offsets", case_offsets},       {"clock", case_clock},
+    {"areas", case_areas},           {"open_truncated", case_open_truncated},
+    {"readonly", case_readonly},     {"strerror", case_strerror},
 };
 
 int main(int argc, char **argv)
