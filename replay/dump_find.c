@@ -38,7 +38,8 @@ static void header_of(int fd, struct orbit__seg_header *h)
 {
 	memset(h, 0, sizeof *h);
 	if (pread(fd, h, sizeof *h, 0) != (ssize_t)sizeof *h ||
-	    atomic_load_explicit(&h->magic, memory_order_relaxed) != ORBIT__SEG_MAGIC)
+	    atomic_load_explicit(&h->magic, memory_order_relaxed) != ORBIT__SEG_MAGIC ||
+	    h->version != ORBIT__SEG_VERSION)
 		memset(h, 0, sizeof *h);
 	h->comm[sizeof h->comm - 1] = '\0';
 }

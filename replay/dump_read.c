@@ -156,6 +156,9 @@ static void read_state(struct orbit_dump *d, struct orbit__seg_point earlier)
 	if (!d->conv_ok) { /* converting with the dump's own rate: untrusted */
 		memset(&d->conv, 0, sizeof d->conv);
 		d->conv.source = d->l.clock_source;
+		/* A rate of its own needs pairs some time apart. */
+		struct timespec ts = {0, 10000000};
+		nanosleep(&ts, NULL);
 	}
 	d->conv.source = d->l.clock_source; /* the header's word decides */
 	orbit__seg_conv_now(&d->conv, earlier, pair_now(d->l.clock_source));
