@@ -16,9 +16,10 @@
  *
  *  1. The parts of the write path of orbit.h, each in a loop of its own, on
  *     the real segment: the clock read (orbit__ticks(), and clock_gettime),
- *     the claim (orbit__claim(): the relaxed fetch_add on the ring cursor),
- *     the payload (orbit__fill() with a 5-byte literal name) and the publish
- *     (orbit__publish(): the release store of the stamp).
+ *     the claim (orbit__claim(): the relaxed fetch_add on the ring cursor
+ *     and the marker store), the payload (orbit__fill() with a 5-byte literal
+ *     name, and the record's check) and the publish (orbit__publish(): the
+ *     release store of the stamp).
  *  2. A whole scope: ORBIT_START("bench") + ORBIT_STOP(), and ORBIT_SCOPE
  *     alone in a loop body, for 1 and 2 writing threads and 1, 8, 16 and 128
  *     rings.
@@ -48,8 +49,9 @@
  *
  * The claim loop hands out claims it never publishes; it then republishes
  * the last lap of its ring's slots (outside the timed loop) so the drain
- * sees lapped claims rather than a stall. The publish loop stores again the
- * stamps the slots already hold, so it changes nothing the drain can see.
+ * sees lapped claims rather than a stall. The fill and publish loops leave
+ * stamps that do not match what the slots hold (the drain counts such
+ * copies as lapped), and repair the ring the same way afterwards.
  */
 #ifndef _GNU_SOURCE
 #define _GNU_SOURCE
@@ -328,13 +330,23 @@ static __attribute__((noinline)) uint64_t job_gettime(void *ctx, long n)
 }
 
 /* Republishes the last lap of the ring with the stamps its claims would
- * carry, so the drain counts the unpublished claims as lapped. */
+ * carry for what the slots hold, so the drain counts the unpublished claims
+ * as lapped rather than waiting on their markers. */
 static void ring_repair(struct orbit__thread *t)
 {
 	uint64_t cursor = atomic_load_explicit(&t->ring->cursor, memory_order_relaxed);
 	uint64_t slots = t->mask + 1;
-	for (uint64_t c = cursor > slots ? cursor - slots : 0; c < cursor; c++)
-		orbit__publish(&t->ring->slots[c & t->mask], c);
+	for (uint64_t c = cursor > slots ? cursor - slots : 0; c < cursor; c++) {
+		struct orbit__slot *s = &t->ring->slots[c & t->mask];
+		uint64_t name[4];
+		for (int i = 0; i < 4; i++)
+			name[i] = atomic_load_explicit(&s->name[i], memory_order_relaxed);
+		orbit__publish(s, c,
+		               orbit__check(atomic_load_explicit(&s->time, memory_order_relaxed),
+		                            atomic_load_explicit(&s->id, memory_order_relaxed),
+		                            atomic_load_explicit(&s->meta, memory_order_relaxed),
+		                            name));
+	}
 }
 
 static __attribute__((noinline)) uint64_t job_claim(void *ctx, long n)
@@ -354,24 +366,35 @@ static __attribute__((noinline)) uint64_t job_claim(void *ctx, long n)
 static __attribute__((noinline)) uint64_t job_fill(void *ctx, long n)
 {
 	struct orbit__thread *t = ctx;
+	uint64_t acc = 0;
 	uint64_t t0 = now_ns();
 	for (long i = 0; i < n; i++)
-		orbit__fill(&t->ring->slots[(uint64_t)i & t->mask], (uint64_t)i, ORBIT__SCOPE_START,
-		            (uint64_t)i, t->tid, NAME, sizeof NAME - 1);
-	return now_ns() - t0;
+		acc += orbit__fill(&t->ring->slots[(uint64_t)i & t->mask], (uint64_t)i,
+		                   ORBIT__SCOPE_START, (uint64_t)i, t->tid, NAME, sizeof NAME - 1);
+	uint64_t t1 = now_ns();
+	KEEP(acc);
+	ring_repair(t); /* the stamps say what the slots hold again */
+	return t1 - t0;
 }
 
+/* The release store of a stamp, with a check from outside the loop; the
+ * ring is repaired afterwards, as after the claim loop. */
 static __attribute__((noinline)) uint64_t job_publish(void *ctx, long n)
 {
 	struct orbit__thread *t = ctx;
 	uint64_t cursor = atomic_load_explicit(&t->ring->cursor, memory_order_relaxed);
 	uint64_t base = cursor - (t->mask + 1); /* after ring_repair: a full lap */
+	const uint64_t name[4] = {0x68636e6562ull, 0, 0, 0};
+	uint64_t check = orbit__check(cursor, cursor, t->tid, name);
+	KEEP(check);
 	uint64_t t0 = now_ns();
 	for (long i = 0; i < n; i++) {
 		uint64_t c = base + ((uint64_t)i & t->mask);
-		orbit__publish(&t->ring->slots[c & t->mask], c);
+		orbit__publish(&t->ring->slots[c & t->mask], c, check);
 	}
-	return now_ns() - t0;
+	uint64_t t1 = now_ns();
+	ring_repair(t);
+	return t1 - t0;
 }
 
 /* ---- running jobs on pinned threads ------------------------------------- */
@@ -920,8 +943,8 @@ int main(int argc, char **argv)
 #define ROWP(label, field) row_parts(label, res, offsetof(struct result, field))
 	ROWP("clock: orbit__ticks()", p_ticks);
 	ROWP("clock: clock_gettime(MONOTONIC)", p_gettime);
-	ROWP("claim: orbit__claim() (fetch_add)", p_claim);
-	ROWP("payload: orbit__fill(), 5-byte name", p_fill);
+	ROWP("claim: orbit__claim() (+ marker)", p_claim);
+	ROWP("payload: orbit__fill() (+ check)", p_fill);
 	ROWP("publish: orbit__publish()", p_publish);
 	printf("%-36s", "sum of the four");
 	for (size_t k = 0; k < NCONFIGS; k++)

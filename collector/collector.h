@@ -143,9 +143,10 @@ struct orbit_conn {
 	uint64_t accepted_ms, last_byte_ms, partial_since_ms;
 	uint32_t pid;
 	struct orbit_capture_file file;
-	uint64_t *ring_loss; /* ORBIT_MAX_RINGS latest Loss sums, lazily */
-	uint64_t *page_loss; /* ORBIT_COLLECTOR_PAGE_RINGS latest PageLoss */
-	uint64_t lost;       /* sum of both */
+	uint64_t *ring_loss;   /* ORBIT_MAX_RINGS latest Loss sums, lazily */
+	uint64_t *page_loss;   /* ORBIT_COLLECTOR_PAGE_RINGS latest PageLoss */
+	uint64_t *kernel_loss; /* ORBIT_KERNEL_MAX_CPUS latest KernelLoss events */
+	uint64_t lost;         /* sum of the three */
 
 	/* size caps (caps.c) */
 	uint32_t cut;          /* ORBIT_ACK_CAPTURE_CAP or _DIR_CAP: no more frames */

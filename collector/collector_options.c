@@ -6,6 +6,8 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "parse.h"
+
 #ifndef ORBIT_VERSION
 #define ORBIT_VERSION "unknown"
 #endif
@@ -72,92 +74,19 @@ static int parse_u64(const char *s, uint64_t max, uint64_t *out)
 	return 0;
 }
 
-/* A size: decimal digits, then optionally K, M, G or T (either case) for
- * 2^10, 2^20, 2^30, 2^40; the same syntax as the agent's sizes. */
-static int parse_size(const char *s, uint64_t *out)
-{
-	char *end;
-	unsigned shift = 0;
-
-	if (s[0] < '0' || s[0] > '9')
-		return -EINVAL;
-	errno = 0;
-	unsigned long long v = strtoull(s, &end, 10);
-	if (errno != 0)
-		return -ERANGE;
-	switch (*end) {
-	case 'k':
-	case 'K':
-		shift = 10;
-		break;
-	case 'm':
-	case 'M':
-		shift = 20;
-		break;
-	case 'g':
-	case 'G':
-		shift = 30;
-		break;
-	case 't':
-	case 'T':
-		shift = 40;
-		break;
-	case '\0':
-		break;
-	default:
-		return -EINVAL;
-	}
-	if (shift != 0 && end[1] != '\0')
-		return -EINVAL;
-	if (v > (UINT64_MAX >> shift))
-		return -ERANGE;
-	*out = (uint64_t)v << shift;
-	return 0;
-}
-
+/* HOST:PORT or [IPV6]:PORT, port 0 allowed: the one rule, shared with the
+ * agent's ORBIT_COLLECTOR (format/parse.h). */
 int orbit__collector_split_listen(const char *s, char *host, size_t hostlen, char *port,
                                   size_t portlen, const char **why)
 {
-	const char *h = s, *colon;
-	size_t hl;
+	uint16_t p;
 
-	if (s[0] == '[') {
-		const char *close = strchr(s, ']');
-		if (close == NULL || close[1] != ':') {
-			*why = "expected [IPV6]:PORT";
-			return -EINVAL;
-		}
-		h = s + 1;
-		hl = (size_t)(close - h);
-		colon = close + 1;
-	} else {
-		colon = strrchr(s, ':');
-		if (colon == NULL) {
-			*why = "expected HOST:PORT";
-			return -EINVAL;
-		}
-		if (memchr(s, ':', (size_t)(colon - s)) != NULL) {
-			*why = "an IPv6 address needs brackets: [::1]:7411";
-			return -EINVAL;
-		}
-		hl = (size_t)(colon - s);
-	}
-	uint64_t p;
-	if (hl == 0) {
-		*why = "missing host (0.0.0.0 or [::] for every interface)";
+	if (orbit__parse_host_port(s, 1, host, hostlen, &p, why) != 0)
 		return -EINVAL;
-	}
-	if (parse_u64(colon + 1, 65535, &p) != 0) {
-		*why = "the port must be a number from 0 to 65535";
-		return -EINVAL;
-	}
-	if (hl >= hostlen || strlen(colon + 1) >= portlen) {
+	if ((size_t)snprintf(port, portlen, "%u", (unsigned)p) >= portlen) {
 		*why = "too long";
 		return -EINVAL;
 	}
-	memcpy(host, h, hl);
-	host[hl] = '\0';
-	snprintf(port, portlen, "%u", (unsigned)p);
 	return 0;
 }
 
@@ -230,13 +159,13 @@ static int parse_one(int argc, char **argv, int *i, struct orbit_collector_optio
 				return bad(name, v, "expected a number from 1 to 1000000");
 			*(n == 3 ? &o->max_connections : &o->max_pending) = (unsigned)m;
 		} else if (n == 8) {
-			if (parse_size(v, &o->max_capture_size) != 0 ||
+			if (orbit__parse_size(v, &o->max_capture_size) != 0 ||
 			    (o->max_capture_size != 0 &&
 			     o->max_capture_size < ORBIT_COLLECTOR_CAPTURE_MIN))
 				return bad(name, v, "expected 0 or a size of at least 128K");
 		} else if (n == 9) {
 			o->dir_size_auto = strcmp(v, "auto") == 0;
-			if (!o->dir_size_auto && parse_size(v, &o->max_dir_size) != 0)
+			if (!o->dir_size_auto && orbit__parse_size(v, &o->max_dir_size) != 0)
 				return bad(name, v, "expected a size (0: no limit) or auto");
 		} else {
 			uint64_t *t = n == 4   ? &o->handshake_timeout_ms

@@ -162,6 +162,10 @@ static void packet_account(struct orbit_conn *k, const Orbit__Packet *p)
 	} else if (p->body_case == ORBIT__PACKET__BODY_PAGE_LOSS) {
 		loss_update(&k->page_loss, ORBIT_COLLECTOR_PAGE_RINGS, p->page_loss->ring,
 		            p->page_loss->records + p->page_loss->unsent, &k->lost);
+	} else if (p->body_case == ORBIT__PACKET__BODY_KERNEL_LOSS) {
+		/* The kernel's scheduling events lost on one CPU (format.md 4.10). */
+		loss_update(&k->kernel_loss, ORBIT_KERNEL_MAX_CPUS, p->kernel_loss->cpu,
+		            p->kernel_loss->overrun + p->kernel_loss->dropped, &k->lost);
 	} else if (p->body_case == ORBIT__PACKET__BODY_END) {
 		k->ended = 1;
 	}
@@ -600,6 +604,7 @@ static void conn_maybe_free(struct orbit_conn *k)
 	free(k->buf);
 	free(k->ring_loss);
 	free(k->page_loss);
+	free(k->kernel_loss);
 	free(k);
 }
 

@@ -355,6 +355,21 @@ int orbit__batch_decode(const Orbit__RingBatch *b, uint8_t *records)
 
 /* ---- packets ---- */
 
+/* Handshake.kernel_sched (docs/format.md 4.10): the limits a reader's
+ * decoder applies (replay/replay_sched.h), so that what a collector keeps
+ * can be read. */
+static int kernel_sched_validate(const Orbit__KernelSched *k)
+{
+	if (k->cpu_count > ORBIT_KERNEL_MAX_CPUS || k->page_size > (1u << 20) ||
+	    k->n_events > ORBIT_KERNEL_MAX_FORMATS)
+		return -EINVAL;
+	for (size_t i = 0; i < k->n_events; i++)
+		if (k->events[i]->format != NULL &&
+		    strlen(k->events[i]->format) > ORBIT_KERNEL_MAX_FORMAT)
+			return -EINVAL;
+	return 0;
+}
+
 int orbit__packet_validate(const Orbit__Packet *p)
 {
 	switch (p->body_case) {
@@ -369,7 +384,14 @@ int orbit__packet_validate(const Orbit__Packet *p)
 		    (h->ring_count > 0 && h->record_size != ORBIT_RECORD_SIZE) ||
 		    h->page_ring_count > 4096 || h->page_size > (1u << 20))
 			return -EINVAL;
-		return 0;
+		/* The previous stream's report: one value per ring each. */
+		const Orbit__PreviousStream *ps = h->previous_stream;
+		if (ps != NULL &&
+		    (ps->n_claimed != h->ring_count || ps->n_acknowledged != h->ring_count ||
+		     ps->n_unacknowledged != h->ring_count || ps->n_lost != h->ring_count ||
+		     ps->frames_acknowledged > ps->frames_sent))
+			return -EINVAL;
+		return h->kernel_sched != NULL ? kernel_sched_validate(h->kernel_sched) : 0;
 	}
 	case ORBIT__PACKET__BODY_RING_BATCH: {
 		const Orbit__RingBatch *b = p->ring_batch;
@@ -397,6 +419,14 @@ int orbit__packet_validate(const Orbit__Packet *p)
 		return 0;
 	case ORBIT__PACKET__BODY_ACK:
 		return p->ack->synced_frames <= p->ack->frames ? 0 : -EINVAL;
+	case ORBIT__PACKET__BODY_KERNEL_PAGE:
+		return p->kernel_page->cpu < ORBIT_KERNEL_MAX_CPUS &&
+		               p->kernel_page->page.len >= 16 &&
+		               p->kernel_page->page.len <= (1u << 20)
+		           ? 0
+		           : -EINVAL;
+	case ORBIT__PACKET__BODY_KERNEL_LOSS:
+		return p->kernel_loss->cpu < ORBIT_KERNEL_MAX_CPUS ? 0 : -EINVAL;
 	case ORBIT__PACKET__BODY_DUMP: /* written by orbit-dump only */
 		return p->dump->ended == 1 || p->dump->ended == 2 ? 0 : -EINVAL;
 	default:

@@ -15,6 +15,11 @@
 #define ORBIT_BATCH_COMPACT 2u /* RingBatch.encoding 2: what writers write */
 #define ORBIT_BATCH_MAX 16384u /* records in one batch */
 #define ORBIT_MAX_RINGS 128u
+/* Kernel scheduling (docs/format.md 4.10): CPUs of KernelPage and
+ * KernelLoss, event formats in a KernelSched and the bytes of each. */
+#define ORBIT_KERNEL_MAX_CPUS 4096u
+#define ORBIT_KERNEL_MAX_FORMATS 256u
+#define ORBIT_KERNEL_MAX_FORMAT (64u << 10)
 /* The most bytes encoding 2 takes for n records: per record a key index (3
  * bytes), a time and an id delta (10 each) and, at worst, a key of its own
  * (41); and the key count. Writers keep a packet under ORBIT_PACKET_MAX. */

@@ -278,6 +278,7 @@ struct orbit_capture_reader {
 	struct orbit_frame_scratch scratch;
 	size_t packet_off; /* next packet in scratch, when in_frame */
 	int in_frame;
+	uint64_t frames; /* frames met so far, damaged ones too */
 };
 
 struct orbit_capture_reader *orbit__capture_from_fd(int fd, int *err)
@@ -320,6 +321,11 @@ void orbit__capture_close(struct orbit_capture_reader *r)
 uint64_t orbit__capture_offset(const struct orbit_capture_reader *r)
 {
 	return r->base + r->start;
+}
+
+uint64_t orbit__capture_frames(const struct orbit_capture_reader *r)
+{
+	return r->frames;
 }
 
 /* Makes at least want bytes available from start, unless the file ends. */
@@ -447,6 +453,7 @@ int orbit__capture_next(struct orbit_capture_reader *r, Orbit__Packet **packet,
 		if (err == 0)
 			err = orbit__frame_decompress(&r->scratch, r->buf + r->start, flen);
 		if (err) {
+			r->frames++;
 			problem->offset = at;
 			problem->error = err;
 			int e = err == ORBIT_FRAME_ETRUNC ? (r->start = r->end, 0) : resync(r);
@@ -455,5 +462,6 @@ int orbit__capture_next(struct orbit_capture_reader *r, Orbit__Packet **packet,
 		r->start += flen;
 		r->packet_off = 0;
 		r->in_frame = 1;
+		r->frames++;
 	}
 }

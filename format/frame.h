@@ -20,8 +20,8 @@
 #define ORBIT_FRAME_MAX_CONTENT (64u << 20)   /* its decompressed content */
 #define ORBIT_PACKET_MAX (1u << 20)           /* one packet */
 #define ORBIT_FRAME_WINDOW_LOG_MAX 23         /* zstd window: 8 MiB */
-#define ORBIT_PROTOCOL_VERSION 2u /* 2: ring batches in encoding 2 */
-#define ORBIT_PROTOCOL_VERSION_MIN 1u /* the oldest a reader of capture files reads */
+#define ORBIT_PROTOCOL_VERSION 2u             /* 2: ring batches in encoding 2 */
+#define ORBIT_PROTOCOL_VERSION_MIN 1u         /* the oldest a reader of capture files reads */
 #define ORBIT_HANDSHAKE_FRAME_MAX (64u << 10) /* a stream's first frame, and its content */
 
 /* Acknowledgements (docs/format.md section 7): a collector sends each as one
@@ -29,8 +29,8 @@
  * says why an Ack is the stream's last one. */
 #define ORBIT_ACK_FRAME_MAX 128u
 enum orbit_ack_end {
-	ORBIT_ACK_GOES_ON = 0,    /* not the last Ack */
-	ORBIT_ACK_PEER_ENDED = 1, /* the agent closed its side of the connection */
+	ORBIT_ACK_GOES_ON = 0,     /* not the last Ack */
+	ORBIT_ACK_PEER_ENDED = 1,  /* the agent closed its side of the connection */
 	ORBIT_ACK_CAPTURE_CAP = 2, /* --max-capture-size reached */
 	ORBIT_ACK_DIR_CAP = 3,     /* --max-dir-size reached */
 	ORBIT_ACK_STOPPING = 4,    /* the collector is stopping (SIGINT, SIGTERM) */
@@ -165,6 +165,10 @@ int orbit__capture_next(struct orbit_capture_reader *r, Orbit__Packet **packet,
                         struct orbit_capture_problem *problem);
 /* Bytes of the file consumed so far. */
 uint64_t orbit__capture_offset(const struct orbit_capture_reader *r);
+/* Frames met so far, damaged ones included: the packet orbit__capture_next
+ * returned last is from frame number orbit__capture_frames (the first is
+ * 1), the numbering of an Ack's frames (docs/format.md 7.2). */
+uint64_t orbit__capture_frames(const struct orbit_capture_reader *r);
 void orbit__capture_close(struct orbit_capture_reader *r);
 
 #endif

@@ -37,7 +37,9 @@
 #include <sys/types.h>
 
 #define ORBIT__SEG_MAGIC 0x314745535442524full /* "ORBTSEG1" */
-#define ORBIT__SEG_VERSION 2u                  /* 2: state, page rings and flight areas */
+/* 2: the state, page-ring and flight areas, and stamps with a marker and a
+ * check (docs/format.md 1.2, 1.5) */
+#define ORBIT__SEG_VERSION 2u
 #define ORBIT__SEG_MAX_RINGS 128u
 #define ORBIT__SEG_MAX_SLOTS (1u << 24)
 #define ORBIT__SEG_MIN_SLOTS 16u

@@ -13,10 +13,16 @@
  * scope that encloses it may still begin at the same instant. The held
  * scopes of all threads together are bounded (ORBIT_RP_HELD_TOTAL): past
  * that, a thread's are written as they are.
+ *
+ * A scope's on-CPU, runnable and blocked time comes from its stream's
+ * scheduling states, when the scan built them (replay_sched_scan.h),
+ * through a cursor per thread: scopes come in about start order.
  */
+#include <stdlib.h>
 #include <string.h>
 
 #include "replay_dispatch.h"
+#include "replay_sched.h"
 
 #define ADD(list, n, cb)                                                                           \
 	do {                                                                                       \
@@ -37,6 +43,7 @@ void orbit__rp_dispatch_add(struct orbit_rp_dispatch *d, struct orbit_rp_export 
 	ADD(value, nvalue, value);
 	ADD(line, nline, line);
 	ADD(loss, nloss, loss);
+	ADD(kernel, nkernel, kernel);
 }
 
 void orbit__rp_dispatch_filter(struct orbit_rp_dispatch *d, const struct orbit_replay_options *o,
@@ -113,6 +120,43 @@ static void slices(struct orbit_rp_dispatch *d, struct orbit_rp_thread *th,
 	}
 }
 
+/* Where [start, end) of thread tid went, from the stream's states: 1 and
+ * *out, or 0 when they do not know the thread or nothing of the interval. */
+static int sched_time(struct orbit_rp_thread *th, const struct orbit_rp_stream *s, uint32_t tid,
+                      uint64_t start, uint64_t end, struct orbit_rp_sched_time *out)
+{
+	const struct orbit__rp_sched_timeline *tl = s->kernel.tl;
+	if (tl == NULL || tid > INT32_MAX)
+		return 0;
+	struct orbit__rp_sched_times t;
+	if (th != NULL && th->tid == tid && th->pid == s->pid) {
+		if (th->sched_tl != tl) { /* a cursor per thread and timeline */
+			const struct orbit__rp_sched_thread *k =
+			    orbit__rp_sched_thread(tl, (int32_t)tid);
+			th->sched_tl = tl;
+			orbit__rp_sched_cursor_init(&th->sched_cur, k);
+			/* The kernel knows the name of a thread that ended before
+			 * the stream's ThreadName packets were sent. */
+			if (k != NULL && k->comm[0] != '\0' &&
+			    th->name_source == ORBIT_RP_NAMED_NONE)
+				orbit__rp_thread_name(th, k->comm, strlen(k->comm),
+				                      ORBIT_RP_NAMED_OS);
+		}
+		if (th->sched_cur.th == NULL)
+			return 0;
+		orbit__rp_sched_cursor_times(&th->sched_cur, start, end, &t);
+	} else { /* the overflow thread */
+		const struct orbit__rp_sched_thread *k = orbit__rp_sched_thread(tl, (int32_t)tid);
+		if (k == NULL)
+			return 0;
+		orbit__rp_sched_times(k, start, end, &t);
+	}
+	if (end > start && t.unknown_ns == end - start)
+		return 0; /* the kernel's events say nothing of it (before recording) */
+	*out = (struct orbit_rp_sched_time){t.oncpu_ns, t.runnable_ns, t.blocked_ns};
+	return 1;
+}
+
 static void on_span(struct orbit_rp_dispatch *d, struct orbit_rp_stream *s,
                     const struct orbit_event *ev, int async)
 {
@@ -146,6 +190,9 @@ static void on_span(struct orbit_rp_dispatch *d, struct orbit_rp_stream *s,
 	    .name = ev->name,
 	    .name_len = (uint32_t)ev->name_len,
 	};
+	struct orbit_rp_sched_time st;
+	if (!async && sched_time(th, s, ev->tid, ev->start, end, &st))
+		sp.sched = &st;
 	sp.name_id = orbit__rp_names_intern(d->names, ev->name, ev->name_len);
 	if (sp.name_id != ORBIT_RP_NAME_NONE)
 		sp.name = orbit__rp_name(d->names, sp.name_id)->bytes;
@@ -256,6 +303,34 @@ void orbit__rp_dispatch_loss(struct orbit_rp_dispatch *d, const struct orbit_rp_
 {
 	for (uint32_t i = 0; i < d->nloss; i++)
 		d->loss[i].fn(d->loss[i].x, m);
+}
+
+void orbit__rp_dispatch_kernel(struct orbit_rp_dispatch *d, const struct orbit_rp_kernel_page *p)
+{
+	struct orbit_rp_kernel_page kp = *p;
+	if (d->from > 0 || d->to < UINT64_MAX) { /* the window */
+		if (p->n > d->kev_cap) {
+			struct orbit__rp_sched_event *e = realloc(d->kev, p->n * sizeof *e);
+			if (e == NULL)
+				return;
+			d->kev = e;
+			d->kev_cap = p->n;
+		}
+		kp.n = 0;
+		for (size_t i = 0; i < p->n; i++)
+			if (p->events[i].time >= d->from && p->events[i].time <= d->to)
+				d->kev[kp.n++] = p->events[i];
+		kp.events = d->kev;
+	}
+	for (uint32_t i = 0; i < d->nkernel; i++)
+		d->kernel[i].fn(d->kernel[i].x, &kp);
+}
+
+void orbit__rp_dispatch_free(struct orbit_rp_dispatch *d)
+{
+	free(d->kev);
+	d->kev = NULL;
+	d->kev_cap = 0;
 }
 
 void orbit__rp_dispatch_flush(struct orbit_rp_dispatch *d)

@@ -20,6 +20,7 @@ typedef void (*orbit_rp_slice_cb)(struct orbit_rp_export *x, const struct orbit_
 typedef void (*orbit_rp_value_cb)(struct orbit_rp_export *x, const struct orbit_rp_value *v);
 typedef void (*orbit_rp_line_cb)(struct orbit_rp_export *x, const struct orbit_rp_line *l);
 typedef void (*orbit_rp_loss_cb)(struct orbit_rp_export *x, const struct orbit_rp_loss_mark *m);
+typedef void (*orbit_rp_kernel_cb)(struct orbit_rp_export *x, const struct orbit_rp_kernel_page *p);
 
 struct orbit_rp_dispatch {
 	struct orbit_rp_threads *threads;
@@ -39,7 +40,10 @@ struct orbit_rp_dispatch {
 	ORBIT_RP_LIST(orbit_rp_value_cb) value[ORBIT_RP_EXPORTS];
 	ORBIT_RP_LIST(orbit_rp_line_cb) line[ORBIT_RP_EXPORTS];
 	ORBIT_RP_LIST(orbit_rp_loss_cb) loss[ORBIT_RP_EXPORTS];
-	uint32_t nstream, nstream_end, nscope, nasync, nslice, nvalue, nline, nloss;
+	ORBIT_RP_LIST(orbit_rp_kernel_cb) kernel[ORBIT_RP_EXPORTS];
+	uint32_t nstream, nstream_end, nscope, nasync, nslice, nvalue, nline, nloss, nkernel;
+	struct orbit__rp_sched_event *kev; /* a kernel page's events in the window */
+	size_t kev_cap;
 	int64_t held; /* scopes the threads' tie orders hold */
 };
 
@@ -57,6 +61,8 @@ void orbit__rp_dispatch_line(void *ctx, const struct orbit_rp_line *l);
 void orbit__rp_dispatch_stream(struct orbit_rp_dispatch *d, const struct orbit_rp_stream *s);
 void orbit__rp_dispatch_stream_end(struct orbit_rp_dispatch *d, const struct orbit_rp_stream *s);
 void orbit__rp_dispatch_loss(struct orbit_rp_dispatch *d, const struct orbit_rp_loss_mark *m);
+void orbit__rp_dispatch_kernel(struct orbit_rp_dispatch *d, const struct orbit_rp_kernel_page *p);
+void orbit__rp_dispatch_free(struct orbit_rp_dispatch *d);
 /* Writes what the tie orders still hold: after the last event. */
 void orbit__rp_dispatch_flush(struct orbit_rp_dispatch *d);
 

@@ -11,6 +11,7 @@
 #ifndef ORBIT_REPLAY_EVENT_H
 #define ORBIT_REPLAY_EVENT_H
 
+#include <stddef.h>
 #include <stdint.h>
 
 struct orbit_rp_stream;
@@ -104,6 +105,20 @@ struct orbit_rp_loss_mark {
 	uint32_t flags; /* ORBIT_RP_LOG_RING */
 	uint64_t from, to;
 	uint64_t count; /* records lost there */
+};
+
+/* The kernel's events on one KernelPage (docs/format.md 4.10), decoded
+ * with the formats of the stream's Handshake (replay_sched.h), in page
+ * order; those outside --from/--to are left out (the other filters do
+ * not apply: an event concerns two threads, or none of the process's). */
+struct orbit__rp_sched_event;
+struct orbit__rp_sched_page;
+struct orbit_rp_kernel_page {
+	const struct orbit_rp_stream *stream;
+	uint32_t cpu;
+	const struct orbit__rp_sched_page *info; /* the page: its loss bit, counts */
+	const struct orbit__rp_sched_event *events;
+	size_t n;
 };
 
 #endif

@@ -12,6 +12,7 @@
  *   scope | slice, async,      the events that passed the filters, in the
  *   value, line                order the captures give them (below)
  *   loss                       a ring's loss counted, never filtered
+ *   kernel                     a kernel page's events (within --from/--to)
  *   stream_end                 a stream is over: counts, loss, equation final
  *   end                        after the last event, when every thread has
  *                              its final name and the statistics and the
@@ -51,6 +52,11 @@ enum orbit_rp_need {
 	/* The time origin during events, not only at the end: the captures are
 	 * scanned for it before the run (replay_origin.c). */
 	ORBIT_RP_NEED_ORIGIN = 1u << 2,
+	/* The kernel's scheduling states: each scope's on-CPU, runnable and
+	 * blocked time (struct orbit_rp_span.sched) and each stream's timeline
+	 * (struct orbit_rp_kernel.tl), from a read of the captures that hold
+	 * kernel pages before the run (replay_sched_scan.h). */
+	ORBIT_RP_NEED_SCHED = 1u << 3,
 };
 
 /* What the run shows every exporter, from begin to free. */
@@ -92,6 +98,8 @@ struct orbit_rp_exporter {
 	void (*value)(struct orbit_rp_export *x, const struct orbit_rp_value *v);
 	void (*line)(struct orbit_rp_export *x, const struct orbit_rp_line *l);
 	void (*loss)(struct orbit_rp_export *x, const struct orbit_rp_loss_mark *m);
+	/* The kernel events of each KernelPage, as the pages come. */
+	void (*kernel)(struct orbit_rp_export *x, const struct orbit_rp_kernel_page *p);
 	void (*end)(struct orbit_rp_export *x);
 	void (*free)(struct orbit_rp_export *x);
 };

@@ -1,12 +1,13 @@
 /*
  * replay_export_chrome.c — --chrome: the Trace Event Format (JSON) that
- * chrome://tracing and Perfetto UI open.
+ * Perfetto UI opens (and DevTools' Performance panel, slices only).
  *
  *   scopes       "X" complete events (ts, dur), in the tie order of
  *                replay_order.c; what is uncertain in args: unfinished (dur
  *                runs to the latest time it is known open), name_incomplete,
  *                time_untrusted; args.color "#rrggbbaa" and args.group when
- *                given
+ *                given; args.oncpu_ns, runnable_ns and blocked_ns with the
+ *                kernel's scheduling (ORBIT_SCHED)
  *   async spans  "b" / "e" nestable async events, id as a hex string, the
  *                same args on "b"
  *   values       "C" counters, one series per name and process
@@ -103,6 +104,16 @@ static void span_args(struct orbit_rp_out *o, const struct orbit_rp_span *s)
 		orbit__rp_out_s(o, "\",\"group\":\"");
 		orbit__rp_out_u64(o, s->group);
 		orbit__rp_out_c(o, '"');
+		sep = ",";
+	}
+	if (s->sched != NULL) { /* where a scope's time went (ORBIT_SCHED) */
+		orbit__rp_out_s(o, sep);
+		orbit__rp_out_s(o, "\"oncpu_ns\":");
+		orbit__rp_out_u64(o, s->sched->oncpu_ns);
+		orbit__rp_out_s(o, ",\"runnable_ns\":");
+		orbit__rp_out_u64(o, s->sched->runnable_ns);
+		orbit__rp_out_s(o, ",\"blocked_ns\":");
+		orbit__rp_out_u64(o, s->sched->blocked_ns);
 		sep = ",";
 	}
 	if (sep[0] == ',' && sep[1] == '\0')
@@ -218,6 +229,7 @@ static const char *chrome_wanted(const struct orbit_replay_options *o)
 const struct orbit_rp_exporter orbit__rp_export_chrome = {
     .name = "chrome",
     .wanted = chrome_wanted,
+    .needs = ORBIT_RP_NEED_SCHED,
     .state_size = sizeof(struct chrome),
     .begin = chrome_begin,
     .stream = chrome_process,

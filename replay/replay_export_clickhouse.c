@@ -761,7 +761,7 @@ static const char *ch_wanted(const struct orbit_replay_options *o)
 const struct orbit_rp_exporter orbit__rp_export_clickhouse = {
     .name = "clickhouse",
     .wanted = ch_wanted,
-    .needs = ORBIT_RP_NEED_STDOUT, /* writes no file: its output is the server */
+    .needs = ORBIT_RP_NEED_STDOUT | ORBIT_RP_NEED_SCHED, /* no file: its output is the server */
     .state_size = sizeof(struct ch),
     .begin = ch_begin,
     .stream = ch_stream,

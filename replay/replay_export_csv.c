@@ -13,6 +13,11 @@
  *   time_untrusted  the agent could not trust the conversion of its start's
  *                   or stop's time (its clock counter went backwards or
  *                   jumped around then)
+ * oncpu_ns, runnable_ns and blocked_ns split a scope's time by what its
+ * thread did, from the kernel's scheduling (ORBIT_SCHED): running on a
+ * CPU, waiting for one, asleep; what they leave of duration_ns is
+ * unknown (no kernel events there). Empty without kernel scheduling for
+ * the scope's thread, and for async spans.
  */
 #include "replay_export.h"
 
@@ -21,7 +26,7 @@ static int csv_begin(struct orbit_rp_export *x)
 	orbit__rp_out_s(
 	    x->out,
 	    "pid,tid,thread_name,depth,name,start_ns,end_ns,duration_ns,kind,color,group_id,"
-	    "marks\r\n");
+	    "marks,oncpu_ns,runnable_ns,blocked_ns\r\n");
 	return 0;
 }
 
@@ -70,6 +75,16 @@ static void csv_span(struct orbit_rp_export *x, const struct orbit_rp_span *s)
 			sep = " ";
 		}
 	}
+	orbit__rp_out_c(o, ',');
+	if (s->sched != NULL) {
+		orbit__rp_out_u64(o, s->sched->oncpu_ns);
+		orbit__rp_out_c(o, ',');
+		orbit__rp_out_u64(o, s->sched->runnable_ns);
+		orbit__rp_out_c(o, ',');
+		orbit__rp_out_u64(o, s->sched->blocked_ns);
+	} else {
+		orbit__rp_out_s(o, ",,");
+	}
 	orbit__rp_out_s(o, "\r\n");
 }
 
@@ -81,7 +96,7 @@ static const char *csv_wanted(const struct orbit_replay_options *o)
 const struct orbit_rp_exporter orbit__rp_export_csv = {
     .name = "csv",
     .wanted = csv_wanted,
-    .needs = ORBIT_RP_NEED_EARLY_NAMES,
+    .needs = ORBIT_RP_NEED_EARLY_NAMES | ORBIT_RP_NEED_SCHED,
     .begin = csv_begin,
     .scope = csv_span,
     .async = csv_span,

@@ -502,6 +502,7 @@ static const char *html_wanted(const struct orbit_replay_options *o)
 const struct orbit_rp_exporter orbit__rp_export_html = {
     .name = "html",
     .wanted = html_wanted,
+    .needs = ORBIT_RP_NEED_SCHED,
     .state_size = sizeof(struct orbit_rp_html),
     .begin = html_begin,
     .stream = html_stream,

@@ -31,7 +31,10 @@
  *   STAT  kind name cnt totl self mean min p50 p95 p99 max unf apx
  *         the statistics of every span (filtered, never capped)
  *   DENS  lane lo w frst               DBIN c    where left-out spans were
- *   THST  lane t0 t1 stat cpu kst wakr thread states (issue 13: empty now)
+ *   THST  lane t0 t1 stat cpu kst wakr thread states, from the kernel's
+ *         scheduling (ORBIT_SCHED), by lane and t0
+ *   CPUS  proc cpu t0 t1 lane          when each thread lane ran on each
+ *         CPU: the CPU tracks, by proc, cpu and t0
  *
  * Times are ns after the time origin (docs/replay.md), as doubles (exact
  * up to 104 days) or u32 deltas. Every text, whatever its bytes, is an
@@ -46,7 +49,10 @@
 #include "replay_export.h"
 #include "replay_export_html.h"
 
-#define NTABLES 20u
+#define NTABLES 21u
+/* States and CPU intervals the page holds at most (each); past it the
+ * lanes after are left without (META states_dropped). */
+#define STATE_ROWS_MAX (1u << 20)
 #define ASYNC_ROWS 256u
 
 struct meta_row {
@@ -58,6 +64,8 @@ struct meta_row {
 
 struct row_row;
 struct vrow_row;
+struct thst_row;
+struct cpus_row;
 
 /* What the tables are written from, besides the events. */
 struct orbit_rp_html_tables {
@@ -72,6 +80,10 @@ struct orbit_rp_html_tables {
 	size_t stat_n[2];
 	struct meta_row *meta_tab;
 	size_t nstreams, nrows, nsovr, ndovr, nsext, nvrows, ndens, nmeta;
+	struct thst_row *thst_tab;
+	struct cpus_row *cpus_tab;
+	size_t nthst, ncpus;
+	uint64_t states_dropped;
 	struct meta_row meta[META_MAX];
 };
 
@@ -256,6 +268,8 @@ static size_t meta_rows(struct orbit_rp_html *h, struct meta_row *m)
 	                           (double)h->losses_dropped};
 	m[n++] = (struct meta_row){key(h, "out_of_memory"), ORBIT_RP_HTML_NO_STR,
 	                           (double)(h->oom || h->keep.oom)};
+	m[n++] = (struct meta_row){key(h, "states_dropped"), ORBIT_RP_HTML_NO_STR,
+	                           (double)h->tables->states_dropped};
 	size_t at = 0;
 	b[0] = '\0';
 	if (o->has_thread)
@@ -704,18 +718,22 @@ static void dbin_get(struct orbit_rp_html *h, size_t i, void *row)
 static const struct col dbin_cols[] = {{"c   ", 'I', 0}};
 
 /*
- * THST: thread states, the hook for issue 13. One row per span of a thread
- * lane's states: [t0, t1) in state stat (enum orbit__rp_sched_state of
+ * THST: thread states (issue 13). One row per span of a thread lane's
+ * states: [t0, t1) in state stat (enum orbit__rp_sched_state of
  * replay_sched.h: 0 unknown, 1 running, 2 runnable, 3 blocked, 4 dead), on
  * CPU cpu when running (0xffff: none), with the kernel's prev_state kst
  * when blocked (2: D, uninterruptible) and the tid that woke it, wakr
  * (0xffffffff: not known). The page draws a state track under each thread
- * lane that has rows here (html/timeline.js, TRACKS.state), and each
- * scope's split (struct orbit_rp_span.sched) is already in SEXT. Nothing
- * fills it yet: once the sched states reach the exporters, end() looks up
- * each thread lane's struct orbit__rp_sched_thread by tid and writes its
- * spans here (t1: the next span's start, the last one's: the thread's
- * end), sorted by (lane, t0), with the same row struct and columns.
+ * lane that has rows here (html/timeline.js, TRACKS.state); each scope's
+ * split (struct orbit_rp_span.sched) is in SEXT. end() looks up each
+ * thread lane's struct orbit__rp_sched_thread by tid in its stream's
+ * timeline and writes its spans here (t1: the next span's start, the last
+ * one's: the thread's end), sorted by (lane, t0).
+ *
+ * CPUS: the CPU tracks, one per CPU of a process that its threads ran on:
+ * each running span of a thread lane, as [t0, t1) on CPU cpu of process
+ * proc, sorted by (proc, cpu, t0). What a CPU did between them (other
+ * processes, idle) is not the capture's.
  */
 struct thst_row {
 	uint32_t lane, kstate, waker;
@@ -725,9 +743,7 @@ struct thst_row {
 };
 static void thst_get(struct orbit_rp_html *h, size_t i, void *row)
 {
-	(void)h;
-	(void)i;
-	memset(row, 0, sizeof(struct thst_row));
+	*(struct thst_row *)row = h->tables->thst_tab[i];
 }
 static const struct col thst_cols[] = {
     COL("lane", 'I', struct thst_row, lane),  COL("t0  ", 'd', struct thst_row, t0),
@@ -735,6 +751,99 @@ static const struct col thst_cols[] = {
     COL("cpu ", 'H', struct thst_row, cpu),   COL("kst ", 'I', struct thst_row, kstate),
     COL("wakr", 'I', struct thst_row, waker),
 };
+
+struct cpus_row {
+	uint32_t proc, lane;
+	double t0, t1;
+	uint16_t cpu;
+};
+static void cpus_get(struct orbit_rp_html *h, size_t i, void *row)
+{
+	*(struct cpus_row *)row = h->tables->cpus_tab[i];
+}
+static const struct col cpus_cols[] = {
+    COL("proc", 'I', struct cpus_row, proc), COL("cpu ", 'H', struct cpus_row, cpu),
+    COL("t0  ", 'd', struct cpus_row, t0),   COL("t1  ", 'd', struct cpus_row, t1),
+    COL("lane", 'I', struct cpus_row, lane),
+};
+
+/* A time after the origin, negative before it (kernel events may precede
+ * the first scope). */
+static double srel(const struct orbit_rp_html *h, uint64_t t)
+{
+	uint64_t o = h->tables->origin;
+	return t >= o ? (double)(t - o) : -(double)(o - t);
+}
+
+static int cpus_cmp(const void *a, const void *b)
+{
+	const struct cpus_row *x = a, *y = b;
+	if (x->proc != y->proc)
+		return x->proc < y->proc ? -1 : 1;
+	if (x->cpu != y->cpu)
+		return x->cpu < y->cpu ? -1 : 1;
+	return x->t0 < y->t0 ? -1 : x->t0 > y->t0;
+}
+
+/* The kernel's states of thread lane l, if its stream has them. */
+static const struct orbit__rp_sched_thread *lane_sched(const struct orbit_rp_html_lane *l)
+{
+	if (l->kind != ORBIT_RP_HTML_THREAD || l->th == NULL || l->th->stream == NULL ||
+	    l->tid > INT32_MAX)
+		return NULL;
+	const struct orbit_rp_stream *s = l->th->stream;
+	return s->kernel.tl != NULL ? orbit__rp_sched_thread(s->kernel.tl, (int32_t)l->tid) : NULL;
+}
+
+/* THST and CPUS from the lanes (in page order). */
+static int index_states(struct orbit_rp_html_tables *e)
+{
+	struct orbit_rp_html *h = e->h;
+	size_t nst = 0, ncpu = 0;
+	for (uint32_t i = 0; i < h->nlanes; i++) {
+		const struct orbit__rp_sched_thread *k = lane_sched(&h->lanes[i]);
+		for (uint32_t j = 0; k != NULL && j < k->span_count; j++)
+			ncpu += k->spans[j].state == ORBIT__RP_SCHED_RUNNING;
+		nst += k != NULL ? k->span_count : 0;
+	}
+	nst = nst < STATE_ROWS_MAX ? nst : STATE_ROWS_MAX;
+	ncpu = ncpu < STATE_ROWS_MAX ? ncpu : STATE_ROWS_MAX;
+	e->thst_tab = malloc((nst + 1) * sizeof *e->thst_tab);
+	e->cpus_tab = malloc((ncpu + 1) * sizeof *e->cpus_tab);
+	if (e->thst_tab == NULL || e->cpus_tab == NULL)
+		return -1;
+	for (uint32_t i = 0; i < h->nlanes; i++) {
+		const struct orbit_rp_html_lane *l = &h->lanes[i];
+		const struct orbit__rp_sched_thread *k = lane_sched(l);
+		if (k == NULL)
+			continue;
+		if (e->nthst + k->span_count > nst) { /* whole lanes, or none */
+			e->states_dropped += k->span_count;
+			continue;
+		}
+		for (uint32_t j = 0; j < k->span_count; j++) {
+			const struct orbit__rp_sched_span *sp = &k->spans[j];
+			uint64_t t1 = j + 1 < k->span_count ? k->spans[j + 1].start : k->end;
+			int run = sp->state == ORBIT__RP_SCHED_RUNNING;
+			e->thst_tab[e->nthst++] = (struct thst_row){
+			    .lane = i,
+			    .kstate = sp->kstate,
+			    .waker = sp->waker >= 0 ? (uint32_t)sp->waker : 0xffffffffu,
+			    .t0 = srel(h, sp->start),
+			    .t1 = srel(h, t1 > sp->start ? t1 : sp->start),
+			    .state = sp->state,
+			    .cpu = run || sp->state == ORBIT__RP_SCHED_RUNNABLE ? sp->cpu : 0xffff,
+			};
+			if (run && e->ncpus < ncpu)
+				e->cpus_tab[e->ncpus++] =
+				    (struct cpus_row){l->proc, i, e->thst_tab[e->nthst - 1].t0,
+				                      e->thst_tab[e->nthst - 1].t1, sp->cpu};
+		}
+	}
+	if (e->ncpus > 1)
+		qsort(e->cpus_tab, e->ncpus, sizeof *e->cpus_tab, cpus_cmp);
+	return 0;
+}
 
 /* ---- the end ---- */
 
@@ -763,7 +872,8 @@ static void write_data(void *ctx, struct orbit_rp_out *o)
 	TABLE(&d, h, "STAT", h->tables->stat_n[0] + h->tables->stat_n[1], stat_get, stat_cols);
 	TABLE(&d, h, "DENS", e->ndens, dens_get, dens_cols);
 	TABLE(&d, h, "DBIN", e->ndens * ORBIT_RP_HTML_DENSITY_BINS, dbin_get, dbin_cols);
-	TABLE(&d, h, "THST", 0, thst_get, thst_cols);
+	TABLE(&d, h, "THST", e->nthst, thst_get, thst_cols);
+	TABLE(&d, h, "CPUS", e->ncpus, cpus_get, cpus_cols);
 	e->nmeta = meta_rows(h, e->meta);
 	e->meta[e->nmeta - 1].v = (double)h->strs.refused;
 	h->tables->meta_tab = e->meta;
@@ -874,14 +984,18 @@ int orbit__rp_html_write(struct orbit_rp_html *h, const struct orbit_rp_export *
 		if (e.stat_rows[async] == NULL)
 			goto oom;
 	}
-	if (index_events(&e) != 0)
+	if (index_events(&e) != 0 || index_states(&e) != 0)
 		goto oom;
 	orbit__rp_html_page(x->out, write_data, &e);
 	end_free(h);
+	free(e.thst_tab);
+	free(e.cpus_tab);
 	h->tables = NULL;
 	return 0;
 oom:
 	end_free(h);
+	free(e.thst_tab);
+	free(e.cpus_tab);
 	h->tables = NULL;
 	return -1;
 }

@@ -2,7 +2,10 @@
  * replay_export_json.c — --json FILE: the summary as JSON ("-": stdout,
  * instead of the text): captures[] with streams[] holding every figure of
  * the text summary in ns, then scopes[], async_spans[] and threads[], each
- * cut to --top rows (docs/replay.md, "The summary").
+ * cut to --top rows (docs/replay.md, "The summary"). With the kernel's
+ * scheduling, a stream's "kernel" says what was recorded and lost, and a
+ * scope name's row its split: sched_ns of its time covered, of which
+ * oncpu_ns, runnable_ns and blocked_ns.
  */
 #include <inttypes.h>
 #include <stdlib.h>
@@ -91,6 +94,45 @@ static void json_recon(struct orbit_rp_out *o, const struct orbit_rp_stream *s)
 	orbit__rp_out_c(o, '}');
 }
 
+/* The stream's kernel scheduling (ORBIT_SCHED); null when not asked for. */
+static void json_kernel(struct orbit_rp_out *o, const struct orbit_rp_stream *s)
+{
+	static const char *eq[] = {"fails", "holds", "unknown"};
+	const struct orbit_rp_kernel *k = &s->kernel;
+	uint64_t sum[6];
+	int f = 1;
+	if (!k->on && k->off == NULL) {
+		orbit__rp_out_s(o, "null");
+		return;
+	}
+	orbit__rp_out_c(o, '{');
+	jkey(o, "on", &f);
+	orbit__rp_out_s(o, k->on ? "true" : "false");
+	if (!k->on) {
+		jstr(o, "off", k->off, &f);
+		orbit__rp_out_c(o, '}');
+		return;
+	}
+	orbit__rp_stream_kernel_sums(s, sum);
+	jstr(o, "instance", k->instance, &f);
+	ju64(o, "cpus", k->cpus, &f);
+	ju64(o, "buffer_kb", k->buffer_kb, &f);
+	ju64(o, "pages", k->pages, &f);
+	ju64(o, "events", k->records, &f);
+	ju64(o, "bad_pages", k->bad_pages, &f);
+	ju64(o, "overrun", sum[0], &f);
+	ju64(o, "dropped", sum[1], &f);
+	ju64(o, "flagged_pages", sum[2], &f);
+	ju64(o, "stored_lost", sum[3], &f);
+	ju64(o, "read_events", sum[4], &f);
+	ju64(o, "unsent_pages", sum[5], &f);
+	int e = orbit__rp_kernel_equation(s);
+	jstr(o, "equation", eq[e < 0 ? 2 : e], &f);
+	jkey(o, "states", &f);
+	orbit__rp_out_s(o, k->tl != NULL ? "true" : "false");
+	orbit__rp_out_c(o, '}');
+}
+
 static void json_stream(struct orbit_rp_out *o, const struct orbit_rp_stream *s)
 {
 	static const char *eq[] = {"fails", "holds", "unknown"};
@@ -145,6 +187,8 @@ static void json_stream(struct orbit_rp_out *o, const struct orbit_rp_stream *s)
 		jstr(o, "ended", ended < 3 ? how[ended] : "unknown", &f);
 	jkey(o, "rebuilt", &f);
 	json_recon(o, s);
+	jkey(o, "kernel", &f);
+	json_kernel(o, s);
 	json_open(o, s);
 	orbit__rp_out_c(o, '}');
 }
@@ -198,6 +242,13 @@ static void json_rows(const struct orbit_rp_view *v, struct orbit_rp_out *o, int
 		ju64(o, "unfinished", x->unfinished, &f);
 		jkey(o, "percentiles_approximate", &f);
 		orbit__rp_out_s(o, x->hist.approx ? "true" : "false");
+		if (!async && x->sched_count > 0) { /* the kernel's split (ORBIT_SCHED) */
+			ju64(o, "sched_count", x->sched_count, &f);
+			ju64(o, "sched_ns", x->sched_total, &f);
+			ju64(o, "oncpu_ns", x->oncpu, &f);
+			ju64(o, "runnable_ns", x->runnable, &f);
+			ju64(o, "blocked_ns", x->blocked, &f);
+		}
 		orbit__rp_out_c(o, '}');
 	}
 	orbit__rp_out_c(o, ']');
@@ -258,5 +309,6 @@ static const char *json_wanted(const struct orbit_replay_options *o)
 const struct orbit_rp_exporter orbit__rp_export_json = {
     .name = "json",
     .wanted = json_wanted,
+    .needs = ORBIT_RP_NEED_SCHED,
     .end = json_end,
 };

@@ -16,10 +16,21 @@
  *    iid = name id + 1) the first time they are used; debug annotations
  *    unfinished (the slice ends where it is last known open),
  *    name_incomplete, time_untrusted, and color ("#rrggbbaa") and group
- *    when the scope was given them;
+ *    when the scope was given them, and oncpu_ns, runnable_ns and
+ *    blocked_ns when the run has the kernel's split of the scope (another
+ *    output asked for it: Perfetto has the kernel's events themselves);
  *  - async spans: a track per (pid, id) under the process track;
  *  - values: TYPE_COUNTER on a counter track per (pid, name);
- *  - log lines: TYPE_INSTANT on the thread track, the text as the name.
+ *  - log lines: TYPE_INSTANT on the thread track, the text as the name;
+ *  - the kernel's scheduling (ORBIT_SCHED): an FtraceEventBundle per
+ *    kernel page, Perfetto's own encoding of sched_switch, sched_waking,
+ *    sched_wakeup_new, sched_process_fork, sched_process_exit and
+ *    task_rename, so that its UI draws CPU tracks and thread states; their
+ *    timestamps are CLOCK_BOOTTIME, as traced_probes writes them (the
+ *    capture's CLOCK_MONOTONIC times moved by the boottime - monotonic pair
+ *    of the stream's KernelSched, which the stream's ClockSnapshot states
+ *    too), and a SystemInfo packet gives the kernel's release, which says
+ *    what prev_state's bits mean.
  * Descriptors of counter and async tracks are remembered in a small cache
  * and written again when it forgets them: repeating a descriptor is
  * allowed, and the memory stays bounded.
@@ -35,6 +46,7 @@
 #define SEQ_NEEDS_STATE 2u
 #define CLOCK_MONOTONIC_ID 3u
 #define CLOCK_REALTIME_ID 1u
+#define CLOCK_BOOTTIME_ID 6u
 #define CACHE 4096u
 
 struct perfetto {
@@ -45,7 +57,26 @@ struct perfetto {
 	uint8_t *interned; /* by name id: emitted on the sequence */
 	uint32_t ninterned;
 	int started;
+	int system_info;    /* the SystemInfo packet is written */
+	struct kevent *kev; /* one bundle's events */
+	size_t kev_cap;
 	uint64_t cache[CACHE];
+};
+
+typedef Perfetto__Protos__FtraceEvent Fevent;
+
+/* One FtraceEvent with room for its body and its strings. */
+struct kevent {
+	Fevent e;
+	union {
+		Perfetto__Protos__SchedSwitchFtraceEvent sw;
+		Perfetto__Protos__SchedWakingFtraceEvent wk;
+		Perfetto__Protos__SchedWakeupNewFtraceEvent wn;
+		Perfetto__Protos__SchedProcessForkFtraceEvent fk;
+		Perfetto__Protos__SchedProcessExitFtraceEvent ex;
+		Perfetto__Protos__TaskRenameFtraceEvent rn;
+	} u;
+	char a[3 * ORBIT__RP_SCHED_COMM + 1], b[3 * ORBIT__RP_SCHED_COMM + 1];
 };
 
 typedef Perfetto__Protos__TracePacket Packet;
@@ -157,12 +188,23 @@ static void put_track(struct orbit_rp_export *x, Track *t)
 
 /* ---- the start: clock snapshot ---- */
 
+/* CLOCK_BOOTTIME - CLOCK_MONOTONIC on the stream's host, from its
+ * KernelSched (0 without: the two agree until the host first suspends). */
+static uint64_t boot_offset(const struct orbit_rp_stream *s)
+{
+	const struct orbit_rp_kernel *k = &s->kernel;
+	return k->boottime_ns && k->boottime_ns >= k->monotonic_ns
+	           ? k->boottime_ns - k->monotonic_ns
+	           : 0;
+}
+
 static void clock_snapshot(struct orbit_rp_export *x, const struct orbit_rp_stream *s)
 {
 	struct perfetto *p = x->state;
 	Perfetto__Protos__ClockSnapshot__Clock mono = PERFETTO__PROTOS__CLOCK_SNAPSHOT__CLOCK__INIT;
 	Perfetto__Protos__ClockSnapshot__Clock real = PERFETTO__PROTOS__CLOCK_SNAPSHOT__CLOCK__INIT;
-	Perfetto__Protos__ClockSnapshot__Clock *clocks[2] = {&mono, &real};
+	Perfetto__Protos__ClockSnapshot__Clock boot = PERFETTO__PROTOS__CLOCK_SNAPSHOT__CLOCK__INIT;
+	Perfetto__Protos__ClockSnapshot__Clock *clocks[3] = {&mono, &real, &boot};
 	Perfetto__Protos__ClockSnapshot cs = PERFETTO__PROTOS__CLOCK_SNAPSHOT__INIT;
 	Packet pk = PERFETTO__PROTOS__TRACE_PACKET__INIT;
 	if (s->handshake && s->realtime_ns) {
@@ -174,6 +216,12 @@ static void clock_snapshot(struct orbit_rp_export *x, const struct orbit_rp_stre
 		real.timestamp = s->realtime_ns;
 		cs.n_clocks = 2;
 		cs.clocks = clocks;
+		if (s->kernel.on) { /* the clock of its ftrace events */
+			boot.has_clock_id = boot.has_timestamp = 1;
+			boot.clock_id = CLOCK_BOOTTIME_ID;
+			boot.timestamp = s->monotonic_ns + boot_offset(s);
+			cs.n_clocks = 3;
+		}
 	}
 	if (!p->started) {
 		cs.has_primary_trace_clock = 1;
@@ -196,9 +244,33 @@ static char *text_dup(struct orbit_rp_export *x, const char *s)
 	return strdup(text_of(x, s, strlen(s)));
 }
 
+/* The kernel's release, once: trace processor reads prev_state by it. */
+static void system_info(struct orbit_rp_export *x, const struct orbit_rp_stream *s)
+{
+	struct perfetto *p = x->state;
+	if (p->system_info || s->kernel.release == NULL)
+		return;
+	Perfetto__Protos__Utsname u = PERFETTO__PROTOS__UTSNAME__INIT;
+	Perfetto__Protos__SystemInfo si = PERFETTO__PROTOS__SYSTEM_INFO__INIT;
+	Packet pk = PERFETTO__PROTOS__TRACE_PACKET__INIT;
+	u.sysname = (char *)"Linux";
+	u.release = text_dup(x, s->kernel.release);
+	si.utsname = &u;
+	pk.data_case = PERFETTO__PROTOS__TRACE_PACKET__DATA_SYSTEM_INFO;
+	pk.system_info = &si;
+	if (u.release != NULL)
+		put_packet(x, &pk);
+	free(u.release);
+	p->system_info = 1;
+}
+
+static uint64_t thread_track(struct orbit_rp_export *x, uint32_t pid, uint32_t tid,
+                             struct orbit_rp_thread *th);
+
 static void perfetto_process(struct orbit_rp_export *x, const struct orbit_rp_stream *s)
 {
 	clock_snapshot(x, s);
+	system_info(x, s);
 	Perfetto__Protos__ProcessDescriptor pd = PERFETTO__PROTOS__PROCESS_DESCRIPTOR__INIT;
 	pd.has_pid = 1;
 	pd.pid = (int32_t)s->pid;
@@ -220,6 +292,11 @@ static void perfetto_process(struct orbit_rp_export *x, const struct orbit_rp_st
 		free(cmd[i]);
 	free(name);
 	free(cmd);
+	/* The threads the kernel's events name belong to this process: Perfetto
+	 * learns it from their descriptors (those with scopes get theirs, with
+	 * a name, before their first event). */
+	for (size_t i = 0; i < s->kernel.ntids; i++)
+		thread_track(x, s->pid, s->kernel.tids[i], NULL);
 }
 
 /* ---- tracks ---- */
@@ -346,11 +423,9 @@ static void slice(struct orbit_rp_export *x, const struct orbit_rp_span *s, uint
 	Event ev = PERFETTO__PROTOS__TRACK_EVENT__INIT;
 	Perfetto__Protos__InternedData in = PERFETTO__PROTOS__INTERNED_DATA__INIT;
 	Perfetto__Protos__EventName en = PERFETTO__PROTOS__EVENT_NAME__INIT, *ens[1];
-	Perfetto__Protos__DebugAnnotation a[5] = {
-	    PERFETTO__PROTOS__DEBUG_ANNOTATION__INIT, PERFETTO__PROTOS__DEBUG_ANNOTATION__INIT,
-	    PERFETTO__PROTOS__DEBUG_ANNOTATION__INIT, PERFETTO__PROTOS__DEBUG_ANNOTATION__INIT,
-	    PERFETTO__PROTOS__DEBUG_ANNOTATION__INIT};
-	Perfetto__Protos__DebugAnnotation *ap[5];
+	Perfetto__Protos__DebugAnnotation a[8], *ap[8];
+	for (size_t i = 0; i < 8; i++)
+		perfetto__protos__debug_annotation__init(&a[i]);
 	char color[10];
 	ev.has_type = 1;
 	ev.type = end ? PERFETTO__PROTOS__TRACK_EVENT__TYPE__TYPE_SLICE_END
@@ -376,6 +451,18 @@ static void slice(struct orbit_rp_export *x, const struct orbit_rp_span *s, uint
 			a[na].value_case = PERFETTO__PROTOS__DEBUG_ANNOTATION__VALUE_UINT_VALUE;
 			a[na].uint_value = s->group;
 			ap[na] = &a[na], na++;
+		}
+		if (s->sched != NULL) { /* with a summary or --csv: the scan ran */
+			static const char *const k[3] = {"oncpu_ns", "runnable_ns", "blocked_ns"};
+			const uint64_t v[3] = {s->sched->oncpu_ns, s->sched->runnable_ns,
+			                       s->sched->blocked_ns};
+			for (int i = 0; i < 3; i++) {
+				a[na].name = (char *)k[i];
+				a[na].value_case =
+				    PERFETTO__PROTOS__DEBUG_ANNOTATION__VALUE_UINT_VALUE;
+				a[na].uint_value = v[i];
+				ap[na] = &a[na], na++;
+			}
 		}
 		ev.n_debug_annotations = na;
 		ev.debug_annotations = ap;
@@ -473,6 +560,142 @@ static void perfetto_line(struct orbit_rp_export *x, const struct orbit_rp_line 
 	free(hex);
 }
 
+/* ---- the kernel's events ---- */
+
+/* A comm as a valid UTF-8 C string (a kernel comm is bytes). */
+static char *comm_text(char *dst, const char *comm)
+{
+	dst[orbit__rp_utf8_fix(comm, strnlen(comm, ORBIT__RP_SCHED_COMM - 1), dst)] = '\0';
+	return dst;
+}
+
+/* sched_waking and sched_wakeup_new have the same fields. */
+#define WAKE_FIELDS(m, k, ev)                                                                      \
+	do {                                                                                       \
+		(m)->comm = comm_text((k)->a, (ev)->u.wake.comm);                                  \
+		(m)->has_pid = (m)->has_prio = (m)->has_success = (m)->has_target_cpu = 1;         \
+		(m)->pid = (ev)->u.wake.pid;                                                       \
+		(m)->prio = (ev)->u.wake.prio;                                                     \
+		(m)->success = 1;                                                                  \
+		(m)->target_cpu = (ev)->u.wake.target_cpu;                                         \
+	} while (0)
+
+/* One decoded event as Perfetto's FtraceEvent; 0 for a kind it leaves out. */
+static int kevent_of(struct kevent *k, const struct orbit__rp_sched_event *ev, uint64_t offset)
+{
+	Fevent *e = &k->e;
+	perfetto__protos__ftrace_event__init(e);
+	e->has_timestamp = e->has_pid = 1;
+	e->timestamp = ev->time + offset;
+	e->pid = ev->common_pid > 0 ? (uint32_t)ev->common_pid : 0;
+	switch (ev->kind) {
+	case ORBIT__RP_SCHED_SWITCH: {
+		Perfetto__Protos__SchedSwitchFtraceEvent *m = &k->u.sw;
+		perfetto__protos__sched_switch_ftrace_event__init(m);
+		m->prev_comm = comm_text(k->a, ev->u.sw.prev_comm);
+		m->next_comm = comm_text(k->b, ev->u.sw.next_comm);
+		m->has_prev_pid = m->has_prev_prio = m->has_prev_state = 1;
+		m->has_next_pid = m->has_next_prio = 1;
+		m->prev_pid = ev->u.sw.prev_pid;
+		m->prev_prio = ev->u.sw.prev_prio;
+		m->prev_state = ev->u.sw.prev_state;
+		m->next_pid = ev->u.sw.next_pid;
+		m->next_prio = ev->u.sw.next_prio;
+		e->event_case = PERFETTO__PROTOS__FTRACE_EVENT__EVENT_SCHED_SWITCH;
+		e->sched_switch = m;
+		return 1;
+	}
+	case ORBIT__RP_SCHED_WAKING:
+		perfetto__protos__sched_waking_ftrace_event__init(&k->u.wk);
+		WAKE_FIELDS(&k->u.wk, k, ev);
+		e->event_case = PERFETTO__PROTOS__FTRACE_EVENT__EVENT_SCHED_WAKING;
+		e->sched_waking = &k->u.wk;
+		return 1;
+	case ORBIT__RP_SCHED_WAKEUP_NEW:
+		perfetto__protos__sched_wakeup_new_ftrace_event__init(&k->u.wn);
+		WAKE_FIELDS(&k->u.wn, k, ev);
+		e->event_case = PERFETTO__PROTOS__FTRACE_EVENT__EVENT_SCHED_WAKEUP_NEW;
+		e->sched_wakeup_new = &k->u.wn;
+		return 1;
+	case ORBIT__RP_SCHED_FORK: {
+		Perfetto__Protos__SchedProcessForkFtraceEvent *m = &k->u.fk;
+		perfetto__protos__sched_process_fork_ftrace_event__init(m);
+		m->parent_comm = comm_text(k->a, ev->u.fork.parent_comm);
+		m->child_comm = comm_text(k->b, ev->u.fork.child_comm);
+		m->has_parent_pid = m->has_child_pid = 1;
+		m->parent_pid = ev->u.fork.parent_pid;
+		m->child_pid = ev->u.fork.child_pid;
+		e->event_case = PERFETTO__PROTOS__FTRACE_EVENT__EVENT_SCHED_PROCESS_FORK;
+		e->sched_process_fork = m;
+		return 1;
+	}
+	case ORBIT__RP_SCHED_EXIT: {
+		Perfetto__Protos__SchedProcessExitFtraceEvent *m = &k->u.ex;
+		perfetto__protos__sched_process_exit_ftrace_event__init(m);
+		m->comm = comm_text(k->a, ev->u.exit.comm);
+		m->has_pid = m->has_prio = 1;
+		m->pid = ev->u.exit.pid;
+		m->prio = ev->u.exit.prio;
+		e->event_case = PERFETTO__PROTOS__FTRACE_EVENT__EVENT_SCHED_PROCESS_EXIT;
+		e->sched_process_exit = m;
+		return 1;
+	}
+	case ORBIT__RP_SCHED_RENAME: {
+		Perfetto__Protos__TaskRenameFtraceEvent *m = &k->u.rn;
+		perfetto__protos__task_rename_ftrace_event__init(m);
+		m->oldcomm = comm_text(k->a, ev->u.rename.oldcomm);
+		m->newcomm = comm_text(k->b, ev->u.rename.newcomm);
+		m->has_pid = 1;
+		m->pid = ev->u.rename.pid;
+		e->event_case = PERFETTO__PROTOS__FTRACE_EVENT__EVENT_TASK_RENAME;
+		e->task_rename = m;
+		return 1;
+	}
+	default:
+		return 0;
+	}
+}
+
+/* One kernel page: one FtraceEventBundle of its CPU. */
+static void perfetto_kernel(struct orbit_rp_export *x, const struct orbit_rp_kernel_page *kp)
+{
+	struct perfetto *p = x->state;
+	if (kp->n == 0 && !kp->info->missed)
+		return;
+	if (kp->n > p->kev_cap) {
+		size_t cap = kp->n > 64 ? kp->n : 64;
+		struct kevent *k = realloc(p->kev, cap * (sizeof *k + sizeof(Fevent *)));
+		if (k == NULL) {
+			if (x->out->err == 0)
+				x->out->err = 12; /* ENOMEM */
+			return;
+		}
+		p->kev = k;
+		p->kev_cap = cap;
+	}
+	Fevent **pe = (Fevent **)(p->kev + p->kev_cap);
+	uint64_t offset = boot_offset(kp->stream);
+	size_t n = 0;
+	for (size_t i = 0; i < kp->n; i++)
+		if (kevent_of(&p->kev[n], &kp->events[i], offset)) {
+			pe[n] = &p->kev[n].e;
+			n++;
+		}
+	Perfetto__Protos__FtraceEventBundle b = PERFETTO__PROTOS__FTRACE_EVENT_BUNDLE__INIT;
+	b.has_cpu = 1;
+	b.cpu = kp->cpu;
+	b.n_event = n;
+	b.event = pe;
+	if (kp->info->missed) {
+		b.has_lost_events = 1;
+		b.lost_events = 1;
+	}
+	Packet pk = PERFETTO__PROTOS__TRACE_PACKET__INIT;
+	pk.data_case = PERFETTO__PROTOS__TRACE_PACKET__DATA_FTRACE_EVENTS;
+	pk.ftrace_events = &b;
+	put_packet(x, &pk);
+}
+
 static void perfetto_end(struct orbit_rp_export *x)
 {
 	/* Threads renamed after their last event get their final name. */
@@ -491,6 +714,7 @@ static void perfetto_free(struct orbit_rp_export *x)
 	free(p->buf);
 	free(p->text);
 	free(p->interned);
+	free(p->kev);
 }
 
 static const char *perfetto_wanted(const struct orbit_replay_options *o)
@@ -507,6 +731,7 @@ const struct orbit_rp_exporter orbit__rp_export_perfetto = {
     .async = perfetto_async,
     .value = perfetto_value,
     .line = perfetto_line,
+    .kernel = perfetto_kernel,
     .end = perfetto_end,
     .free = perfetto_free,
 };

@@ -40,6 +40,20 @@ static void out_name(struct orbit_rp_out *o, const char *s, size_t n)
 		orbit__rp_out_s(o, "...");
 }
 
+/* On-CPU, runnable ("wait") and blocked ("asleep") time as shares of the
+ * time of the name's scopes that the kernel's scheduling covers; what they
+ * leave of 100 % is unknown (no kernel events there). */
+static void sched_shares(struct orbit_rp_out *o, const struct orbit_rp_stat *x)
+{
+	if (x->sched_count == 0 || x->sched_total == 0) {
+		orbit__rp_out_printf(o, " %7s %7s %7s", "-", "-", "-");
+		return;
+	}
+	double t = (double)x->sched_total;
+	orbit__rp_out_printf(o, " %6.1f%% %6.1f%% %6.1f%%", 100.0 * (double)x->oncpu / t,
+	                     100.0 * (double)x->runnable / t, 100.0 * (double)x->blocked / t);
+}
+
 static void scope_table(const struct orbit_rp_view *v, struct orbit_rp_out *o, int async)
 {
 	static const char *by[] = {"total time", "self time", "count", "max"};
@@ -50,11 +64,16 @@ static void scope_table(const struct orbit_rp_view *v, struct orbit_rp_out *o, i
 		return;
 	}
 	size_t k = orbit__rp_top(v->o, n);
+	int sched = 0; /* the kernel's split of the scopes' time, when any has one */
+	for (size_t i = 0; !async && i < n; i++)
+		sched |= r[i].st->sched_count > 0;
 	orbit__rp_out_printf(o, "\n%s by %s (%zu of %zu names)\n", async ? "async spans" : "scopes",
 	                     by[v->o->sort], k, n);
-	orbit__rp_out_printf(o, "%10s %14s %14s %14s %14s %14s %14s %14s %8s  %s\n", "count",
-	                     "total", async ? "-" : "self", "mean", "p50", "p95", "p99", "max",
-	                     "unfin.", "name");
+	orbit__rp_out_printf(o, "%10s %14s %14s %14s %14s %14s %14s %14s %8s", "count", "total",
+	                     async ? "-" : "self", "mean", "p50", "p95", "p99", "max", "unfin.");
+	if (sched)
+		orbit__rp_out_printf(o, " %7s %7s %7s", "on-CPU", "wait", "asleep");
+	orbit__rp_out_s(o, "  name\n");
 	for (size_t i = 0; i < k; i++) {
 		const struct orbit_rp_stat *x = r[i].st;
 		int ap = x->hist.approx;
@@ -69,7 +88,10 @@ static void scope_table(const struct orbit_rp_view *v, struct orbit_rp_out *o, i
 		out_dur(o, orbit__rp_hist_pct(&x->hist, 95, x->min, x->max), ap);
 		out_dur(o, orbit__rp_hist_pct(&x->hist, 99, x->min, x->max), ap);
 		out_dur(o, x->max, 0);
-		orbit__rp_out_printf(o, " %8" PRIu64 "  ", x->unfinished);
+		orbit__rp_out_printf(o, " %8" PRIu64, x->unfinished);
+		if (sched)
+			sched_shares(o, x);
+		orbit__rp_out_s(o, "  ");
 		out_name(o, r[i].name, r[i].len);
 		orbit__rp_out_c(o, '\n');
 	}
@@ -147,8 +169,9 @@ static void stream_equation_text(struct orbit_rp_out *o, const struct orbit_rp_s
 		return;
 	}
 	orbit__rp_out_printf(
-	    o, "  equation   claimed %" PRIu64 " == delivered %" PRIu64 " + lost %" PRIu64 ": %s",
-	    t.claimed, t.delivered, t.lost, t.holds ? "holds" : "DOES NOT HOLD");
+	    o, "  equation   claimed %" PRIu64 " == delivered %" PRIu64 " + lost %" PRIu64 ": %s%s",
+	    t.claimed, t.delivered, t.lost, t.holds ? "holds" : "DOES NOT HOLD",
+	    t.by_account ? " (by the account a later stream gave of it)" : "");
 	if (!t.holds)
 		orbit__rp_out_printf(o, " (first on ring %u)", t.bad_ring);
 	orbit__rp_out_c(o, '\n');
@@ -253,6 +276,36 @@ static void stream_open_text(const struct orbit_rp_view *v, struct orbit_rp_out 
 		orbit__rp_out_printf(o, "             and %" PRIu64 " more\n", op->dropped);
 }
 
+/* Kernel scheduling (ORBIT_SCHED): said only when it was asked for. */
+static void stream_kernel_text(struct orbit_rp_out *o, const struct orbit_rp_stream *s)
+{
+	const struct orbit_rp_kernel *k = &s->kernel;
+	if (!k->on) {
+		if (k->off != NULL) {
+			orbit__rp_out_s(o, "  kernel     off: ");
+			orbit__rp_out_text(o, k->off, strlen(k->off));
+			orbit__rp_out_c(o, '\n');
+		}
+		return;
+	}
+	uint64_t sum[6];
+	orbit__rp_stream_kernel_sums(s, sum);
+	orbit__rp_out_printf(
+	    o,
+	    "  kernel     %" PRIu64 " scheduling events on %" PRIu64 " pages from %" PRIu32
+	    " CPUs; lost %" PRIu64 " (overwritten %" PRIu64 ", dropped %" PRIu64 "), %" PRIu64
+	    " pages with a gap, %" PRIu64 " pages not sent\n",
+	    k->records, k->pages, k->cpus, sum[0] + sum[1], sum[0], sum[1], sum[2], sum[5]);
+	int eq = orbit__rp_kernel_equation(s);
+	if (eq >= 0)
+		orbit__rp_out_printf(o,
+		                     "  kernel     read %" PRIu64 " == delivered %" PRIu64 ": %s\n",
+		                     sum[4], k->records, eq ? "holds" : "DOES NOT HOLD");
+	if (sum[0] + sum[1])
+		orbit__rp_out_s(o, "             lost: the agent read the kernel's buffers too "
+		                   "late; where, the threads' states are unknown\n");
+}
+
 static void stream_text(const struct orbit_rp_view *v, struct orbit_rp_out *o,
                         const struct orbit_rp_stream *s)
 {
@@ -293,6 +346,7 @@ static void stream_text(const struct orbit_rp_view *v, struct orbit_rp_out *o,
 	stream_equation_text(o, s);
 	stream_recon_text(o, s);
 	stream_clock_text(o, s);
+	stream_kernel_text(o, s);
 	stream_open_text(v, o, (struct orbit_rp_stream *)s);
 }
 
@@ -361,6 +415,6 @@ static const char *summary_wanted(const struct orbit_replay_options *o)
 const struct orbit_rp_exporter orbit__rp_export_summary = {
     .name = "summary",
     .wanted = summary_wanted,
-    .needs = ORBIT_RP_NEED_STDOUT,
+    .needs = ORBIT_RP_NEED_STDOUT | ORBIT_RP_NEED_SCHED,
     .end = summary_end,
 };

@@ -23,6 +23,7 @@
 
 #include "replay.h"
 #include "replay_event.h"
+#include "replay_sched.h"
 
 /* ---- output: a buffered writer that remembers its first error ---- */
 
@@ -193,6 +194,8 @@ struct orbit_rp_thread {
 	uint32_t nchild;
 	struct orbit_rp_order order;
 	uint64_t export[ORBIT_RP_EXPORTS]; /* a word for each exporter's own use */
+	const void *sched_tl;              /* the timeline sched_cur is a cursor of */
+	struct orbit__rp_sched_cursor sched_cur;
 };
 
 struct orbit_rp_threads {
@@ -215,6 +218,10 @@ struct orbit_rp_stat {
 	uint64_t count, total, self, max, min;
 	uint64_t unfinished;
 	struct orbit_rp_hist hist;
+	/* scopes whose time the kernel's scheduling splits (span.sched): how
+	 * many, their total time, and its split; the rest of sched_total is
+	 * unknown (no events there, or lost) */
+	uint64_t sched_count, sched_total, oncpu, runnable, blocked;
 };
 
 struct orbit_rp_stats {

@@ -2,8 +2,8 @@
  * replay_merge.c — the captures as one timeline. Every capture is open at
  * once and the next packet always comes from the capture whose pending
  * packet is earliest: a ring batch by its first record's time, a log page
- * by its page time; other packets go as soon as they are next in their
- * file. Only one frame per capture is in memory (format/frame.h), so
+ * or a kernel page by its page time; other packets go as soon as they are
+ * next in their file. Only one frame per capture is in memory (format/frame.h), so
  * memory does not grow with the captures' size.
  *
  * A frame the reader cannot read, or a packet outside the format's limits,
@@ -42,6 +42,10 @@ static const char *packet_kind(const Orbit__Packet *p)
 		return "log loss";
 	case ORBIT__PACKET__BODY_ACK:
 		return "collector's acknowledgement";
+	case ORBIT__PACKET__BODY_KERNEL_PAGE:
+		return "kernel page";
+	case ORBIT__PACKET__BODY_KERNEL_LOSS:
+		return "kernel loss";
 	default:
 		return "empty";
 	}
@@ -55,6 +59,8 @@ static uint64_t packet_key(const Orbit__Packet *p, uint64_t prev)
 		return orbit__le64(p->ring_batch->records.data);
 	if (p->body_case == ORBIT__PACKET__BODY_FTRACE_PAGE && p->ftrace_page->page.len >= 8)
 		return orbit__le64(p->ftrace_page->page.data);
+	if (p->body_case == ORBIT__PACKET__BODY_KERNEL_PAGE && p->kernel_page->page.len >= 8)
+		return orbit__le64(p->kernel_page->page.data);
 	return prev;
 }
 
@@ -259,6 +265,8 @@ void orbit__rp_timeline_free(struct orbit_rp_timeline *tl)
 	free(tl->srcs);
 	free(tl->caps);
 	free(tl->batch);
+	free(tl->kev);
+	tl->kev = NULL;
 	tl->srcs = NULL;
 	tl->caps = NULL;
 	tl->batch = NULL;

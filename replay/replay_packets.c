@@ -3,21 +3,25 @@
  * Handshake begins a stream, a RingBatch goes to the stream's
  * reconstructor, an FtracePage to the log decoder (replay_log.c), Loss,
  * PageLoss and EndOfStream to its loss accounting (replay_stream.c),
- * ThreadName to the threads. A packet the stream's handshake does not
- * allow (a ring past its ring count) is reported and left out.
+ * ThreadName to the threads; a KernelPage is counted, and decoded for the
+ * exporters that take kernel events, a KernelLoss counted (replay_stream.c). A packet the stream's
+ * handshake does not allow (a ring past its ring count) is reported and left out.
  *
  * Packets that come before any handshake (the first frame is lost) get a
  * stream of their own, whose process is unknown. Past MAX_STREAMS streams
  * (a hostile capture) a new stream reuses the capture's last one: its
  * counts add up, its reconstructor starts afresh.
  */
+#include <errno.h>
 #include <inttypes.h>
 #include <stdlib.h>
 #include <string.h>
 
+#include "ftrace_page.h"
 #include "replay_dispatch.h"
 #include "replay_log.h"
 #include "replay_report.h"
+#include "replay_sched_scan.h"
 #include "replay_timeline.h"
 
 #define MAX_STREAMS 4096u /* kept for the summary, per run */
@@ -73,6 +77,28 @@ static struct orbit_rp_stream *stream_reuse(struct orbit_rp_timeline *tl,
 	return stream_open(tl, s) == 0 ? s : NULL;
 }
 
+/* The stream's kernel scheduling: what its Handshake says, a decoder for
+ * the exporters of kernel events, and the states the scan built. */
+static void stream_kernel(struct orbit_rp_timeline *tl, struct orbit_rp_source *src,
+                          struct orbit_rp_stream *s, const Orbit__Handshake *h)
+{
+	const char *what;
+	orbit__rp_stream_kernel(s, h);
+	if (!s->kernel.on)
+		return;
+	int err = orbit__rp_sched_decoder_of(h->kernel_sched, &s->kernel.dec, &what);
+	if (err != 0) {
+		orbit__rp_problem(tl->rep,
+		                  "%s: offset %" PRIu64
+		                  ": the kernel's event formats do not decode (%s: "
+		                  "%s): its kernel pages are counted, not read",
+		                  src->cap->path, src->frame_at, what, strerror(-err));
+		return;
+	}
+	s->kernel.tl =
+	    orbit__rp_sched_scan_get(tl->sched, (size_t)(src->cap - tl->caps), src->handshakes);
+}
+
 static struct orbit_rp_stream *stream_begin(struct orbit_rp_timeline *tl,
                                             struct orbit_rp_source *src, const Orbit__Handshake *h)
 {
@@ -87,6 +113,10 @@ static struct orbit_rp_stream *stream_begin(struct orbit_rp_timeline *tl,
 	}
 	if (h != NULL && !s->handshake)
 		orbit__rp_stream_info(s, h);
+	if (h != NULL) {
+		src->handshakes++;
+		stream_kernel(tl, src, s, h);
+	}
 	if (tl->d)
 		orbit__rp_dispatch_stream(tl->d, s);
 	return s;
@@ -239,6 +269,94 @@ static void on_page_loss(struct orbit_rp_timeline *tl, struct orbit_rp_source *s
 		          l->records - before);
 }
 
+static int keep_kernel_event(void *ctx, const struct orbit__rp_sched_event *ev)
+{
+	struct orbit_rp_timeline *tl = ctx;
+	if (tl->nkev == tl->kev_cap) {
+		size_t cap = tl->kev_cap ? tl->kev_cap * 2 : 256;
+		struct orbit__rp_sched_event *e = realloc(tl->kev, cap * sizeof *e);
+		if (e == NULL)
+			return -ENOMEM;
+		tl->kev = e;
+		tl->kev_cap = cap;
+	}
+	tl->kev[tl->nkev++] = *ev;
+	return 0;
+}
+
+static uint32_t page_records(const uint8_t *page, size_t len, int *err, uint32_t *err_off)
+{
+	struct orbit__ftrace_iter it;
+	struct orbit__ftrace_header h;
+	struct orbit__ftrace_record rec;
+	uint32_t n = 0;
+	int r = orbit__ftrace_open(&it, page, len, &h);
+	if (r == 0)
+		while ((r = orbit__ftrace_next(&it, &rec)) == 1)
+			n++;
+	*err = r < 0 ? r : 0;
+	*err_off = it.err_off;
+	return n;
+}
+
+static void on_kernel_page(struct orbit_rp_timeline *tl, struct orbit_rp_source *src,
+                           const Orbit__KernelPage *k)
+{
+	struct orbit_rp_stream *s = stream_of(tl, src);
+	if (s == NULL)
+		return;
+	if (s->handshake && (!s->kernel.on || k->cpu >= s->kernel.cpus)) {
+		orbit__rp_problem(tl->rep,
+		                  "%s: offset %" PRIu64 ": kernel page of CPU %" PRIu32
+		                  ", the handshake has %s%" PRIu32 " CPUs",
+		                  src->cap->path, src->frame_at, k->cpu,
+		                  s->kernel.on ? "" : "no kernel formats, ", s->kernel.cpus);
+		src->cap->invalid++;
+		return;
+	}
+	s->kernel.pages++;
+	struct orbit__rp_sched_page info = {0};
+	int err;
+	uint32_t err_off;
+	if (tl->d != NULL && tl->d->nkernel > 0 && s->kernel.dec != NULL) {
+		tl->nkev = 0;
+		int r = orbit__rp_sched_decode_page(s->kernel.dec, k->cpu, k->page.data,
+		                                    k->page.len, keep_kernel_event, tl, &info);
+		if (r == -ENOMEM)
+			orbit__rp_problem(tl->rep, "%s: out of memory decoding kernel pages",
+			                  src->cap->path);
+		err = info.err;
+		err_off = info.err_off;
+		s->kernel.events += tl->nkev;
+		struct orbit_rp_kernel_page kp = {s, k->cpu, &info, tl->kev, tl->nkev};
+		orbit__rp_dispatch_kernel(tl->d, &kp);
+	} else {
+		info.records = page_records(k->page.data, k->page.len, &err, &err_off);
+	}
+	s->kernel.records += info.records;
+	if (err != 0) {
+		s->kernel.bad_pages++;
+		orbit__rp_problem(
+		    tl->rep,
+		    "%s: offset %" PRIu64 ": kernel page of CPU %" PRIu32 ": %s at byte %" PRIu32,
+		    src->cap->path, src->frame_at, k->cpu,
+		    orbit__ftrace_strerror(err) ? orbit__ftrace_strerror(err) : "bad page",
+		    err_off);
+		src->cap->invalid++;
+	}
+}
+
+static void on_kernel_loss(struct orbit_rp_timeline *tl, struct orbit_rp_source *src,
+                           const Orbit__KernelLoss *l)
+{
+	struct orbit_rp_stream *s = stream_of(tl, src);
+	if (s != NULL && orbit__rp_stream_kernel_loss(s, l) != 0) {
+		orbit__rp_problem(tl->rep, "%s: offset %" PRIu64 ": kernel loss of CPU %" PRIu32,
+		                  src->cap->path, src->frame_at, l->cpu);
+		src->cap->invalid++;
+	}
+}
+
 /* orbit-dump's word on the capture it made (the last one wins). */
 static void on_dump(struct orbit_rp_timeline *tl, struct orbit_rp_source *src, const Orbit__Dump *p)
 {
@@ -300,6 +418,12 @@ void orbit__rp_packet(struct orbit_rp_timeline *tl, struct orbit_rp_source *src,
 		break;
 	case ORBIT__PACKET__BODY_PAGE_LOSS:
 		on_page_loss(tl, src, p->page_loss);
+		break;
+	case ORBIT__PACKET__BODY_KERNEL_PAGE:
+		on_kernel_page(tl, src, p->kernel_page);
+		break;
+	case ORBIT__PACKET__BODY_KERNEL_LOSS:
+		on_kernel_loss(tl, src, p->kernel_loss);
 		break;
 	case ORBIT__PACKET__BODY_DUMP:
 		on_dump(tl, src, p->dump);

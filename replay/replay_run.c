@@ -1,8 +1,9 @@
 /*
  * replay_run.c — one run of orbit-replay (replay.h): the exporters the
  * options ask for (replay_exporters.c) with their outputs, then --pages,
- * then the captures as one timeline through the dispatch, then every
- * exporter's end and the outputs closed. The exit status says the worst
+ * then, when an exporter needs them, the kernel's scheduling states
+ * (replay_sched_scan.h), then the captures as one timeline through the
+ * dispatch, then every exporter's end and the outputs closed. The exit status says the worst
  * that happened: an output that failed (3), an input that is missing, no
  * capture, damaged or incomplete (2), or nothing (0).
  */
@@ -14,6 +15,7 @@
 #include "replay_origin.h"
 #include "replay_pages.h"
 #include "replay_report.h"
+#include "replay_sched_scan.h"
 #include "replay_tail.h"
 #include "replay_timeline.h"
 
@@ -35,6 +37,7 @@ struct run {
 	int begun;   /* every exporter began */
 	int scanned; /* the origin was found before the run */
 	unsigned needs;
+	struct orbit_rp_sched_scan *sched; /* the streams' scheduling states */
 };
 
 /* ---- the exporters and their outputs ---- */
@@ -122,6 +125,7 @@ static void read_inputs(struct run *r)
 	struct orbit_rp_timeline *tl = &r->tl;
 	tl->rep = &r->rep;
 	tl->d = &r->d;
+	tl->sched = r->sched;
 	if (orbit__rp_timeline_open(tl, o->inputs, o->ninputs) != 0)
 		return;
 	r->view.caps = tl->caps;
@@ -175,6 +179,8 @@ static void cleanup(struct run *r)
 		free(x->state);
 	}
 	orbit__rp_timeline_free(&r->tl);
+	orbit__rp_sched_scan_free(r->sched);
+	orbit__rp_dispatch_free(&r->d);
 	orbit__rp_threads_free(&r->threads);
 	orbit__rp_names_free(&r->names);
 	orbit__rp_stats_free(&r->stats);
@@ -203,6 +209,8 @@ int orbit__replay_run(const struct orbit_replay_options *o)
 			r->view.origin = orbit__rp_origin_scan(o->inputs, o->ninputs);
 			r->scanned = 1;
 		}
+		if (r->needs & ORBIT_RP_NEED_SCHED)
+			r->sched = orbit__rp_sched_scan(o->inputs, o->ninputs);
 		read_inputs(r);
 	}
 	status = finish(r, status);

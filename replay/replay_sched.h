@@ -31,6 +31,9 @@
  *	sched_wakeup_new  a new thread becomes runnable
  *	sched_process_fork, task_rename, and the comm fields of the others:
  *	                  thread names and creation; sched_process_exit: end
+ *	before the first  unknown; for a thread recorded from the start
+ *	event             (orbit__rp_sched_recording), what its first event
+ *	                  implies, back to the start
  *	lost events       a page with the lost-events bit on CPU c: the events
  *	                  between the last one read on c and that page are
  *	                  missing, so every thread that may have changed state
@@ -55,10 +58,12 @@
 #include <stddef.h>
 #include <stdint.h>
 
-#define ORBIT__RP_SCHED_COMM 16              /* comm bytes, NUL included */
-#define ORBIT__RP_SCHED_MAX_TEXT (64u << 10) /* longest format text accepted */
-#define ORBIT__RP_SCHED_MAX_FORMATS 256u     /* formats accepted per decoder */
-#define ORBIT__RP_SCHED_MAX_CPUS 4096u
+#include "capture.h" /* the format's limits */
+
+#define ORBIT__RP_SCHED_COMM 16                              /* comm bytes, NUL included */
+#define ORBIT__RP_SCHED_MAX_TEXT ORBIT_KERNEL_MAX_FORMAT     /* longest format text */
+#define ORBIT__RP_SCHED_MAX_FORMATS ORBIT_KERNEL_MAX_FORMATS /* formats per decoder */
+#define ORBIT__RP_SCHED_MAX_CPUS ORBIT_KERNEL_MAX_CPUS
 
 /* ---- decoding ---- */
 
@@ -198,6 +203,10 @@ struct orbit__rp_sched_thread {
 	struct orbit__rp_sched_span *spans; /* sorted by start */
 	uint64_t end;                       /* the timeline's end: the last span's end */
 	/* the state machine's, while building */
+	uint64_t first_time; /* its first item's, and what that said of it */
+	uint16_t first_cpu;
+	uint8_t first_role;
+	uint8_t listed; /* recorded from the start (orbit__rp_sched_recording) */
 	int32_t pending_waker;
 	uint8_t pending_flags;
 	uint8_t has_pending;
@@ -239,6 +248,17 @@ int orbit__rp_sched_add_gap(struct orbit__rp_sched_timeline *tl, uint32_t cpu, u
  * orbit__rp_sched_decode_page returned. */
 int orbit__rp_sched_add_page(struct orbit__rp_sched_timeline *tl, struct orbit__rp_sched_decoder *d,
                              uint32_t cpu, const uint8_t *page, size_t len);
+
+/* The recording began at `since` (CLOCK_MONOTONIC ns) with every switch
+ * and waking of the n threads `tids` recorded from then on (those the
+ * agent listed in set_event_pid). finish then knows what such a thread was
+ * doing from `since` to its first event, when no events were lost before
+ * that: running there if the event shows it running (switched out, or in
+ * its context), runnable if it is switched in, blocked if it is woken; a
+ * thread created after `since` stays unknown before its creation. Call
+ * before finish; -ENOMEM or 0. */
+int orbit__rp_sched_recording(struct orbit__rp_sched_timeline *tl, uint64_t since,
+                              const uint32_t *tids, size_t n);
 
 /* Sorts, runs the state machines and builds the spans. `end` is where the
  * last spans stop (0: the last event's time). After it, only the look-ups

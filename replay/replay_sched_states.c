@@ -42,6 +42,16 @@ struct item {
 };
 _Static_assert(sizeof(struct item) == 32, "items are 32 bytes");
 
+/* What a thread's first item said about it (struct orbit__rp_sched_thread
+ * first_role): what it was doing before, back to the recording's start. */
+enum first_role {
+	FIRST_NONE = 0, /* no item yet */
+	FIRST_RAN,      /* switched out, or an event in its context: running */
+	FIRST_IN,       /* switched in: it was waiting for a CPU */
+	FIRST_WOKEN,    /* woken: it was asleep */
+	FIRST_NEW,      /* created: nothing before */
+};
+
 struct orbit__rp_sched_timeline {
 	struct item *items;
 	size_t count, cap;
@@ -54,6 +64,7 @@ struct orbit__rp_sched_timeline {
 	uint32_t cpu_cap;
 	int finished;
 	uint64_t end;
+	uint64_t since; /* orbit__rp_sched_recording; 0: not known */
 	struct orbit__rp_sched_stats stats;
 	/* finish only */
 	size_t *gaps; /* item positions of every gap, ascending */
@@ -484,6 +495,15 @@ static int lost_track(struct orbit__rp_sched_timeline *tl, long i, uint16_t cpu)
 	return push_span(th, last_time(tl, i), ORBIT__RP_SCHED_UNKNOWN, 0, 0, -1, 0);
 }
 
+static void first_seen(struct orbit__rp_sched_thread *th, uint8_t role, uint64_t t, uint16_t cpu)
+{
+	if (th->first_role != FIRST_NONE)
+		return;
+	th->first_role = role;
+	th->first_time = t;
+	th->first_cpu = cpu;
+}
+
 /* Every event names the task current on its CPU (common_pid; a switch's
  * prev). When that is not what the switches so far say, a switch was not
  * seen (a task outside the filter or hidden from tracing ran in between,
@@ -499,8 +519,10 @@ static int current_is(struct orbit__rp_sched_timeline *tl, uint16_t cpu, int32_t
 	struct orbit__rp_sched_thread *th;
 	uint64_t from;
 
+	i = thread_index(tl, tid);
+	if (i >= 0)
+		first_seen(&tl->threads[i], FIRST_RAN, t, cpu);
 	if (cur == tid) {
-		i = thread_index(tl, tid);
 		if (i >= 0)
 			tl->last_pos[i] = pos + 1; /* seen running here again */
 		return 0;
@@ -557,6 +579,7 @@ static int run_switch(struct orbit__rp_sched_timeline *tl, const struct item *it
 	if (next >= 0) {
 		struct orbit__rp_sched_thread *th = &tl->threads[next];
 
+		first_seen(th, FIRST_IN, it->time, it->cpu);
 		/* Running elsewhere by what we know: that switch-out was unseen. */
 		if (state_of(th) == ORBIT__RP_SCHED_RUNNING &&
 		    th->spans[th->span_count - 1].cpu != it->cpu)
@@ -582,6 +605,8 @@ static int run_wake(struct orbit__rp_sched_timeline *tl, const struct item *it, 
 	if (i < 0)
 		return err;
 	th = &tl->threads[i];
+	first_seen(th, it->kind == ORBIT__RP_SCHED_WAKEUP_NEW ? FIRST_NEW : FIRST_WOKEN, it->time,
+	           it->cpu);
 	st = state_of(th);
 	/* Only a waking that changes the state says something about it: the
 	 * position of a thread's last item is that of its last known state. */
@@ -675,6 +700,72 @@ static int index_gaps(struct orbit__rp_sched_timeline *tl)
 	return 0;
 }
 
+int orbit__rp_sched_recording(struct orbit__rp_sched_timeline *tl, uint64_t since,
+                              const uint32_t *tids, size_t n)
+{
+	if (tl->finished)
+		return -EINVAL;
+	tl->since = since;
+	for (size_t i = 0; i < n; i++) {
+		struct orbit__rp_sched_thread *th;
+		if (tids[i] == 0 || tids[i] > INT32_MAX)
+			continue;
+		th = thread_get(tl, (int32_t)tids[i]);
+		if (th == NULL)
+			return -ENOMEM;
+		th->listed = 1;
+	}
+	return 0;
+}
+
+/* A listed thread's state from the recording's start to its first item,
+ * as that item implies, unless events were lost before it (the earliest
+ * gap's window starts before the item: a change may be in it) or it was
+ * created after the start. */
+static int backfill(struct orbit__rp_sched_timeline *tl, struct orbit__rp_sched_thread *th,
+                    uint64_t first_gap)
+{
+	uint8_t state;
+	uint16_t cpu = 0;
+
+	if (!th->listed || tl->since == 0 || th->first_time <= tl->since ||
+	    first_gap <= th->first_time || (th->created != 0 && th->created > tl->since))
+		return 0;
+	switch (th->first_role) {
+	case FIRST_RAN:
+		state = ORBIT__RP_SCHED_RUNNING;
+		cpu = th->first_cpu;
+		break;
+	case FIRST_IN:
+		state = ORBIT__RP_SCHED_RUNNABLE;
+		break;
+	case FIRST_WOKEN:
+		state = ORBIT__RP_SCHED_BLOCKED;
+		break;
+	default:
+		return 0;
+	}
+	if (th->span_count == 0 || th->spans[0].start != th->first_time)
+		return 0; /* not what the first item began */
+	if (th->span_count == th->span_cap) {
+		uint32_t cap = th->span_cap ? th->span_cap * 2 : 16;
+		struct orbit__rp_sched_span *n = realloc(th->spans, (size_t)cap * sizeof *n);
+
+		if (n == NULL)
+			return -ENOMEM;
+		th->spans = n;
+		th->span_cap = cap;
+	}
+	memmove(th->spans + 1, th->spans, th->span_count * sizeof *th->spans);
+	memset(&th->spans[0], 0, sizeof th->spans[0]);
+	th->spans[0].start = tl->since;
+	th->spans[0].state = state;
+	th->spans[0].cpu = cpu;
+	th->spans[0].waker = -1;
+	th->span_count++;
+	return 0;
+}
+
 static int cmp_thread(const void *pa, const void *pb)
 {
 	const struct orbit__rp_sched_thread *a = pa, *b = pb;
@@ -744,6 +835,12 @@ int orbit__rp_sched_finish(struct orbit__rp_sched_timeline *tl, uint64_t end)
 		end = tl->items[tl->count - 1].time;
 	for (uint32_t i = 0; i < tl->thread_count && err == 0; i++)
 		err = sync_gaps(tl, i, tl->count);
+	uint64_t first_gap = UINT64_MAX; /* the earliest lost window's start */
+	for (size_t g = 0; g < tl->gap_count; g++)
+		if (tl->items[tl->gaps[g]].arg < first_gap)
+			first_gap = tl->items[tl->gaps[g]].arg;
+	for (uint32_t i = 0; i < tl->thread_count && err == 0; i++)
+		err = backfill(tl, &tl->threads[i], first_gap);
 	free_finish(tl);
 	if (err < 0)
 		return -ENOMEM;

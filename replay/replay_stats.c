@@ -81,6 +81,13 @@ void orbit__rp_stats_span(struct orbit_rp_stats *st, const struct orbit_rp_span 
 	x->total += d;
 	x->self += s->self;
 	orbit__rp_hist_add(&x->hist, d, &st->hist_budget);
+	if (s->sched != NULL) {
+		x->sched_count++;
+		x->sched_total += d;
+		x->oncpu += s->sched->oncpu_ns;
+		x->runnable += s->sched->runnable_ns;
+		x->blocked += s->sched->blocked_ns;
+	}
 	struct orbit_rp_thread *t = s->thread;
 	if (t != NULL && !async) {
 		t->scopes++;

@@ -9,7 +9,10 @@
  *
  * unsent is shown but never counted: those records belong to an earlier
  * stream of the process. A stream without EndOfStream has no claims, so
- * its equations are unknown.
+ * its equations are unknown, unless a later stream of the process among the
+ * inputs carries its account (PreviousStream, docs/format.md 7.4): then per
+ * ring claimed == acknowledged + unacknowledged + lost, and the file holds
+ * from acknowledged to acknowledged + unacknowledged of the ring's records.
  */
 #include <inttypes.h>
 #include <stdio.h>
@@ -19,6 +22,7 @@
 
 #include "frame.h"
 #include "replay_report.h"
+#include "replay_sched.h"
 #include "replay_stream.h"
 
 struct orbit_rp_stream *orbit__rp_stream_new(struct orbit_rp_capture *cap)
@@ -39,6 +43,45 @@ struct orbit_rp_stream *orbit__rp_stream_new(struct orbit_rp_capture *cap)
 static char *str_dup(const char *s)
 {
 	return strdup(s ? s : "");
+}
+
+/* The streams whose Handshake carried an account, to find the stream each
+ * one is about when the equations are asked for (after the inputs are
+ * read, so the order of the files does not matter). */
+#define MAX_ACCOUNTS 1024
+static const struct orbit_rp_stream *accounts[MAX_ACCOUNTS];
+
+static void account_keep(struct orbit_rp_stream *s, const Orbit__PreviousStream *ps)
+{
+	if (ps->n_claimed > ORBIT_MAX_RINGS || ps->n_acknowledged != ps->n_claimed ||
+	    ps->n_unacknowledged != ps->n_claimed || ps->n_lost != ps->n_claimed)
+		return;
+	for (size_t i = 0; i < MAX_ACCOUNTS; i++) {
+		if (accounts[i] != NULL)
+			continue;
+		s->has_account = 1;
+		s->account_ns = ps->monotonic_ns;
+		for (size_t r = 0; r < ps->n_claimed; r++) {
+			s->acc_claimed[r] = ps->claimed[r];
+			s->acc_acked[r] = ps->acknowledged[r];
+			s->acc_unacked[r] = ps->unacknowledged[r];
+			s->acc_lost[r] = ps->lost[r];
+		}
+		accounts[i] = s;
+		return;
+	}
+}
+
+/* The account of s from a later stream of its process, or NULL. */
+static const struct orbit_rp_stream *account_of(const struct orbit_rp_stream *s)
+{
+	for (size_t i = 0; s->handshake && i < MAX_ACCOUNTS; i++) {
+		const struct orbit_rp_stream *a = accounts[i];
+		if (a != NULL && a != s && a->account_ns == s->monotonic_ns && a->pid == s->pid &&
+		    strcmp(a->host, s->host) == 0)
+			return a;
+	}
+	return NULL;
 }
 
 void orbit__rp_stream_info(struct orbit_rp_stream *s, const Orbit__Handshake *h)
@@ -63,6 +106,86 @@ void orbit__rp_stream_info(struct orbit_rp_stream *s, const Orbit__Handshake *h)
 		s->next_claim[r] = h->ring_start[r];
 		s->claim_known[r] = 1;
 	}
+	if (h->previous_stream != NULL)
+		account_keep(s, h->previous_stream);
+}
+
+static void kernel_free(struct orbit_rp_kernel *k)
+{
+	free(k->off);
+	free(k->instance);
+	free(k->release);
+	free(k->tids);
+	free(k->loss);
+	orbit__rp_sched_decoder_free(k->dec);
+	memset(k, 0, sizeof *k);
+}
+
+void orbit__rp_stream_kernel(struct orbit_rp_stream *s, const Orbit__Handshake *h)
+{
+	struct orbit_rp_kernel *k = &s->kernel;
+	kernel_free(k); /* a reused stream (replay_packets.c) starts afresh */
+	if (h->kernel_sched_off != NULL && h->kernel_sched_off[0] != '\0')
+		k->off = str_dup(h->kernel_sched_off);
+	const Orbit__KernelSched *ks = h->kernel_sched;
+	if (ks == NULL)
+		return;
+	k->on = 1;
+	k->instance = str_dup(ks->instance);
+	if (ks->kernel_release != NULL && ks->kernel_release[0] != '\0')
+		k->release = str_dup(ks->kernel_release);
+	if (ks->n_tids > 0 && (k->tids = malloc(ks->n_tids * sizeof *k->tids)) != NULL) {
+		memcpy(k->tids, ks->tids, ks->n_tids * sizeof *k->tids);
+		k->ntids = ks->n_tids;
+	}
+	k->cpus = ks->cpu_count;
+	k->page_size = ks->page_size;
+	k->buffer_kb = ks->buffer_kb;
+	k->monotonic_ns = ks->monotonic_ns;
+	k->boottime_ns = ks->boottime_ns;
+}
+
+int orbit__rp_stream_kernel_loss(struct orbit_rp_stream *s, const Orbit__KernelLoss *l)
+{
+	struct orbit_rp_kernel *k = &s->kernel;
+	if (l->cpu >= ORBIT__RP_SCHED_MAX_CPUS || (k->on && l->cpu >= k->cpus))
+		return -1;
+	if (l->cpu >= k->nloss) {
+		uint32_t n = l->cpu + 1 > 8 ? l->cpu + 1 : 8;
+		uint64_t(*a)[6] = realloc(k->loss, n * sizeof *a);
+		if (a == NULL)
+			return -1;
+		memset(a + k->nloss, 0, (n - k->nloss) * sizeof *a);
+		k->loss = a;
+		k->nloss = n;
+	}
+	uint64_t *v = k->loss[l->cpu];
+	v[0] = l->overrun;
+	v[1] = l->dropped;
+	v[2] = l->flagged_pages;
+	v[3] = l->stored_lost;
+	v[4] = l->read_events;
+	v[5] = l->unsent_pages;
+	return 0;
+}
+
+void orbit__rp_stream_kernel_sums(const struct orbit_rp_stream *s, uint64_t sum[6])
+{
+	memset(sum, 0, 6 * sizeof *sum);
+	for (uint32_t c = 0; c < s->kernel.nloss; c++)
+		for (int i = 0; i < 6; i++)
+			sum[i] += s->kernel.loss[c][i];
+}
+
+int orbit__rp_kernel_equation(const struct orbit_rp_stream *s)
+{
+	uint64_t sum[6];
+	if (!s->kernel.on || !s->ended)
+		return -1;
+	orbit__rp_stream_kernel_sums(s, sum);
+	if (sum[5] != 0) /* pages the agent read and did not send: records unknown */
+		return -1;
+	return sum[4] == s->kernel.records;
 }
 
 static void *grow_zero(void *p, size_t old, size_t n, size_t size)
@@ -118,9 +241,34 @@ int orbit__rp_ring_holds(const struct orbit_rp_stream *s, uint32_t r)
 	return claimed_of(s, r) == s->delivered[r] + orbit__rp_loss_sum(&s->loss[r]);
 }
 
+/* A stream without its end, by the account a later stream gave of it. */
+static void account_equation(const struct orbit_rp_stream *s, const struct orbit_rp_stream *a,
+                             struct orbit_rp_equation *eq)
+{
+	*eq = (struct orbit_rp_equation){0, 0, 0, 1, 0, 1};
+	for (uint32_t r = 0; r < ORBIT_MAX_RINGS; r++) {
+		uint64_t found = s->delivered[r];
+		eq->claimed += a->acc_claimed[r];
+		eq->delivered += found;
+		int ok =
+		    a->acc_claimed[r] == a->acc_acked[r] + a->acc_unacked[r] + a->acc_lost[r] &&
+		    found >= a->acc_acked[r] && found - a->acc_acked[r] <= a->acc_unacked[r];
+		if (eq->holds == 1 && !ok) {
+			eq->holds = 0;
+			eq->bad_ring = r;
+		}
+	}
+	eq->lost = eq->claimed >= eq->delivered ? eq->claimed - eq->delivered : 0;
+}
+
 void orbit__rp_stream_equation(const struct orbit_rp_stream *s, struct orbit_rp_equation *eq)
 {
-	*eq = (struct orbit_rp_equation){0, 0, 0, s->ended ? 1 : -1, 0};
+	const struct orbit_rp_stream *a = s->ended ? NULL : account_of(s);
+	if (a != NULL) {
+		account_equation(s, a, eq);
+		return;
+	}
+	*eq = (struct orbit_rp_equation){0, 0, 0, s->ended ? 1 : -1, 0, 0};
 	for (uint32_t r = 0; r < ORBIT_MAX_RINGS; r++) {
 		eq->delivered += s->delivered[r];
 		eq->lost += orbit__rp_loss_sum(&s->loss[r]);
@@ -237,6 +385,9 @@ void orbit__rp_wallclock(const struct orbit_rp_stream *s, uint64_t mono, char *b
 
 static void stream_free(struct orbit_rp_stream *s)
 {
+	for (size_t i = 0; s->has_account && i < MAX_ACCOUNTS; i++)
+		if (accounts[i] == s)
+			accounts[i] = NULL;
 	orbit__reconstruct_free(s->rc);
 	free(s->process);
 	free(s->host);
@@ -256,6 +407,7 @@ static void stream_free(struct orbit_rp_stream *s)
 		free(s->dump);
 	}
 	orbit__rp_open_free(&s->open_at_end);
+	kernel_free(&s->kernel);
 	free(s);
 }
 

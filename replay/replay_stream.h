@@ -33,6 +33,31 @@ struct orbit_rp_dump {
 #define ORBIT_RP_PAGE_RINGS 4096u
 
 struct orbit_rp_capture;
+struct orbit__rp_sched_decoder;
+struct orbit__rp_sched_timeline;
+
+/* A stream's kernel scheduling (docs/format.md 4.10): what its Handshake
+ * said, what its KernelPage and KernelLoss packets held, and, when an
+ * exporter wants them, the decoded states (replay_sched_scan.h). */
+struct orbit_rp_kernel {
+	int on;    /* the Handshake has a KernelSched */
+	char *off; /* its kernel_sched_off, or NULL */
+	char *instance;
+	char *release;  /* the kernel's uname release, or NULL */
+	uint32_t *tids; /* the threads listed when recording began */
+	size_t ntids;
+	uint32_t cpus, page_size, buffer_kb;
+	uint64_t monotonic_ns, boottime_ns; /* the pair KernelSched carries; 0: none */
+	uint64_t pages, records;            /* KernelPage packets and their records */
+	uint64_t bad_pages;                 /* pages the page parser rejects */
+	uint64_t events;                    /* records decoded, when an exporter took them */
+	/* the last KernelLoss of each CPU (cumulative): overrun, dropped,
+	 * flagged_pages, stored_lost, read_events, unsent_pages */
+	uint64_t (*loss)[6];
+	uint32_t nloss;
+	struct orbit__rp_sched_decoder *dec;       /* for exporters of kernel events */
+	const struct orbit__rp_sched_timeline *tl; /* the states (the scan's), or NULL */
+};
 
 /* One stream: a Handshake and what follows it, up to EndOfStream. */
 struct orbit_rp_stream {
@@ -73,6 +98,13 @@ struct orbit_rp_stream {
 	uint32_t threads;
 	uint64_t first, last; /* earliest and latest time of its events and log lines;
 	                         first > last: none */
+	/* The account of the process's previous stream its Handshake carried
+	 * (PreviousStream, docs/format.md 7.4), per ring; has_account: one came. */
+	int has_account;
+	uint64_t account_ns; /* which stream: its Handshake's monotonic_ns */
+	uint64_t acc_claimed[ORBIT_MAX_RINGS], acc_acked[ORBIT_MAX_RINGS];
+	uint64_t acc_unacked[ORBIT_MAX_RINGS], acc_lost[ORBIT_MAX_RINGS];
+	struct orbit_rp_kernel kernel;
 };
 
 /* One input file. */
@@ -100,6 +132,18 @@ void orbit__rp_stream_add_stats(struct orbit_rp_stream *s,
 void orbit__rp_stream_check(const struct orbit_rp_stream *s, struct orbit_rp_report *rep);
 void orbit__rp_capture_free(struct orbit_rp_capture *cap);
 
+/* Takes a Handshake's KernelSched (or its kernel_sched_off). */
+void orbit__rp_stream_kernel(struct orbit_rp_stream *s, const Orbit__Handshake *h);
+/* A KernelLoss packet; 0 or -1 (a CPU past the stream's, or no memory). */
+int orbit__rp_stream_kernel_loss(struct orbit_rp_stream *s, const Orbit__KernelLoss *l);
+/* The kernel's loss of every CPU added up: overrun + dropped events, and
+ * the other fields of KernelLoss in the same order (sum[6]). */
+void orbit__rp_stream_kernel_sums(const struct orbit_rp_stream *s, uint64_t sum[6]);
+/* The kernel equation (format.md 4.10): read_events == records on the
+ * stream's KernelPage packets, for a complete stream whose agent sent
+ * every page it read. 1 holds, 0 fails, -1 unknown. */
+int orbit__rp_kernel_equation(const struct orbit_rp_stream *s);
+
 /* The records a ring's Loss counts as lost (the equation's terms). */
 static inline uint64_t orbit__rp_loss_sum(const struct orbit_rp_loss *l)
 {
@@ -113,6 +157,9 @@ struct orbit_rp_equation {
 	uint64_t claimed, delivered, lost;
 	int holds;         /* 1 holds, 0 fails, -1 unknown (no end of stream) */
 	uint32_t bad_ring; /* the first ring where it fails */
+	int by_account;    /* no end of stream, but a later stream's account of it:
+	                      lost = claimed - delivered, and holds says whether what
+	                      the file holds agrees with the account */
 };
 void orbit__rp_stream_equation(const struct orbit_rp_stream *s, struct orbit_rp_equation *eq);
 /* Whether ring r's equation holds (a stream with an end). */

@@ -16,6 +16,8 @@
 
 struct orbit_rp_report;
 struct orbit_rp_dispatch;
+struct orbit_rp_sched_scan;
+struct orbit__rp_sched_event;
 
 /* One capture being read. */
 struct orbit_rp_source {
@@ -25,6 +27,7 @@ struct orbit_rp_source {
 	uint64_t key;        /* merge order: the peeked packet's time */
 	uint64_t frame_at;   /* offset of the frame the peeked packet is in */
 	struct orbit_rp_stream *stream;
+	uint32_t handshakes; /* read so far (the sched scan counts them alike) */
 	int done;
 	int first_error;   /* the first frame problem (enum orbit_frame_error), 0: none */
 	uint64_t first_at; /* its offset */
@@ -40,7 +43,10 @@ struct orbit_rp_timeline {
 	uint64_t total_bytes;
 	int progress; /* draw the progress bar */
 	struct orbit_rp_report *rep;
-	struct orbit_rp_dispatch *d; /* NULL: counts and times only */
+	struct orbit_rp_dispatch *d;             /* NULL: counts and times only */
+	const struct orbit_rp_sched_scan *sched; /* the streams' states, or NULL */
+	struct orbit__rp_sched_event *kev;       /* one kernel page's events */
+	size_t nkev, kev_cap;
 };
 
 /* Opens every input and reads its first packet; problems are reported.

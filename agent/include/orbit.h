@@ -36,7 +36,9 @@
  *
  * Cost: with no capture running, each macro is one relaxed load and a branch
  * not taken. With a capture, an event is a clock read, one relaxed fetch_add
- * on a ring cursor, plain stores of a 56-byte record and one release store.
+ * on a ring cursor, a plain store marking the slot claimed, plain stores of a
+ * 56-byte record and one release store of its stamp (with a check of the
+ * record computed in registers).
  *
  * Define ORBIT_API_ENABLED to 0 before including this header to compile every
  * macro to nothing.
@@ -145,15 +147,23 @@ extern "C" {
 #endif
 
 /*
- * One 64-byte slot: the sequence stamp, then the 56-byte record as seven
- * 64-bit words. The stamp is claim + 1 once the record of that claim is
- * complete (0: never written). The record words are atomics accessed with
- * relaxed order: on x86-64 and arm64 these are plain loads and stores, and a
- * reader racing a lapping writer is then well defined (the drain discards
- * such copies; scope_ring.c).
+ * One 64-byte slot: the stamp, then the 56-byte record as seven 64-bit words.
+ * The stamp says what the slot holds (docs/format.md 1.5, scope_ring.c):
+ *
+ *   0                    never written
+ *   claim + 1            claimed, the record being written (the marker)
+ *   claim + 1 + check    the record of that claim, complete; check is
+ *                        orbit__check() of its seven words: low 32 bits 0,
+ *                        bit 32 set, bits 33-63 a hash of the record
+ *
+ * so a reader tells a record from what a producer of another lap wrote over
+ * part of it by the check, whatever the order in which the stores became
+ * visible. The record words are atomics accessed with relaxed order: on
+ * x86-64 and arm64 these are plain loads and stores, and a reader racing a
+ * lapping writer is then well defined.
  */
 struct orbit__slot {
-	ORBIT__ATOMIC(uint64_t) seq;  /* writer: release store; reader: acquire */
+	ORBIT__ATOMIC(uint64_t) seq;  /* the stamp: marker relaxed, then release */
 	ORBIT__ATOMIC(uint64_t) time; /* clock ticks (the segment's clock) */
 	ORBIT__ATOMIC(uint64_t) id;   /* scope id, async id, or value bits */
 	ORBIT__ATOMIC(uint64_t) meta; /* tid | kind << 32 | flags << 40 | len << 48 */
@@ -222,7 +232,18 @@ ORBIT__HOT struct orbit__thread *orbit__self(void)
 	return t;
 }
 
-/* Claim: the one atomic read-modify-write of the write path. */
+/* The stamp format is this one (docs/format.md 1.5); readers check it. */
+#define ORBIT__STAMP_CHECKED 1
+#define ORBIT__CHECK_BIT (1ull << 32)
+
+/*
+ * Claim: the one atomic read-modify-write of the write path, then the marker
+ * (claim + 1) in the slot's stamp, a plain store: from here on the slot
+ * says "claim being written", so a drain waits for it rather than taking
+ * the slot's older record for a lost one (scope_ring.c, guarantee 7). No
+ * ordering is needed: the record's validity rests on the check, not on the
+ * order in which stores become visible.
+ */
 ORBIT__HOT struct orbit__slot *orbit__claim(struct orbit__thread *t, uint64_t *claim)
 {
 #ifdef ORBIT_TEST_PLAIN_CLAIM
@@ -232,14 +253,35 @@ ORBIT__HOT struct orbit__slot *orbit__claim(struct orbit__thread *t, uint64_t *c
 #else
 	*claim = ORBIT__FETCH_ADD_RELAXED(&t->ring->cursor, 1);
 #endif
-	return &t->ring->slots[*claim & t->mask];
+	struct orbit__slot *s = &t->ring->slots[*claim & t->mask];
+	ORBIT__STORE_RELAXED(&s->seq, *claim + 1);
+	return s;
 }
 
-/* Publish: pairs with the reader's acquire load of seq (scope_ring.c, drain),
- * which then sees every payload store above. */
-ORBIT__HOT void orbit__publish(struct orbit__slot *s, uint64_t claim)
+/*
+ * The check of a record's seven words: bits 33-63 of a weighted sum modulo
+ * 2^64 (odd 64-bit weights), bit 32 set, low 32 bits zero. A copy in which
+ * any word differs from the record it was published with fails it except
+ * with probability about 2^-31. Computed from the values in registers, so
+ * with a literal name the name words fold into one constant.
+ */
+ORBIT__HOT uint64_t orbit__check(uint64_t time, uint64_t id, uint64_t meta,
+                                 const uint64_t name[ORBIT__INLINE_NAME / 8])
 {
-	ORBIT__STORE_RELEASE(&s->seq, claim + 1);
+	uint64_t m = time * 0x9e3779b97f4a7c15ull + id * 0xbf58476d1ce4e5b9ull +
+	             meta * 0x94d049bb133111ebull + name[0] * 0xff51afd7ed558ccdull +
+	             name[1] * 0xc4ceb9fe1a85ec53ull + name[2] * 0xd6e8feb86659fd93ull +
+	             name[3] * 0xa0761d6478bd642full;
+	return (m & ~0xffffffffull) | ORBIT__CHECK_BIT;
+}
+
+/* Publish: the release store of claim + 1 + check. It pairs with the drain's
+ * acquire load of the stamp (scope_ring.c, copy_published): a drain that
+ * sees it sees this producer's payload stores, and the check tells whether
+ * anything stored later replaced part of them. */
+ORBIT__HOT void orbit__publish(struct orbit__slot *s, uint64_t claim, uint64_t check)
+{
+	ORBIT__STORE_RELEASE(&s->seq, claim + 1 + check);
 }
 
 ORBIT__HOT uint64_t orbit__meta(uint32_t tid, uint8_t kind, uint8_t flags, uint16_t len)
@@ -247,9 +289,10 @@ ORBIT__HOT uint64_t orbit__meta(uint32_t tid, uint8_t kind, uint8_t flags, uint1
 	return (uint64_t)tid | (uint64_t)kind << 32 | (uint64_t)flags << 40 | (uint64_t)len << 48;
 }
 
-/* The payload: plain (relaxed) stores of the record's seven words. */
-ORBIT__HOT void orbit__store(struct orbit__slot *s, uint64_t time, uint64_t id, uint64_t meta,
-                             const uint64_t name[ORBIT__INLINE_NAME / 8])
+/* The payload: plain (relaxed) stores of the record's seven words; returns
+ * their check, for orbit__publish. */
+ORBIT__HOT uint64_t orbit__store(struct orbit__slot *s, uint64_t time, uint64_t id, uint64_t meta,
+                                 const uint64_t name[ORBIT__INLINE_NAME / 8])
 {
 	ORBIT__STORE_RELAXED(&s->time, time);
 	ORBIT__STORE_RELAXED(&s->id, id);
@@ -259,6 +302,7 @@ ORBIT__HOT void orbit__store(struct orbit__slot *s, uint64_t time, uint64_t id, 
 	ORBIT__STORE_RELAXED(&s->name[1], name[1]);
 	ORBIT__STORE_RELAXED(&s->name[2], name[2]);
 	ORBIT__STORE_RELAXED(&s->name[3], name[3]);
+	return orbit__check(time, id, meta, name);
 }
 
 /* Bytes off .. off + 7 of a name of len bytes as a little-endian word, zero
@@ -285,13 +329,14 @@ ORBIT__HOT uint64_t orbit__word(const char *name, size_t len, size_t off)
 	return w;
 }
 
-ORBIT__HOT void orbit__fill(struct orbit__slot *s, uint64_t time, uint8_t kind, uint64_t id,
-                            uint32_t tid, const char *name, size_t len)
+/* The payload of an event whose name fits in its record; returns its check. */
+ORBIT__HOT uint64_t orbit__fill(struct orbit__slot *s, uint64_t time, uint8_t kind, uint64_t id,
+                                uint32_t tid, const char *name, size_t len)
 {
 	const uint64_t w[ORBIT__INLINE_NAME / 8] = {
 	    orbit__word(name, len, 0), orbit__word(name, len, 8), orbit__word(name, len, 16),
 	    orbit__word(name, len, 24)};
-	orbit__store(s, time, id, orbit__meta(tid, kind, 0, (uint16_t)len), w);
+	return orbit__store(s, time, id, orbit__meta(tid, kind, 0, (uint16_t)len), w);
 }
 
 /* One event whose name fits in its record; anything else goes out of line. */
@@ -305,8 +350,7 @@ ORBIT__HOT void orbit__emit_on(struct orbit__thread *t, uint8_t kind, uint64_t i
 	uint64_t time = orbit__ticks();
 	uint64_t claim;
 	struct orbit__slot *s = orbit__claim(t, &claim);
-	orbit__fill(s, time, kind, id, t->tid, name, len);
-	orbit__publish(s, claim);
+	orbit__publish(s, claim, orbit__fill(s, time, kind, id, t->tid, name, len));
 }
 
 ORBIT__HOT void orbit__emit(uint8_t kind, uint64_t id, const char *name, size_t len)

@@ -13,6 +13,16 @@
  * first pass comes as soon as a stream begins; without one (a test sink,
  * or nothing), after ORBIT_DRAIN_MS.
  *
+ * With ORBIT_SCHED the kernel's per-CPU buffers (sched_tracefs.h) count
+ * too: each CPU's record bytes read per pass give its fill rate, remembered
+ * the same way, and the next pass comes before the fastest-filling buffer
+ * would be a quarter full. Each pass reads every CPU until it is empty (at
+ * most one buffer's worth of pages per CPU; a pass cut short is followed by
+ * the next at once). The recorder is opened on the agent thread before its
+ * loop runs (35-45 ms in the kernel, docs/operations.md) and the first
+ * Handshake waits for it (stream.h); a stop turns its tracing off, reads
+ * what is left in the final pass and closes it once the stream has ended.
+ *
  * What a pass holds. The drain copies straight into a staging area of
  * STAGE_RECORDS records (scope_ring.c), allocated at the first pass that has
  * records and freed after SHRINK_NS without any; the pass converts the times
@@ -24,10 +34,13 @@
 
 #include <errno.h>
 #include <pthread.h>
+#include <signal.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/eventfd.h>
 #include <sys/prctl.h>
+#include <sys/resource.h>
 #include <sys/timerfd.h>
 #include <time.h>
 #include <unistd.h>
@@ -37,6 +50,7 @@
 #include "clock.h"
 #include "config.h"
 #include "logs.h"
+#include "sched_tracefs.h"
 #include "segment_create.h"
 #include "segment_state.h"
 #include "transport.h"
@@ -49,6 +63,12 @@
 #define SHRINK_NS 2000000000ull       /* staging freed after 2 s without records */
 #define TIMER_SLACK_NS 10000ul        /* the agent thread's wake-up slack */
 #define FIRST_GAP_NS 1000000ull       /* the first planned gap; gaps at most double */
+/* File descriptors the agent may need at once: its loop (epoll, libuv's
+ * process-wide signal pipe and the loop's own, the wake-up eventfd), the
+ * pass timer, the collector's socket or the capture file, the local copy,
+ * and two at a time while it reads /proc or replaces a capture file
+ * (docs/operations.md, Limits). */
+#define AGENT_FDS 12
 
 struct run {
 	uint32_t ring;
@@ -79,6 +99,9 @@ static struct {
 	uv_timer_t stop_timer; /* how long a stop waits for a stream */
 	int stop_waiting;      /* a stop waits for a stream to begin */
 	int stopping;          /* the stop is under way */
+	int stop_streamed;     /* ... and its final pass went into a stream */
+	uint64_t stop_at_ms;   /* when it began (the loop's clock) */
+	int stop_done;         /* stop_complete ran */
 	uint64_t period_ns;    /* ORBIT_DRAIN_MS */
 	struct orbit__segment *seg;
 	struct orbit__drain drain;
@@ -95,6 +118,14 @@ static struct {
 	int planned;          /* a pass is armed */
 	uint64_t lapped_at_start;
 	struct orbit__config cfg; /* read at every start */
+
+	/* kernel scheduling (ORBIT_SCHED): agent thread only */
+	struct orbit__sched *sched;
+	uint32_t sched_cpus;
+	uint32_t sched_budget; /* pages a pass reads at most */
+	double sched_quarter;  /* a quarter of one CPU's buffer, bytes */
+	uint64_t *sched_seen;  /* per CPU: record bytes read, at the last plan */
+	double *sched_rate;    /* per CPU: bytes per ns, remembered */
 } A = {.mu = PTHREAD_MUTEX_INITIALIZER, .tfd = -1};
 
 static pthread_once_t cv_once = PTHREAD_ONCE_INIT;
@@ -246,6 +277,18 @@ static uint64_t plan(uint64_t now)
 		if (t < soonest)
 			soonest = t;
 	}
+	/* The kernel's buffers: a pass empties them, so each is a quarter
+	 * full a quarter buffer's bytes at its rate from now. */
+	for (uint32_t c = 0; A.sched != NULL && c < A.sched_cpus; c++) {
+		struct orbit__sched_cpu k;
+		if (orbit__sched_pages(A.sched, c, &k) != 0)
+			continue;
+		double seen = (double)(k.data_bytes - A.sched_seen[c]) / window;
+		A.sched_seen[c] = k.data_bytes;
+		A.sched_rate[c] = seen > A.sched_rate[c] * fade ? seen : A.sched_rate[c] * fade;
+		if (A.sched_rate[c] > 0 && A.sched_quarter / A.sched_rate[c] < soonest)
+			soonest = A.sched_quarter / A.sched_rate[c];
+	}
 	A.last_pass_ns = now;
 	/* Gaps shrink at once but grow at most twofold a pass, from 1 ms at
 	 * the start: a rate measured over a window the producer entered half
@@ -338,6 +381,85 @@ static int drain_once(const struct orbit__sink *sink, struct orbit__drain_result
 	return res->full;
 }
 
+/* ---- kernel scheduling (ORBIT_SCHED) ---- */
+
+static int on_kernel_page(void *ctx, uint32_t cpu, const uint8_t *page, size_t len)
+{
+	(void)ctx;
+	/* Verbatim into the stream; one it could not take is counted there
+	 * (KernelLoss.unsent_pages), and the other CPUs are read all the same. */
+	orbit__transport_kernel_page(cpu, page, len);
+	return 0;
+}
+
+/* Reads the kernel's pages into the stream: at most a buffer's worth per
+ * CPU, or, on the final pass (tracing already off, so the buffers hold at
+ * most that), everything left. Returns 1 if the budget cut the reading
+ * short. */
+static int sched_pass(int final)
+{
+	int r = orbit__sched_read(A.sched, A.sched_budget, on_kernel_page, NULL);
+	/* Bounded: should turning tracing off have failed, the kernel keeps
+	 * writing and the final pass must still end. */
+	for (int i = 0; final && r > 0 && i < 4; i++)
+		r = orbit__sched_read(A.sched, A.sched_budget, on_kernel_page, NULL);
+	return !final && r >= (int)A.sched_budget;
+}
+
+/* Opens the recorder, on the agent thread, and tells the stream: its
+ * formats for the Handshake, or why there are none (one line, once per
+ * process). */
+static void sched_start(void)
+{
+	static int said;
+	char why[ORBIT__SCHED_WHY];
+	struct orbit__sched *s = NULL;
+	if (!A.cfg.sched || !A.transport)
+		return;
+	int err = orbit__sched_open(NULL, &s, why, sizeof why);
+	if (err == 0) {
+		const struct orbit__sched_formats *f = orbit__sched_formats(s);
+		A.sched_cpus = f->cpu_count;
+		A.sched_seen = calloc(f->cpu_count, sizeof *A.sched_seen);
+		A.sched_rate = calloc(f->cpu_count, sizeof *A.sched_rate);
+		if (A.sched_seen == NULL || A.sched_rate == NULL) {
+			orbit__sched_close(s);
+			s = NULL;
+			err = -ENOMEM;
+			snprintf(why, sizeof why, "out of memory");
+		}
+	}
+	if (err < 0) {
+		free(A.sched_seen);
+		free(A.sched_rate);
+		A.sched_seen = NULL;
+		A.sched_rate = NULL;
+		if (!said)
+			fprintf(stderr, "orbit: kernel scheduling is off: %s\n", why);
+		said = 1;
+		orbit__transport_sched(NULL, why);
+		return;
+	}
+	const struct orbit__sched_formats *f = orbit__sched_formats(s);
+	uint64_t buffer = (uint64_t)f->buffer_kb * 1024;
+	uint64_t pages = f->page_size ? buffer / f->page_size : 1;
+	A.sched_quarter = (double)buffer / 4;
+	A.sched_budget = (uint32_t)((pages ? pages : 1) * f->cpu_count);
+	A.sched = s;
+	orbit__transport_sched(s, NULL);
+}
+
+/* After the stream's end: the instance removed (70-90 ms in the kernel). */
+static void sched_close(void)
+{
+	orbit__sched_close(A.sched);
+	A.sched = NULL;
+	free(A.sched_seen);
+	free(A.sched_rate);
+	A.sched_seen = NULL;
+	A.sched_rate = NULL;
+}
+
 /* One pass: drain, convert, hand out. final: the last pass of a stream (it
  * empties the rings, however many staging areas that takes); flush: log
  * pages of any age go out, and the frame is closed. Returns 1 if rings were
@@ -370,6 +492,8 @@ static int drain_pass(int final, int flush)
 	/* Log pages: those full, and those holding records for 100 ms; at a
 	 * flush everything. */
 	orbit__logs_read(page_to_ns, &A.clock, on_page, &sink, flush ? 0 : LOG_FLUSH_AGE_NS);
+	if (A.sched != NULL)
+		more |= sched_pass(final);
 	if (A.transport)
 		orbit__transport_pass_done(flush || final);
 	if (all.backstops)
@@ -440,10 +564,19 @@ static void close_handles(void)
 	uv_close((uv_handle_t *)&A.wake, on_close);
 	free(A.stage);
 	A.stage = NULL;
+	sched_close();
 }
 
+static void say_at_end(int streamed);
+
+/* The stop is over: every frame settled, or the deadline gave up on them. */
 static void stop_complete(void)
 {
+	if (A.stop_done)
+		return;
+	A.stop_done = 1;
+	uv_timer_stop(&A.stop_timer);
+	say_at_end(A.stop_streamed);
 	flush_complete();
 	close_handles();
 }
@@ -452,12 +585,16 @@ static void stop_complete(void)
  * producers overwrote records, the knob that gives the rings more room. */
 static void say_at_end(int streamed)
 {
-	char why[512];
+	char why[512] = "";
+	uint64_t undelivered = 0;
 	/* Tracing stopped for a reason said then (refused, the file failed):
 	 * nothing more to say. */
-	if (A.transport && !orbit__transport_why_not(why, sizeof why, A.cfg.flush_timeout_ms))
+	if (A.transport &&
+	    !orbit__transport_why_not(why, sizeof why, A.cfg.flush_timeout_ms, &undelivered))
 		return;
-	uint64_t left = streamed ? 0 : unread();
+	/* What the rings still hold, and what streams took that no collector
+	 * acknowledged and no later stream accounted for. */
+	uint64_t left = (streamed ? 0 : unread()) + undelivered;
 	if (left > 0) {
 		fprintf(stderr, "orbit: %llu event(s) were not delivered: %s\n",
 		        (unsigned long long)left, why);
@@ -481,6 +618,8 @@ static void say_at_end(int streamed)
 	}
 }
 
+static void on_give_up(uv_timer_t *t);
+
 /* The stop, once a stream is open or will not be: the final pass, the
  * stream's end, then the handles once every frame is written. */
 static void finish_stop(void)
@@ -488,17 +627,34 @@ static void finish_stop(void)
 	A.stop_waiting = 0;
 	uv_timer_stop(&A.stop_timer);
 	int streamed = !A.transport || orbit__transport_ready(1);
+	if (A.sched != NULL) /* nothing more is recorded; the final pass reads the rest */
+		orbit__sched_stop(A.sched);
 	if (streamed)
 		drain_pass(1, 1);
-	say_at_end(streamed);
+	A.stop_streamed = streamed;
 	if (!A.transport) {
+		say_at_end(streamed);
 		flush_complete();
 		close_handles();
 		return;
 	}
 	orbit__transport_end();
-	/* Done once every frame so far is written. */
+	/* Done once every frame is settled (acknowledged), or at the deadline:
+	 * the host waits twice ORBIT_FLUSH_TIMEOUT_MS from the stop's start, and
+	 * the agent gives up a little before, to count and say what is lost. */
+	uint64_t budget = 2ull * A.cfg.flush_timeout_ms;
+	uint64_t margin = A.cfg.flush_timeout_ms / 4 < 250 ? A.cfg.flush_timeout_ms / 4 : 250;
+	uint64_t spent = uv_now(&A.loop) - A.stop_at_ms;
+	uint64_t left = budget - margin > spent ? budget - margin - spent : 0;
+	uv_timer_start(&A.stop_timer, on_give_up, left, 0);
 	orbit__transport_on_idle(stop_complete);
+}
+
+static void on_give_up(uv_timer_t *t)
+{
+	(void)t;
+	orbit__transport_give_up(); /* idle, and so stop_complete, follow */
+	stop_complete();            /* at the latest now */
 }
 
 static void on_stop_timeout(uv_timer_t *t)
@@ -530,6 +686,8 @@ static void on_wake(uv_async_t *w)
 		return;
 	}
 	A.stopping = 1;
+	uv_update_time(&A.loop);
+	A.stop_at_ms = uv_now(&A.loop);
 	if (A.tfd >= 0) {
 		struct itimerspec off = {0};
 		timerfd_settime(A.tfd, 0, &off, NULL);
@@ -550,12 +708,70 @@ static void on_wake(uv_async_t *w)
 	finish_stop();
 }
 
+/* ---- a guest in the host's process ---- */
+
+/*
+ * Whether want more file descriptors can be opened now. libuv's loop setup
+ * calls abort() when it cannot make its process-wide signal pipe, so the
+ * agent checks first (another thread of the host may take descriptors
+ * between the check and the setup; then a setup failure is said, or, for
+ * that one pipe, libuv aborts as it would for the host itself).
+ */
+static int fds_available(int want, int *got)
+{
+	int fd[AGENT_FDS];
+	int n = 0;
+	while (n < want && n < AGENT_FDS && (fd[n] = eventfd(0, EFD_CLOEXEC)) >= 0)
+		n++;
+	int err = n < want ? errno : 0;
+	for (int i = 0; i < n; i++)
+		close(fd[i]);
+	*got = n;
+	return err == 0 || (err != EMFILE && err != ENFILE);
+}
+
+static int check_fds(void)
+{
+	int got;
+	if (fds_available(AGENT_FDS, &got))
+		return 0;
+	struct rlimit rl;
+	char lim[32] = "?";
+	if (getrlimit(RLIMIT_NOFILE, &rl) == 0 && rl.rlim_cur != RLIM_INFINITY)
+		snprintf(lim, sizeof lim, "%llu", (unsigned long long)rl.rlim_cur);
+	fprintf(stderr,
+	        "orbit: only %d file descriptor(s) free (RLIMIT_NOFILE %s), the agent needs %d; "
+	        "tracing is off\n",
+	        got, lim, AGENT_FDS);
+	return -EMFILE;
+}
+
+/*
+ * The mask the agent thread starts with: every signal blocked but the faults
+ * a thread causes itself. So a process-directed signal (kill(pid), a
+ * terminal's SIGINT, SIGCHLD, the host's timers) is always delivered to one
+ * of the host's threads and its handler never runs on the agent; SIGPIPE on
+ * a connection the collector reset and SIGXFSZ past RLIMIT_FSIZE, which the
+ * kernel sends to the writing thread, stay pending there and the write
+ * fails with EPIPE or EFBIG instead. SIGSEGV, SIGBUS, SIGFPE, SIGILL,
+ * SIGTRAP and SIGSYS stay open: blocking them would not stop a fault, only
+ * skip the host's handler for it. glibc keeps its own two signals open.
+ */
+static void agent_sigmask(sigset_t *set)
+{
+	static const int faults[] = {SIGSEGV, SIGBUS, SIGFPE, SIGILL, SIGTRAP, SIGSYS};
+	sigfillset(set);
+	for (size_t i = 0; i < sizeof faults / sizeof faults[0]; i++)
+		sigdelset(set, faults[i]);
+}
+
 static void *agent_main(void *arg)
 {
 	(void)arg;
 	pthread_setname_np(pthread_self(), "orbit-agent"); /* for top and perf */
 	/* This thread's timers wake it within 10 µs, not the default 50. */
 	prctl(PR_SET_TIMERSLACK, TIMER_SLACK_NS, 0, 0, 0);
+	sched_start(); /* before the loop: the first Handshake waits for it */
 	uv_run(&A.loop, UV_RUN_DEFAULT);
 	uv_loop_close(&A.loop);
 	pthread_mutex_lock(&A.mu);
@@ -591,8 +807,11 @@ int orbit__agent_start(struct orbit__segment *seg, uint32_t clock_source)
 		A.lapped_at_start += A.drain.ring[i].lost_lapped;
 	orbit__config_read(&A.cfg);
 	A.period_ns = (uint64_t)A.cfg.drain_ms * 1000000ull;
-	A.stop_waiting = A.stopping = 0;
-	int err = uv_loop_init(&A.loop);
+	A.stop_waiting = A.stopping = A.stop_done = 0;
+	int err = check_fds();
+	if (err)
+		return err;
+	err = uv_loop_init(&A.loop);
 	if (err) {
 		fprintf(stderr, "orbit: cannot start the agent's event loop: %s; tracing is off\n",
 		        uv_strerror(err));
@@ -600,7 +819,16 @@ int orbit__agent_start(struct orbit__segment *seg, uint32_t clock_source)
 	}
 	uv_timer_init(&A.loop, &A.timer);
 	uv_timer_init(&A.loop, &A.stop_timer);
-	uv_async_init(&A.loop, &A.wake, on_wake);
+	err = uv_async_init(&A.loop, &A.wake, on_wake);
+	if (err) {
+		fprintf(stderr, "orbit: cannot start the agent's event loop: %s; tracing is off\n",
+		        uv_strerror(err));
+		uv_close((uv_handle_t *)&A.timer, on_close);
+		uv_close((uv_handle_t *)&A.stop_timer, on_close);
+		uv_run(&A.loop, UV_RUN_DEFAULT);
+		uv_loop_close(&A.loop);
+		return err;
+	}
 	A.tfd = timerfd_create(CLOCK_MONOTONIC, TFD_NONBLOCK | TFD_CLOEXEC);
 	if (A.tfd >= 0 && uv_poll_init(&A.loop, &A.tpoll, A.tfd) != 0) {
 		close(A.tfd);
@@ -625,7 +853,13 @@ int orbit__agent_start(struct orbit__segment *seg, uint32_t clock_source)
 		arm(A.period_ns);
 	A.stop_req = 0;
 	A.stopped = 0;
+	/* The thread inherits the mask: set it for the creation, then give
+	 * the caller its own back. */
+	sigset_t mask, old;
+	agent_sigmask(&mask);
+	pthread_sigmask(SIG_SETMASK, &mask, &old);
 	err = -pthread_create(&A.thread, NULL, agent_main, NULL);
+	pthread_sigmask(SIG_SETMASK, &old, NULL);
 	if (err) {
 		fprintf(stderr, "orbit: cannot start the agent thread: %s; tracing is off\n",
 		        strerror(-err));
@@ -738,6 +972,12 @@ void orbit__agent_forget(void)
 		close(A.tfd); /* the parent's loop keeps its own */
 	A.tfd = -1;
 	A.stage = NULL; /* the parent's memory, copied: not ours to reuse */
+	/* The recorder's descriptors are copies: closed, or the parent could
+	 * never remove its instance (EBUSY) while this process lives. */
+	orbit__sched_forget(A.sched);
+	A.sched = NULL;
+	A.sched_seen = NULL;
+	A.sched_rate = NULL;
 	pthread_mutex_init(&A.mu, NULL);
 	init_cv();
 	A.wedged = 0;

@@ -10,6 +10,7 @@
 
 #include "logs.h"
 #include "page_ring.h"
+#include "parse.h"
 #include "segment_create.h"
 
 /* The variables, for the one warn-once rule: bit i set once variable i's
@@ -26,6 +27,8 @@ enum var {
 	V_CLOCK,
 	V_PAGE_RING_PAGES,
 	V_PAGE_RING_OVERWRITE,
+	V_ACK_TIMEOUT_MS,
+	V_SCHED,
 };
 
 /* Relaxed: only which lines were printed; a race prints a line twice at
@@ -43,52 +46,27 @@ __attribute__((format(printf, 2, 3))) static void bad(enum var v, const char *fm
 	va_end(ap);
 }
 
-int orbit__parse_size(const char *s, uint64_t *out)
+/* HOST:PORT or [V6]:PORT, by the one rule (format/parse.h). */
+static int read_collector(const char *s, struct orbit__config *c)
 {
-	char *end;
-	errno = 0;
-	if (*s < '0' || *s > '9')
-		return -1;
-	unsigned long long v = strtoull(s, &end, 10);
-	if (errno != 0)
-		return -1;
-	int shift = 0;
-	if (*end == 'K' || *end == 'k')
-		shift = 10;
-	else if (*end == 'M' || *end == 'm')
-		shift = 20;
-	else if (*end == 'G' || *end == 'g')
-		shift = 30;
-	if (shift)
-		end++;
-	if (*end != '\0' || v > (UINT64_MAX >> shift))
-		return -1;
-	*out = (uint64_t)v << shift;
-	return 0;
-}
-
-/* HOST:PORT or [V6]:PORT; without brackets the host is everything before
- * the last ':'. */
-static int split_host_port(const char *s, struct orbit__config *c)
-{
-	const char *colon;
-	if (s[0] == '[') {
-		const char *close = strchr(s, ']');
-		if (close == NULL || close[1] != ':' || (size_t)(close - s - 1) >= sizeof c->host)
-			return -EINVAL;
-		snprintf(c->host, sizeof c->host, "%.*s", (int)(close - s - 1), s + 1);
-		colon = close + 1;
-	} else {
-		colon = strrchr(s, ':');
-		if (colon == NULL || colon == s || (size_t)(colon - s) >= sizeof c->host)
-			return -EINVAL;
-		snprintf(c->host, sizeof c->host, "%.*s", (int)(colon - s), s);
+	const char *why;
+	uint16_t port;
+	if (orbit__parse_host_port(s, 0, c->host, sizeof c->host, &port, &why) == 0) {
+		snprintf(c->port, sizeof c->port, "%u", (unsigned)port);
+		return 1;
 	}
-	char *end;
-	unsigned long port = strtoul(colon + 1, &end, 10);
-	if (colon[1] == '\0' || *end != '\0' || port == 0 || port > 65535)
-		return -EINVAL;
-	snprintf(c->port, sizeof c->port, "%lu", port);
+	if (why == ORBIT_PARSE_URL) {
+		char hint[300];
+		orbit__parse_url_authority(s, hint, sizeof hint);
+		bad(V_COLLECTOR,
+		    "orbit: ORBIT_COLLECTOR=%s is a URL; ORBIT_COLLECTOR is HOST:PORT%s%s%s; "
+		    "tracing "
+		    "is off\n",
+		    s, hint[0] ? " (" : "", hint, hint[0] ? ")" : "");
+	} else {
+		bad(V_COLLECTOR,
+		    "orbit: ORBIT_COLLECTOR=%s is not HOST:PORT (%s); tracing is off\n", s, why);
+	}
 	return 0;
 }
 
@@ -98,10 +76,7 @@ static void read_outputs(struct orbit__config *c)
 	c->collector_set = s != NULL;
 	if (s != NULL) {
 		snprintf(c->collector, sizeof c->collector, "%s", s);
-		c->collector_ok = split_host_port(s, c) == 0;
-		if (!c->collector_ok)
-			bad(V_COLLECTOR,
-			    "orbit: ORBIT_COLLECTOR=%s is not HOST:PORT; tracing is off\n", s);
+		c->collector_ok = read_collector(s, c);
 	}
 	s = getenv("ORBIT_CAPTURE");
 	c->capture_set = s != NULL;
@@ -134,6 +109,22 @@ static void read_outputs(struct orbit__config *c)
 		    "orbit: ORBIT_SEND_BUFFER=%s is not a size from 1M to 4G; using 64M\n", s);
 	else if (s != NULL)
 		c->send_buffer = v;
+
+	c->ack_timeout_ms = ORBIT__CONFIG_ACK_TIMEOUT_MS;
+	s = getenv("ORBIT_ACK_TIMEOUT_MS");
+	if (s != NULL) {
+		char *end;
+		errno = 0;
+		unsigned long long ms = strtoull(s, &end, 10);
+		if (*s < '0' || *s > '9' || *end != '\0' || errno != 0 || ms < 100 || ms > 600000)
+			bad(V_ACK_TIMEOUT_MS,
+			    "orbit: ORBIT_ACK_TIMEOUT_MS=%s is not a number of ms from 100 to "
+			    "600000; "
+			    "using %u\n",
+			    s, ORBIT__CONFIG_ACK_TIMEOUT_MS);
+		else
+			c->ack_timeout_ms = (uint32_t)ms;
+	}
 
 	c->zstd_level = ORBIT__CONFIG_ZSTD_LEVEL;
 	s = getenv("ORBIT_ZSTD_LEVEL");
@@ -257,6 +248,16 @@ static void read_pages(struct orbit__config *c)
 		    "orbit: ORBIT_PAGE_RING_OVERWRITE=%s is not 0 or 1; using 0\n", s);
 }
 
+static int read_sched(void)
+{
+	const char *s = getenv("ORBIT_SCHED");
+	if (s != NULL && strcmp(s, "1") == 0)
+		return 1;
+	if (s != NULL && strcmp(s, "0") != 0)
+		bad(V_SCHED, "orbit: ORBIT_SCHED=%s is not 0 or 1; using 0\n", s);
+	return 0;
+}
+
 void orbit__config_read(struct orbit__config *c)
 {
 	memset(c, 0, sizeof *c);
@@ -265,6 +266,7 @@ void orbit__config_read(struct orbit__config *c)
 	read_segment(c);
 	c->clock = read_clock();
 	read_pages(c);
+	c->sched = read_sched();
 }
 
 int orbit__config_wants_output(void)

@@ -32,6 +32,7 @@
 #define ORBIT__CONFIG_DRAIN_MS 10u
 #define ORBIT__CONFIG_FLUSH_TIMEOUT_MS 3000u
 #define ORBIT__CONFIG_TOKEN_MAX 4096u
+#define ORBIT__CONFIG_ACK_TIMEOUT_MS 10000u
 
 enum orbit__config_clock {
 	ORBIT__CONFIG_CLOCK_AUTO = 0,
@@ -50,8 +51,9 @@ struct orbit__config {
 	uint64_t flight; /* ORBIT_FLIGHT, bytes (whole MiB); 0: no flight ring */
 	uint8_t token[ORBIT__CONFIG_TOKEN_MAX]; /* ORBIT_TOKEN, without its NUL */
 	size_t token_len;
-	uint64_t send_buffer; /* ORBIT_SEND_BUFFER, bytes */
-	int zstd_level;       /* ORBIT_ZSTD_LEVEL */
+	uint64_t send_buffer;    /* ORBIT_SEND_BUFFER, bytes */
+	int zstd_level;          /* ORBIT_ZSTD_LEVEL */
+	uint32_t ack_timeout_ms; /* ORBIT_ACK_TIMEOUT_MS: a collector's answer, its progress */
 
 	/* The agent thread. */
 	uint32_t drain_ms;         /* ORBIT_DRAIN_MS: the longest gap between passes */
@@ -66,6 +68,9 @@ struct orbit__config {
 	/* The log page rings, when the first orbit_init creates them. */
 	uint32_t page_ring_pages; /* ORBIT_PAGE_RING_PAGES */
 	int page_ring_overwrite;  /* ORBIT_PAGE_RING_OVERWRITE */
+
+	/* Kernel scheduling, at every agent start (sched_tracefs.h). */
+	int sched; /* ORBIT_SCHED=1 */
 };
 
 /* Reads every variable now. */
@@ -81,9 +86,5 @@ const char *orbit__config_clock(void);
 
 /* In a forked child: its bad values are said again, once. */
 void orbit__config_after_fork(void);
-
-/* A whole decimal number with an optional K, M or G suffix (powers of
- * 1024): 0 and *out, or -1 if s is anything else. The one size parser. */
-int orbit__parse_size(const char *s, uint64_t *out);
 
 #endif

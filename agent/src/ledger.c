@@ -46,7 +46,11 @@ void orbit__ledger_begin(struct orbit__ledger *l)
 		l->ring[r].sent = (struct orbit__ring_loss){0};
 		l->ring[r].sent.unsent = 0;
 		l->ring[r].framing = 0;
+		l->ring[r].acked = 0;
+		l->ring[r].s_unsent = 0;
 	}
+	l->ended = 0;
+	l->stream_ns = 0;
 	/* Losses since the last pass of the previous stream (an outage, say)
 	 * are this stream's: nothing read them. */
 	for (uint32_t r = 0; r < l->page_rings; r++) {
@@ -63,9 +67,16 @@ void orbit__ledger_framed(struct orbit__ledger *l, uint32_t r, uint32_t n)
 	l->ring[r].framing += n;
 }
 
-void orbit__ledger_unsent(struct orbit__ledger *l, uint32_t r, uint64_t n)
+/* n records of ring r of this stream never reach its destination. */
+static void unsent(struct orbit__ledger *l, uint32_t r, uint64_t n)
 {
 	l->ring[r].unsent += n;
+	l->ring[r].s_unsent += n;
+}
+
+void orbit__ledger_unsent(struct orbit__ledger *l, uint32_t r, uint64_t n)
+{
+	unsent(l, r, n);
 }
 
 void orbit__ledger_frame_done(struct orbit__ledger *l, uint64_t seq)
@@ -101,7 +112,7 @@ void orbit__ledger_frame_done(struct orbit__ledger *l, uint64_t seq)
 void orbit__ledger_frame_dropped(struct orbit__ledger *l)
 {
 	for (uint32_t r = 0; r < l->rings; r++) {
-		l->ring[r].unsent += l->ring[r].framing;
+		unsent(l, r, l->ring[r].framing);
 		l->ring[r].framing = 0;
 	}
 }
@@ -113,8 +124,12 @@ void orbit__ledger_settled(struct orbit__ledger *l, uint64_t seq, int ok)
 		l->head = f->next;
 		if (l->head == NULL)
 			l->tail = NULL;
-		for (uint32_t i = 0; !ok && i < f->n; i++)
-			l->ring[f->e[i].ring].unsent += f->e[i].records;
+		for (uint32_t i = 0; i < f->n; i++) {
+			if (ok)
+				l->ring[f->e[i].ring].acked += f->e[i].records;
+			else
+				unsent(l, f->e[i].ring, f->e[i].records);
+		}
 		free(f);
 	}
 }
@@ -133,7 +148,7 @@ void orbit__ledger_lost(struct orbit__ledger *l, uint64_t seq)
 	if (l->tail == f)
 		l->tail = prev;
 	for (uint32_t i = 0; i < f->n; i++)
-		l->ring[f->e[i].ring].unsent += f->e[i].records;
+		unsent(l, f->e[i].ring, f->e[i].records);
 	free(f);
 }
 
@@ -158,8 +173,10 @@ int orbit__ledger_loss_due(struct orbit__ledger *l, uint32_t r, int at_end,
 {
 	const struct orbit__ring_state *s = &l->drain->ring[r];
 	struct orbit__ring_loss now = orbit__ledger_loss(l, r);
-	if (at_end)
+	if (at_end) {
 		now.at_end = s->end > s->next ? s->end - s->next : 0;
+		l->ended = 1; /* the final packets: claims now run to end */
+	}
 	if (at_end && now.at_end + now.lapped + now.gone + now.backstop + now.unsent == 0)
 		return 0;
 	if (!at_end && memcmp(&now, &l->ring[r].sent, sizeof now) == 0)
@@ -167,6 +184,76 @@ int orbit__ledger_loss_due(struct orbit__ledger *l, uint32_t r, int at_end,
 	l->ring[r].sent = now;
 	*out = now;
 	return 1;
+}
+
+void orbit__ledger_handshake(struct orbit__ledger *l, Orbit__Handshake *h)
+{
+	l->stream_ns = h->monotonic_ns;
+	struct orbit__ledger_report *p = &l->report;
+	if (!p->pending)
+		return;
+	Orbit__PreviousStream *m = &p->msg;
+	orbit__previous_stream__init(m);
+	m->monotonic_ns = p->monotonic_ns;
+	m->frames_sent = p->fate.frames_sent;
+	m->frames_acknowledged = p->fate.frames_acked;
+	m->end = p->fate.end;
+	m->n_claimed = m->n_acknowledged = m->n_unacknowledged = m->n_lost = l->rings;
+	m->claimed = p->claimed;
+	m->acknowledged = p->acked;
+	m->unacknowledged = p->unacked;
+	m->lost = p->lost;
+	h->previous_stream = m;
+}
+
+void orbit__ledger_answered(struct orbit__ledger *l)
+{
+	l->report.pending = 0;
+}
+
+void orbit__ledger_died(struct orbit__ledger *l, const struct orbit__ledger_fate *fate,
+                        int answered)
+{
+	/* Frames in flight: the destination may have them, or surely not. */
+	uint64_t maybe[ORBIT_MAX_RINGS] = {0};
+	while (l->head != NULL) {
+		struct orbit__ledger_frame *f = l->head;
+		l->head = f->next;
+		for (uint32_t i = 0; i < f->n; i++) {
+			if (fate->certain)
+				unsent(l, f->e[i].ring, f->e[i].records);
+			else {
+				maybe[f->e[i].ring] += f->e[i].records;
+				l->ring[f->e[i].ring].unsent += f->e[i].records;
+			}
+		}
+		free(f);
+	}
+	l->tail = NULL;
+	if (!answered)
+		return; /* nothing was drained into it: nothing is owed */
+	struct orbit__ledger_report *p = &l->report;
+	p->pending = 1;
+	p->fate = *fate;
+	p->monotonic_ns = l->stream_ns;
+	for (uint32_t r = 0; r < l->rings; r++) {
+		const struct orbit__ring_state *s = &l->drain->ring[r];
+		struct orbit__ring_loss now = orbit__ledger_loss(l, r);
+		uint64_t upto = l->ended && s->end > s->next ? s->end : s->next;
+		p->claimed[r] = upto - l->ring[r].start;
+		p->acked[r] = l->ring[r].acked;
+		p->unacked[r] = maybe[r];
+		p->lost[r] =
+		    now.lapped + now.gone + now.backstop + l->ring[r].s_unsent + (upto - s->next);
+	}
+}
+
+uint64_t orbit__ledger_undelivered(const struct orbit__ledger *l)
+{
+	uint64_t n = 0;
+	for (uint32_t r = 0; l->report.pending && r < l->rings; r++)
+		n += l->report.claimed[r] - l->report.acked[r];
+	return n;
 }
 
 uint64_t orbit__ledger_claimed(const struct orbit__ledger *l, uint32_t r)

@@ -37,6 +37,28 @@
  * says what became of them, so an output that learns later (a collector's
  * acknowledgement) settles them later, in order.
  *
+ * Streams that die. With acknowledgements (docs/format.md section 7), an
+ * output settles a frame when the collector says the frame is in its file,
+ * so when a connection dies the ledger knows, per ring, the records in
+ * acknowledged frames, those in frames written but never acknowledged
+ * (which may or may not be in the file: the collector may have written
+ * frames it had not acknowledged yet), and those certainly lost (lapped,
+ * gone, backstop, never sent, or after a last Ack that ended the stream).
+ * Per ring, exactly:
+ *
+ *     claimed == acknowledged + unacknowledged + lost
+ *
+ * with claimed = the drain's next at the death - ring_start (nothing is
+ * drained between streams, so it is also the next stream's ring_start -
+ * this one's). orbit__ledger_died keeps that as the one pending report;
+ * orbit__ledger_handshake puts it in the next stream's Handshake
+ * (PreviousStream), and it is dropped once the collector answers that
+ * Handshake: the report is then in a capture. Only a stream the collector
+ * answered drains records (transport.c), so at most one report is ever
+ * pending: a stream that carries it is answered before it can die with
+ * records of its own. A report still pending at exit is the end-of-run
+ * line's (orbit__ledger_undelivered).
+ *
  * Page rings. A page ring's stream begins where its reader is: what was read
  * or lost before belongs to earlier streams, what is still in the ring
  * (reserved before or after the start) to this one. Per ring,
@@ -80,16 +102,39 @@ struct orbit__ledger_frame {
 	} e[];
 };
 
+/* What an output knows of its stream's frames when the stream ends. */
+struct orbit__ledger_fate {
+	uint64_t frames_sent;  /* written to the destination, the Handshake frame included */
+	uint64_t frames_acked; /* the destination has the first frames_acked of them */
+	uint32_t end;          /* the last Ack's end, 0 if none came */
+	int certain;           /* frames after frames_acked are certainly not there */
+};
+
+/* The report on a stream that died (Handshake.previous_stream). */
+struct orbit__ledger_report {
+	int pending;
+	struct orbit__ledger_fate fate;
+	uint64_t monotonic_ns; /* its Handshake's */
+	uint64_t claimed[ORBIT_MAX_RINGS], acked[ORBIT_MAX_RINGS];
+	uint64_t unacked[ORBIT_MAX_RINGS], lost[ORBIT_MAX_RINGS];
+	Orbit__PreviousStream msg; /* points into the arrays above */
+};
+
 struct orbit__ledger {
 	const struct orbit__drain *drain;
 	uint32_t rings;
 	struct {
 		uint64_t start; /* ring_start: the drain's next when the stream began */
 		struct orbit__ring_loss base, sent;
-		uint64_t unsent;  /* since the agent started */
-		uint32_t framing; /* records in the frame being built */
+		uint64_t unsent;   /* since the agent started */
+		uint32_t framing;  /* records in the frame being built */
+		uint64_t acked;    /* this stream's records in frames settled as written */
+		uint64_t s_unsent; /* this stream's records never sent, or certainly lost */
 	} ring[ORBIT_MAX_RINGS];
 	struct orbit__ledger_frame *head, *tail; /* in flight, oldest first */
+	uint64_t stream_ns;                      /* the open stream's Handshake.monotonic_ns */
+	int ended;                               /* the open stream's final packets were made */
+	struct orbit__ledger_report report;
 
 	uint32_t page_rings;
 	struct orbit__page_count *page_base, *page_sent;
@@ -123,6 +168,23 @@ void orbit__ledger_settled(struct orbit__ledger *l, uint64_t seq, int ok);
 void orbit__ledger_lost(struct orbit__ledger *l, uint64_t seq);
 /* Every frame in flight is lost (the stream is gone). */
 void orbit__ledger_settle_all(struct orbit__ledger *l, int ok);
+
+/* The stream whose Handshake h is begins: the ledger notes which one it is
+ * and puts the pending report in it (h->previous_stream), if there is one. */
+void orbit__ledger_handshake(struct orbit__ledger *l, Orbit__Handshake *h);
+/* The destination answered the open stream's Handshake: a pending report is
+ * in a capture now. */
+void orbit__ledger_answered(struct orbit__ledger *l);
+/* The open stream ended before every frame was settled (its connection
+ * died, or the stop gave up waiting): frames in flight are unacknowledged,
+ * or lost when fate->certain, and the stream's account becomes the pending
+ * report. answered: the stream had drained records (else nothing is owed
+ * and a report already pending stays). */
+void orbit__ledger_died(struct orbit__ledger *l, const struct orbit__ledger_fate *fate,
+                        int answered);
+/* Records of the pending report's stream that are in no acknowledged frame
+ * (claimed - acknowledged), 0 without one: for the end-of-run line. */
+uint64_t orbit__ledger_undelivered(const struct orbit__ledger *l);
 
 /* Ring r's loss in the stream now; at_end: claims below the last cursor the
  * drain read and not read (the final packets). Returns 1 if a Loss packet is

@@ -65,7 +65,8 @@ static pthread_once_t g_thread_key_once = PTHREAD_ONCE_INIT;
 static int g_thread_key_ok; /* written in pthread_once, read after it returns */
 
 /* The record goes through the write path's claim, fill and publish: its
- * release store pairs with the drain's acquire load, as every record's. */
+ * stamp's release store pairs with the drain's acquire load, as every
+ * record's. */
 static void thread_end(void *arg)
 {
 	struct orbit__thread *t = arg;
@@ -74,8 +75,7 @@ static void thread_end(void *arg)
 	uint64_t time = orbit__ticks();
 	uint64_t claim;
 	struct orbit__slot *s = orbit__claim(t, &claim);
-	orbit__fill(s, time, ORBIT__THREAD_END, 0, t->tid, "", 0);
-	orbit__publish(s, claim);
+	orbit__publish(s, claim, orbit__fill(s, time, ORBIT__THREAD_END, 0, t->tid, "", 0));
 }
 
 static void make_thread_key(void)
@@ -120,17 +120,20 @@ void orbit__emit_named(uint8_t kind, uint64_t id, const char *name, size_t len, 
 	}
 	memcpy(bytes + skip, name, take);
 	struct orbit__slot *s = orbit__claim(t, &claim);
-	orbit__store(s, time, id,
-	             orbit__meta(t->tid, kind, attrs ? ORBIT__FLAG_ATTRS : 0, (uint16_t)len), w);
-	orbit__publish(s, claim);
+	orbit__publish(
+	    s, claim,
+	    orbit__store(s, time, id,
+	                 orbit__meta(t->tid, kind, attrs ? ORBIT__FLAG_ATTRS : 0, (uint16_t)len),
+	                 w));
 	uint16_t part = 1;
 	for (size_t off = take; off < len; off += ORBIT__INLINE_NAME, part++) {
 		size_t n = len - off < ORBIT__INLINE_NAME ? len - off : ORBIT__INLINE_NAME;
 		memset(w, 0, sizeof w);
 		memcpy(w, name + off, n);
 		s = orbit__claim(t, &claim);
-		orbit__store(s, time, id, orbit__meta(t->tid, ORBIT__NAME_CONT, 0, part), w);
-		orbit__publish(s, claim);
+		orbit__publish(
+		    s, claim,
+		    orbit__store(s, time, id, orbit__meta(t->tid, ORBIT__NAME_CONT, 0, part), w));
 	}
 }
 

@@ -8,9 +8,11 @@
  * finished frames in order (send), and says what became of each frame
  * (settled): written, or never will be. Settling is the output's business
  * and may come late: a file settles a frame when write() returns, TCP when
- * the kernel took it, and an output that waits for the collector's
- * acknowledgement settles a frame when it is acknowledged. The loss ledger
- * (ledger.h) counts the records of frames settled as lost.
+ * the collector acknowledges it (docs/format.md section 7). The stream's
+ * Handshake frame settling is the destination's answer: only then does the
+ * transport put records in the stream. The loss ledger (ledger.h) counts the
+ * records of frames settled as lost, and of frames whose fate is unknown
+ * when a stream breaks (fate).
  *
  * Frames are self-contained (docs/format.md: nothing in a frame refers to
  * another frame), and each says what it is, so an output that keeps only
@@ -51,6 +53,15 @@ struct orbit__frame {
 	const uint64_t *ring_end, *ring_framed;
 };
 
+/* What an output knows of its stream's frames (when the stream breaks or is
+ * given up): for the ledger's account of a stream that died. */
+struct orbit__fate {
+	uint64_t frames_sent;  /* written to the destination, the Handshake frame included */
+	uint64_t frames_acked; /* the destination has the first frames_acked of them */
+	uint32_t end;          /* the collector's last Ack's end, 0 if none came */
+	int certain;           /* frames after frames_acked are certainly not there */
+};
+
 struct orbit__output;
 
 /* What an output tells its owner. */
@@ -61,12 +72,14 @@ struct orbit__output_events {
 	/* Frame seq of o's stream, and every earlier one not yet settled, has
 	 * reached its destination (ok = 1) or never will (ok = 0). */
 	void (*settled)(void *ctx, struct orbit__output *o, uint64_t seq, int ok);
-	/* o's stream ended before its end frame. Frames not settled yet never
-	 * will be: the owner counts them lost. With
-	 * fatal, o will never be ready again and tracing should stop (a
-	 * collector refused us, the capture file cannot be written); otherwise
-	 * o may become ready again for a new stream (a reconnection). */
-	void (*broken)(void *ctx, struct orbit__output *o, int fatal);
+	/* o's stream ended before its end frame was settled. Frames not
+	 * settled yet never will be; fate says whether they may have reached
+	 * the destination. With fatal, o will never be ready again and tracing
+	 * should stop (a collector refused us, the capture file cannot be
+	 * written); otherwise o may become ready again for a new stream (a
+	 * reconnection). */
+	void (*broken)(void *ctx, struct orbit__output *o, int fatal,
+	               const struct orbit__fate *fate);
 	/* Everything o took has settled (for a flush waiting on it). */
 	void (*idle)(void *ctx, struct orbit__output *o);
 };
@@ -89,6 +102,12 @@ struct orbit__output_ops {
 	void (*hurry)(struct orbit__output *o);
 	/* The stream's last frame was sent: close it when it has settled. */
 	void (*end)(struct orbit__output *o);
+	/* Stops waiting for the open stream's frames to settle (the stop's
+	 * deadline): they are reported broken, not fatal, with their fate. */
+	void (*give_up)(struct orbit__output *o);
+	/* Why no stream has been answered lately, in a few words for the
+	 * end-of-run line ("connection refused", "it sent HTTP"), or "". */
+	const char *(*trouble)(const struct orbit__output *o);
 	/* Stops for good; handles are closed as the loop runs. Frees o once
 	 * they are (or at once). */
 	void (*close)(struct orbit__output *o);

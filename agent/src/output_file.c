@@ -5,6 +5,34 @@
  * The same output is the local copy beside a collector (both ORBIT_COLLECTOR
  * and ORBIT_CAPTURE set): it takes the frames of one stream, byte for byte
  * what the collector receives, and its failures stop the copy, not tracing.
+ *
+ * Opening (open_capture; docs/operations.md states the rule for users). The
+ * agent runs in someone else's process, perhaps as root, and the path may
+ * be in a directory others can write (/tmp), so:
+ *
+ *  1. A path that does not exist is created with O_CREAT | O_EXCL |
+ *     O_NOFOLLOW: a file, never through a symbolic link.
+ *  2. A file is never truncated and never written unless this process
+ *     created it. An existing path is taken only when it is a regular file
+ *     of this process's user (an earlier capture) that no live agent holds
+ *     (flock): a new file is created beside it and renamed over it, so the
+ *     old inode, and any other name it has, is left as it was.
+ *  3. A symbolic link, anything but a regular file, or a file of another
+ *     user is refused, with one line saying which; the link is not
+ *     followed, the file not touched.
+ *  4. A file another live agent holds (its lock) is left to it: this
+ *     process writes PATH.PID instead, by the same rules.
+ *
+ * Replacing holds the lock of the file the path names while checking that
+ * it still names it and while renaming, and a file is locked before its
+ * name is published, so two agents racing for one path never replace each
+ * other's live capture: the loser finds a locked file and takes PATH.PID.
+ *
+ * Writing. A frame is written whole or not at all: before each one the file
+ * size limit (RLIMIT_FSIZE) is checked, and after a failed or short write
+ * the file is cut back to its last complete frame. The agent thread blocks
+ * SIGXFSZ (agent.c), so passing the limit is the error EFBIG, not the
+ * host's death. Any write error costs one line and turns tracing off.
  */
 #include <errno.h>
 #include <fcntl.h>
@@ -13,6 +41,8 @@
 #include <stdlib.h>
 #include <string.h>
 #include <sys/file.h>
+#include <sys/resource.h>
+#include <sys/stat.h>
 #include <unistd.h>
 
 #include "output.h"
@@ -21,42 +51,147 @@ struct file_output {
 	struct orbit__output o;
 	int fd;
 	int copy;
+	uint64_t size;         /* bytes of complete frames in the file */
+	uint64_t frames;       /* ... and how many */
 	char target[PATH_MAX]; /* as configured, then the path opened */
 };
 
-static int open_locked(const char *path)
+/* Why open_capture refused a path, for the one line. */
+enum refusal { R_NONE, R_LINK, R_NOT_REGULAR, R_OTHER_USER, R_BUSY };
+
+static int fresh(const char *path)
 {
-	int fd = open(path, O_WRONLY | O_CREAT | O_CLOEXEC, 0644);
-	if (fd < 0)
-		return -errno;
-	/* The lock before the truncation: a file another live agent is
-	 * writing is never cut. */
-	if (flock(fd, LOCK_EX | LOCK_NB) != 0) {
-		int err = -errno;
-		close(fd);
-		return err;
+	return open(path, O_WRONLY | O_CREAT | O_EXCL | O_NOFOLLOW | O_CLOEXEC, 0644);
+}
+
+/* A new locked file at path, in place of the unlocked earlier capture that
+ * old (locked by us) is; -errno on failure. */
+static int replace(const char *path)
+{
+	static unsigned counter;
+	char tmp[PATH_MAX];
+	int fd = -1;
+	for (int i = 0; i < 16 && fd < 0; i++) {
+		int n = snprintf(tmp, sizeof tmp, "%s.%d-%u.tmp", path, (int)getpid(), counter++);
+		if (n < 0 || (size_t)n >= sizeof tmp)
+			return -ENAMETOOLONG;
+		fd = fresh(tmp);
+		if (fd < 0 && errno != EEXIST)
+			return -errno;
 	}
-	if (ftruncate(fd, 0) != 0) {
-		int err = -errno;
+	if (fd < 0)
+		return -EEXIST;
+	int err = flock(fd, LOCK_EX | LOCK_NB) != 0 ? -errno : 0;
+	if (err == 0 && rename(tmp, path) != 0)
+		err = -errno;
+	if (err != 0) {
+		unlink(tmp);
 		close(fd);
 		return err;
 	}
 	return fd;
 }
 
+/* Opens path for a new stream by the rules above: a locked, empty file this
+ * process created, or -errno (*why says which rule refused it). */
+static int open_capture(const char *path, enum refusal *why, uid_t *owner)
+{
+	*why = R_NONE;
+	for (int tries = 0; tries < 8; tries++) {
+		int fd = fresh(path);
+		if (fd >= 0) {
+			if (flock(fd, LOCK_EX | LOCK_NB) == 0)
+				return fd;
+			/* Another agent locked it first, to replace it: it is
+			 * theirs now. */
+			close(fd);
+			*why = R_BUSY;
+			return -EWOULDBLOCK;
+		}
+		if (errno != EEXIST)
+			return -errno;
+		struct stat st, now;
+		if (lstat(path, &st) != 0) {
+			if (errno == ENOENT)
+				continue; /* gone meanwhile */
+			return -errno;
+		}
+		if (S_ISLNK(st.st_mode)) {
+			*why = R_LINK;
+			return -ELOOP;
+		}
+		if (!S_ISREG(st.st_mode)) {
+			*why = R_NOT_REGULAR;
+			return -EEXIST;
+		}
+		if (st.st_uid != geteuid()) {
+			*why = R_OTHER_USER;
+			*owner = st.st_uid;
+			return -EEXIST;
+		}
+		int old = open(path, O_RDONLY | O_NOFOLLOW | O_NONBLOCK | O_CLOEXEC);
+		if (old < 0) {
+			if (errno == ENOENT || errno == ELOOP)
+				continue; /* replaced meanwhile: look again */
+			return -errno;
+		}
+		if (fstat(old, &st) != 0 || !S_ISREG(st.st_mode) || st.st_uid != geteuid()) {
+			close(old);
+			continue;
+		}
+		if (flock(old, LOCK_EX | LOCK_NB) != 0) {
+			int err = errno;
+			close(old);
+			if (err != EWOULDBLOCK)
+				return -err;
+			*why = R_BUSY; /* a live agent writes it */
+			return -EWOULDBLOCK;
+		}
+		/* Under its lock: does the path still name it? */
+		if (lstat(path, &now) != 0 || now.st_dev != st.st_dev || now.st_ino != st.st_ino) {
+			close(old);
+			continue;
+		}
+		fd = replace(path);
+		close(old); /* its lock goes with it */
+		return fd;
+	}
+	return -EAGAIN;
+}
+
+static void say_refused(const struct file_output *f, const char *path, int err, enum refusal why,
+                        uid_t owner)
+{
+	char reason[128];
+	if (why == R_LINK)
+		snprintf(reason, sizeof reason, "it is a symbolic link, which is not followed");
+	else if (why == R_NOT_REGULAR)
+		snprintf(reason, sizeof reason, "it exists and is not a regular file");
+	else if (why == R_OTHER_USER)
+		snprintf(reason, sizeof reason, "it belongs to another user (uid %u)",
+		         (unsigned)owner);
+	else
+		snprintf(reason, sizeof reason, "%s", strerror(-err));
+	fprintf(stderr, "orbit: cannot create the capture %s: %s; %s\n", path, reason,
+	        f->copy ? "no local copy" : "tracing is off");
+}
+
 /* "%p" in the name stands for the pid. A file that another live agent is
- * writing (a child that inherited the variable, say) is never truncated:
- * this process writes PATH.PID instead, and says so. */
+ * writing (a child that inherited the variable, say) is left to it: this
+ * process writes PATH.PID instead, and says so. */
 static int file_start(struct orbit__output *o)
 {
 	struct file_output *f = (struct file_output *)o;
 	char path[PATH_MAX], alt[PATH_MAX];
 	char *p = strstr(f->target, "%p");
+	enum refusal why = R_NONE;
+	uid_t owner = 0;
 	int n = p != NULL ? snprintf(path, sizeof path, "%.*s%d%s", (int)(p - f->target), f->target,
 	                             (int)getpid(), p + 2)
 	                  : snprintf(path, sizeof path, "%s", f->target);
-	int fd = n < 0 || (size_t)n >= sizeof path ? -ENAMETOOLONG : open_locked(path);
-	if (fd == -EWOULDBLOCK) {
+	int fd =
+	    n < 0 || (size_t)n >= sizeof path ? -ENAMETOOLONG : open_capture(path, &why, &owner);
+	if (fd < 0 && why == R_BUSY) {
 		n = snprintf(alt, sizeof alt, "%s.%d", path, (int)getpid());
 		if (n < 0 || (size_t)n >= sizeof alt) {
 			fd = -ENAMETOOLONG;
@@ -66,31 +201,52 @@ static int file_start(struct orbit__output *o)
 			        "process; writing %s\n",
 			        path, alt);
 			memcpy(path, alt, (size_t)n + 1);
-			fd = open_locked(path);
+			fd = open_capture(path, &why, &owner);
 		}
 	}
 	if (fd < 0) {
-		fprintf(stderr, "orbit: cannot create the capture %s: %s; %s\n", path,
-		        strerror(-fd), f->copy ? "no local copy" : "tracing is off");
+		say_refused(f, path, fd, why, owner);
 		return fd;
 	}
 	f->fd = fd;
+	f->size = 0;
+	f->frames = 0;
 	memcpy(f->target, path, strlen(path) + 1);
 	o->streaming = 1;
 	return 0; /* ready now */
 }
 
-static int write_all(int fd, const uint8_t *p, size_t len)
+/* The file size limit now (the host may change it), or UINT64_MAX. */
+static uint64_t size_limit(void)
 {
-	while (len > 0) {
-		ssize_t n = write(fd, p, len);
+	struct rlimit rl;
+	if (getrlimit(RLIMIT_FSIZE, &rl) != 0 || rl.rlim_cur == RLIM_INFINITY)
+		return UINT64_MAX;
+	return (uint64_t)rl.rlim_cur;
+}
+
+/* One whole frame at the end of the file, or nothing: -errno, and the file
+ * cut back to its complete frames. */
+static int write_frame(struct file_output *f, const uint8_t *p, size_t len)
+{
+	if (len > size_limit() || f->size > size_limit() - len)
+		return -EFBIG; /* not even a part of it */
+	size_t left = len;
+	while (left > 0) {
+		ssize_t n = write(f->fd, p, left);
 		if (n < 0 && errno == EINTR)
 			continue;
-		if (n < 0)
-			return -errno;
+		if (n <= 0) {
+			int err = n < 0 ? -errno : -EIO;
+			if (left != len && ftruncate(f->fd, (off_t)f->size) == 0)
+				lseek(f->fd, (off_t)f->size, SEEK_SET);
+			return err;
+		}
 		p += n;
-		len -= (size_t)n;
+		left -= (size_t)n;
 	}
+	f->size += len;
+	f->frames++;
 	return 0;
 }
 
@@ -110,19 +266,24 @@ static int file_send(struct orbit__output *o, const struct orbit__frame *fr)
 	struct file_output *f = (struct file_output *)o;
 	if (f->fd < 0)
 		return -EBADF;
-	int err = write_all(f->fd, fr->bytes, fr->len);
+	int err = write_frame(f, fr->bytes, fr->len);
 	if (err == 0) {
 		o->ev->settled(o->ev->ctx, o, fr->seq, 1);
 		return 0;
 	}
+	char extra[96] = "";
+	if (err == -EFBIG && size_limit() != UINT64_MAX)
+		snprintf(extra, sizeof extra, " (the file size limit, RLIMIT_FSIZE, is %llu bytes)",
+		         (unsigned long long)size_limit());
 	if (f->copy)
-		fprintf(stderr, "orbit: cannot write the local copy %s: %s; it stops here\n",
-		        f->target, strerror(-err));
+		fprintf(stderr, "orbit: cannot write the local copy %s: %s%s; it stops here\n",
+		        f->target, strerror(-err), extra);
 	else
-		fprintf(stderr, "orbit: cannot write the capture %s: %s; tracing is off\n",
-		        f->target, strerror(-err));
+		fprintf(stderr, "orbit: cannot write the capture %s: %s%s; tracing is off\n",
+		        f->target, strerror(-err), extra);
 	file_stop(f, 0);
-	o->ev->broken(o->ev->ctx, o, 1);
+	struct orbit__fate fate = {f->frames + 1, f->frames, 0, 1};
+	o->ev->broken(o->ev->ctx, o, 1, &fate);
 	return err;
 }
 
@@ -141,6 +302,17 @@ static int file_coming(const struct orbit__output *o)
 static void file_hurry(struct orbit__output *o)
 {
 	(void)o;
+}
+
+static void file_give_up(struct orbit__output *o)
+{
+	(void)o; /* every frame settled when it was written */
+}
+
+static const char *file_trouble(const struct orbit__output *o)
+{
+	(void)o;
+	return "";
 }
 
 /* A file holds one stream: it ends with it. The local copy is synced, as a
@@ -175,6 +347,8 @@ static const struct orbit__output_ops file_ops = {
     .coming = file_coming,
     .hurry = file_hurry,
     .end = file_end,
+    .give_up = file_give_up,
+    .trouble = file_trouble,
     .close = file_close,
     .forget = file_forget,
 };

@@ -243,6 +243,17 @@ static void flight_end(struct orbit__output *o)
 		o->ev->idle(o->ev->ctx, o);
 }
 
+static void flight_give_up(struct orbit__output *o)
+{
+	(void)o; /* every frame settled when it was stored */
+}
+
+static const char *flight_trouble(const struct orbit__output *o)
+{
+	(void)o;
+	return "";
+}
+
 static void flight_close(struct orbit__output *o)
 {
 	free(o);
@@ -255,6 +266,8 @@ static const struct orbit__output_ops ops = {
     .coming = flight_coming,
     .hurry = flight_hurry,
     .end = flight_end,
+    .give_up = flight_give_up,
+    .trouble = flight_trouble,
     .close = flight_close,
     .forget = flight_close, /* nothing of ours is open; the segment is the parent's */
 };

@@ -43,6 +43,7 @@
 #include <sys/stat.h>
 #include <sys/statfs.h>
 #include <sys/types.h>
+#include <time.h>
 #include <unistd.h>
 
 #include "ftrace_page.h"
@@ -91,6 +92,28 @@ struct orbit__sched {
  * numbers this process's instances. */
 static pthread_mutex_t sched_lock = PTHREAD_MUTEX_INITIALIZER;
 static unsigned sched_serial;
+
+/* The instances this process has made and not yet removed, under
+ * sched_lock: a forked child closes every descriptor it inherited on them,
+ * those of an instance still being opened included (orbit__sched_forget). */
+#define LIVE_MAX 8
+static char live[LIVE_MAX][512];
+
+static void live_add(const char *path)
+{
+	for (int i = 0; i < LIVE_MAX; i++)
+		if (live[i][0] == '\0') {
+			snprintf(live[i], sizeof live[i], "%s", path);
+			return;
+		}
+}
+
+static void live_remove(const char *path)
+{
+	for (int i = 0; i < LIVE_MAX; i++)
+		if (strcmp(live[i], path) == 0)
+			live[i][0] = '\0';
+}
 
 static void say(char *why, size_t n, const char *fmt, ...)
 {
@@ -502,8 +525,10 @@ static void teardown_locked(struct orbit__sched *s)
 	/* Every descriptor of ours is closed, so nothing of ours holds the
 	 * instance: the kernel removes it (EBUSY only if someone else holds
 	 * one of its files; then the next start removes it). */
-	if (s->path[0] != '\0' && mine)
+	if (s->path[0] != '\0' && mine) {
 		rmdir(s->path);
+		live_remove(s->path);
+	}
 	for (size_t i = 0; i < EVENT_COUNT + 2; i++)
 		free(s->texts[i]);
 	free(s->cpu_fd);
@@ -523,8 +548,10 @@ static int make_instance(struct orbit__sched *s, const char *tracefs, char *why,
 		snprintf(s->name, sizeof s->name, "orbit-%d-%llu-%u", (int)pid, start,
 		         sched_serial++);
 		snprintf(s->path, sizeof s->path, "%s/instances/%s", tracefs, s->name);
-		if (mkdir(s->path, 0700) == 0)
+		if (mkdir(s->path, 0700) == 0) {
+			live_add(s->path);
 			return 0;
+		}
 		if (errno != EEXIST) {
 			int err = -errno;
 
@@ -588,6 +615,9 @@ static int setup(struct orbit__sched *s, uint32_t kb, char *why, size_t why_len)
 		say(why, why_len, "cannot write 1 to %s/tracing_on: %s", s->path, strerror(-err));
 		return err;
 	}
+	struct timespec ts; /* recording since at latest now */
+	clock_gettime(CLOCK_MONOTONIC, &ts);
+	s->formats.since_ns = (uint64_t)ts.tv_sec * 1000000000ull + (uint64_t)ts.tv_nsec;
 	s->formats.cpu_count = s->cpu_count;
 	s->formats.buffer_kb = kb;
 	s->formats.clock = "mono";
@@ -662,6 +692,7 @@ static void account(struct orbit__sched_cpu *c, const uint8_t *page, size_t len)
 		c->bad_pages++;
 		return;
 	}
+	c->data_bytes += h.size;
 	if (h.missed) {
 		c->flagged_pages++;
 		if (h.missed_stored)
@@ -755,6 +786,62 @@ int orbit__sched_stats(struct orbit__sched *s, uint32_t cpu, struct orbit__sched
 	out->read_events = stat_value(text, "read events");
 	free(text);
 	return 0;
+}
+
+int orbit__sched_pages(const struct orbit__sched *s, uint32_t cpu, struct orbit__sched_cpu *out)
+{
+	if (cpu >= s->cpu_count)
+		return -EINVAL;
+	*out = s->cpu[cpu];
+	out->entries = out->overrun = out->commit_overrun = out->dropped = out->read_events = 0;
+	return 0;
+}
+
+/* Whether link names a file of one of this process's instances. */
+static int on_live(const char *link)
+{
+	for (int i = 0; i < LIVE_MAX; i++) {
+		size_t n = strlen(live[i]);
+		if (n > 0 && strncmp(link, live[i], n) == 0 && (link[n] == '/' || link[n] == '\0'))
+			return 1;
+	}
+	return 0;
+}
+
+void orbit__sched_forget(struct orbit__sched *s)
+{
+	/* The child is single-threaded here: no lock is needed, and the one
+	 * copied from the parent may be held by a thread that no longer
+	 * exists. The descriptors are found by where they point, not by the
+	 * handle: the fork may have come in the middle of an open (the
+	 * handle not yet the caller's) or of a write (a file open for a
+	 * moment). */
+	pthread_mutex_init(&sched_lock, NULL);
+	DIR *d = opendir("/proc/self/fd");
+	struct dirent *e;
+	while (d != NULL && (e = readdir(d)) != NULL) {
+		char path[300], link[600];
+		int fd = atoi(e->d_name);
+		if (e->d_name[0] < '0' || e->d_name[0] > '9' || fd == dirfd(d))
+			continue;
+		snprintf(path, sizeof path, "/proc/self/fd/%s", e->d_name);
+		ssize_t n = readlink(path, link, sizeof link - 1);
+		if (n <= 0)
+			continue;
+		link[n] = '\0';
+		if (on_live(link))
+			close(fd);
+	}
+	if (d != NULL)
+		closedir(d);
+	memset(live, 0, sizeof live);
+	if (s != NULL) { /* its descriptors are closed above: only the memory */
+		s->dirfd = -1;
+		for (uint32_t i = 0; s->cpu_fd != NULL && i < s->cpu_count; i++)
+			s->cpu_fd[i] = -1;
+		s->owner = 0; /* not ours: teardown removes nothing */
+		teardown_locked(s);
+	}
 }
 
 void orbit__sched_close(struct orbit__sched *s)

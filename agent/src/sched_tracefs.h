@@ -116,6 +116,8 @@ struct orbit__sched_formats {
 	                         stream sends at most the first 4096:
 	                         docs/format.md 4.10) */
 	uint32_t tid_count;
+	uint64_t since_ns; /* CLOCK_MONOTONIC right after tracing_on 1: from then
+	                      on every switch and waking of the tids is recorded */
 };
 
 /* Per-CPU counts. The first group comes from the pages this handle read
@@ -124,6 +126,8 @@ struct orbit__sched_formats {
 struct orbit__sched_cpu {
 	uint64_t pages;         /* pages handed to the callback */
 	uint64_t bytes;         /* their bytes */
+	uint64_t data_bytes;    /* of them, record bytes (the pages' commit size):
+	                           how much of the kernel's buffer they took */
 	uint64_t flagged_pages; /* pages with the lost-events bit (commit bit 31) */
 	uint64_t stored_lost;   /* sum of the lost counts stored on those pages */
 	uint64_t bad_pages;     /* pages the page decoder rejects (never seen) */
@@ -175,8 +179,21 @@ const struct orbit__sched_formats *orbit__sched_formats(const struct orbit__sche
  * errno of reading the stats (the page counts are filled anyway). */
 int orbit__sched_stats(struct orbit__sched *s, uint32_t cpu, struct orbit__sched_cpu *out);
 
+/* The page counts alone (the first group of struct orbit__sched_cpu; the
+ * kernel's are zero): no syscall. -EINVAL for a cpu out of range. */
+int orbit__sched_pages(const struct orbit__sched *s, uint32_t cpu, struct orbit__sched_cpu *out);
+
 /* Tears down (guarantee 7) and frees. NULL is ignored. */
 void orbit__sched_close(struct orbit__sched *s);
+
+/* In a forked child (a pthread_atfork child handler): closes the child's
+ * copies of every descriptor on an instance the parent made (those of an
+ * open still under way in another thread at the fork too, found through
+ * /proc/self/fd) and frees the handle, without taking any lock (the
+ * parent's agent thread may have held it at the fork) and without touching
+ * the instance, which stays the parent's (guarantee 7). Resets the
+ * process-wide lock. s may be NULL. */
+void orbit__sched_forget(struct orbit__sched *s);
 
 /* Removes the leftover instances of guarantee 4 under tracefs (NULL: look
  * as open does). Returns how many it removed, or a negative errno if the

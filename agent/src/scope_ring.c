@@ -2,37 +2,70 @@
  * scope_ring.c — the drain of the scope rings.
  *
  * How it works. A segment holds ring_count rings of 2^k 64-byte slots. A
- * thread writes only to the ring its tid hashes to (orbit.h). To write, it
- * claims a claim number with one relaxed fetch_add on the ring's cursor,
- * stores the 56-byte record into slot (claim mod slots) with plain stores,
- * and publishes it with a release store of claim + 1 into the slot's stamp.
- * The cursor never wraps; a claim number names one slot and one lap, so the
- * stamp tells a slot's current occupant from the one a lap before.
+ * thread writes only to the ring its tid hashes to (orbit.h). The cursor
+ * never wraps; a claim number names one slot (claim mod slots) and one lap.
+ * A slot's stamp says what the slot holds (docs/format.md 1.5):
  *
- * The drain keeps, per ring, the next claim it has to read and walks forward
- * in claim order:
- *   stamp == next + 1   the record of claim next: copy it (a batch of up to
- *                       256 at a time), then check that no producer had
- *                       started overwriting them (below), deliver;
- *   stamp >  next + 1   a producer lapped the drain: skip to the oldest claim
- *                       still resident (cursor - slots) plus a margin
- *                       (slots / 8), count the skipped claims as lost
- *                       (lapped), and read on: the margin keeps the drain
- *                       off the lines the producer is writing now, so a
- *                       producer that never pauses is still delivered from
- *                       between its laps;
- *   stamp <  next + 1   claim next is not published. If the cursor is not
- *                       past it, the ring is drained. Otherwise the claim was
- *                       handed out and the ring stalls there: the other rings
- *                       go on. Whether to wait is decided by liveness: while
- *                       the producing process lives the claim may still be
- *                       published; once it is gone the claim is written off
- *                       at once (lost, dead). A wait on one claim longer than
- *                       the backstop (30 s) drops that one event, counted
- *                       and reported (lost, backstop).
+ *   0                    never written
+ *   c + 1                claim c's marker: claimed, its record being written
+ *   c + 1 + check        claim c's record, complete; check = orbit__check()
+ *                        of its seven words (low 32 bits 0, bit 32 set)
+ *
+ * The slot protocol. A producer (orbit.h):
+ *   W1  c = fetch_add(cursor, 1)            relaxed
+ *   W2  stamp = c + 1                       relaxed (the marker)
+ *   W3  the seven record words              relaxed
+ *   W4  stamp = c + 1 + check(record)       release
+ * The drain, at the claim `next` it has to read:
+ *   R1  s = stamp                           acquire: pairs with W4
+ *   R2  if s says "claim next's record": copy the seven words (relaxed) and
+ *       keep the copy iff s == next + 1 + check(copy);
+ *   R3  after a run of copies, the cursor once (relaxed, after the R1 loads):
+ *       which of them were read before their slot's next lap was handed out
+ *       (`clean`, guarantee 7).
+ * and otherwise, by what s says:
+ *   a later lap's marker or record   the drain was lapped: skip to the oldest
+ *                       claim still resident (cursor - slots) plus a margin
+ *                       (slots / 8), count the skipped claims lost (lapped),
+ *                       and read on: the margin keeps the drain off the lines
+ *                       the producer is writing now, so a producer that never
+ *                       pauses is still delivered from between its laps;
+ *   claim next's marker, or 0 (never written), or the record of claim
+ *                       next - slots that this drain delivered clean: claim
+ *                       next is handed out and will be published; if the
+ *                       cursor is past it, the ring stalls there, the other
+ *                       rings go on. Whether to wait is decided by liveness:
+ *                       while the producing process lives the claim may
+ *                       still be published; once it is gone the claim is
+ *                       written off at once (lost, dead). A wait on one
+ *                       claim longer than the backstop (30 s) drops that one
+ *                       event, counted and reported (lost, backstop);
+ *   anything else of an earlier lap   a producer of an earlier lap wrote the
+ *                       slot after claim next was handed out (it was
+ *                       descheduled inside its write for a lap or more):
+ *                       claim next's record, if it was ever there, is gone,
+ *                       and nothing will be published for it that this slot
+ *                       could still show. Written off at once (lapped).
+ *   claim next's record failing the check   torn: as a lap, dropping at
+ *                       least that one claim.
  * One pass reads no further than the cursor it found at the start (or, after
  * a lap, the cursor it found then: once per ring and pass), so a producer
  * faster than the drain cannot keep it in one ring forever.
+ *
+ * Why a check rather than an order of stores. Two producers can write one
+ * slot at once: a producer descheduled between W1 and W4 for a whole lap of
+ * its ring resumes writing over the record of a later lap that another
+ * producer has published there meanwhile, and a producer of the next lap may
+ * start on a slot the drain is copying. Nothing on the producers' side that
+ * is only stores and fences closes the first case: whatever the late
+ * producer stored before its record (its marker, a second word) the newer
+ * producer's own stores overwrite, and its record's words then land under
+ * the newer stamp until its own W4 lands. A copy taken in between is the
+ * newer record with some words replaced, which no re-read of the stamp or
+ * the cursor can see (and on arm64 nothing orders W1 before W3 either, so
+ * the cursor does not even say that a next-lap producer has started). The
+ * check makes the copy its own evidence: it is kept only if its seven words
+ * are the ones its stamp was computed from.
  *
  * Where copies go. With a staging area (orbit__drain_stage) the records are
  * copied straight into it, word by word (no stack copy read back with wider
@@ -44,30 +77,48 @@
  * Guarantees (tests cite them by number):
  *  1. Producers never wait: the write path has no lock, no CAS loop and no
  *     branch on the ring being full; the drain never writes to a ring.
- *  2. Every record delivered is exactly the record its producer published
- *     for that claim: the acquire load of the stamp pairs with the producer's
- *     release store (orbit__publish), so the payload stores are visible; a
- *     copy that a lapping producer may have overwritten meanwhile is
- *     discarded (stamp changed, or cursor more than a lap past the claim).
+ *  2. Every record delivered for claim c is exactly the record c's producer
+ *     published, except with probability about 2^-31 for a copy another
+ *     producer wrote into: R1 reads c's W4 (the stamp c + 1 + check names
+ *     the claim), and acquire/release makes c's W3 happen before the copy,
+ *     so each copied word is c's store or a later one to that word
+ *     (coherence); a later one is another producer's, and unless it stored
+ *     the same value the copy fails the check. This holds in the C11 model
+ *     whatever order the other producers' stores become visible in (x86-64,
+ *     where the locked fetch_add orders W1 first, and arm64, where nothing
+ *     does). A record that a late producer published over a newer lap is
+ *     delivered only as its own claim, never as the newer one.
  *  3. A ring's records are delivered in claim order, hence each thread's
  *     records in the order the thread wrote them.
  *  4. Every claim below next is either delivered or counted lost, once:
  *     next == drained + lost_lapped + lost_dead + lost_backstop, so after a
  *     final drain claimed == drained + lost exactly.
  *  5. An unpublished claim stalls its own ring only.
- *  6. A claim whose process is gone is written off at once; a live one is
- *     waited for, at most the backstop, which drops one event per firing.
+ *  6. A claim whose process is gone is written off at once, but only after
+ *     its stamp is read again once the process is known dead (a record
+ *     published just before the end is delivered); a live one is waited for,
+ *     at most the backstop, which drops one event per firing.
+ *  7. A ring stalls only on a claim that will still be published, never on
+ *     a stamp a late producer of an earlier lap left: it waits on claim c
+ *     when the slot shows c's marker, or 0, or the record of c - slots that
+ *     the drain delivered clean (its R3 cursor was at most c: c was not yet
+ *     handed out). In the last case c's producer has not published: had its
+ *     W4 come before that record's W4 in the stamp's coherence order, then
+ *     W1(c) -> W4(c) (release) -> that record's W4 -> the drain's R1 that
+ *     delivered it (acquire) -> its R3 would have seen the cursor past c.
+ *     That chain is multi-copy atomicity, which x86-TSO and ARMv8 (other-
+ *     multi-copy-atomic) give and C11 alone does not; without it the cost
+ *     would be a stall ended by the slot's next lap or the backstop, never a
+ *     wrong record. Any other earlier-lap stamp is written off at once.
  *
- * On guarantee 2, its one limit. The discard check relies on a producer's
- * claim being visible no later than its payload stores (x86-64: the locked
- * fetch_add orders them; elsewhere the stamp re-check still catches a
- * finished overwrite). And with one stamp store per record, a producer that
- * is descheduled in the middle of its own record for a whole lap of its ring
- * finishes writing over the slot's newer record when it resumes: a copy
- * taken in the few nanoseconds between that resumption and its (stale) stamp
- * store cannot be told from the newer record. This needs the ring to be
- * lapped (loss is already being counted) and the drain to be at that very
- * slot; readers of records treat them as hostile bytes anyway (format/).
+ * The limits, stated. The check is a 31-bit hash of the record: a copy
+ * another producer wrote into passes it with probability about 2^-31 (such a
+ * copy needs that race at that slot in the first place). It is no defence
+ * against a hostile writer, who can compute it: readers of records treat them
+ * as hostile bytes anyway (format/). Guarantee 7's write-off can count as
+ * lapped a claim whose producer is between W1 and W2 at that instant, when a
+ * record of that slot was lost in the lap before; its record, published
+ * later, is then not delivered (counted once, as lapped).
  */
 #include "scope_ring.h"
 
@@ -96,6 +147,43 @@ uint64_t orbit__ring_claimed(const struct orbit__segment *seg, uint32_t ring)
 	return atomic_load_explicit(&orbit__segment_ring(seg, ring)->cursor, memory_order_relaxed);
 }
 
+/* ---- what a stamp says, read at claim c ---- */
+
+enum stamp_kind {
+	STAMP_NEVER,  /* 0: never written */
+	STAMP_MARKER, /* c's marker: c is being written */
+	STAMP_RECORD, /* c's record, if the copy passes the check */
+	STAMP_OLDER,  /* the marker or record of an earlier lap's claim */
+	STAMP_NEWER,  /* the marker or record of a later lap's claim */
+};
+
+struct stamp {
+	enum stamp_kind kind;
+	uint64_t claim; /* OLDER, NEWER: the claim it belongs to */
+	int record;     /* OLDER, NEWER: a record (not a marker) */
+};
+
+/* The claim a stamp belongs to, from its low 32 bits (the check leaves them
+ * alone): claims within 2^31 of c, which is every claim a slot can hold
+ * while c is read. */
+static struct stamp read_stamp(uint64_t s, uint64_t c)
+{
+	struct stamp st = {.kind = STAMP_NEVER, .claim = 0, .record = 0};
+	if (s == 0)
+		return st;
+	uint64_t diff = s - c - 1;
+	if ((uint32_t)diff == 0) {
+		st.kind = diff == 0 ? STAMP_MARKER : STAMP_RECORD;
+		st.claim = c;
+		return st;
+	}
+	int32_t d = (int32_t)((uint32_t)(s - 1) - (uint32_t)c);
+	st.kind = d > 0 ? STAMP_NEWER : STAMP_OLDER;
+	st.claim = c + (uint64_t)(int64_t)d;
+	st.record = s != st.claim + 1;
+	return st;
+}
+
 /* Where a batch of copies goes: the staging area, or a stack batch. */
 struct batch {
 	uint8_t *bytes; /* BATCH records of room at least */
@@ -111,20 +199,21 @@ static void batch_flush(struct batch *b, uint32_t ring, orbit__drain_fn fn, void
 }
 
 /* Relaxed loads of the seven record words, each stored at once to its place
- * (the host is little-endian, as the record format). */
-static inline void copy_record(struct orbit__slot *slot, uint8_t *dst)
+ * (the host is little-endian, as the record format); returns their check. */
+static inline uint64_t copy_record(struct orbit__slot *slot, uint8_t *dst)
 {
-	uint64_t w;
-	w = atomic_load_explicit(&slot->time, memory_order_relaxed);
-	memcpy(dst, &w, 8);
-	w = atomic_load_explicit(&slot->id, memory_order_relaxed);
-	memcpy(dst + 8, &w, 8);
-	w = atomic_load_explicit(&slot->meta, memory_order_relaxed);
-	memcpy(dst + 16, &w, 8);
+	uint64_t w[3], name[ORBIT__INLINE_NAME / 8];
+	w[0] = atomic_load_explicit(&slot->time, memory_order_relaxed);
+	memcpy(dst, &w[0], 8);
+	w[1] = atomic_load_explicit(&slot->id, memory_order_relaxed);
+	memcpy(dst + 8, &w[1], 8);
+	w[2] = atomic_load_explicit(&slot->meta, memory_order_relaxed);
+	memcpy(dst + 16, &w[2], 8);
 	for (int i = 0; i < 4; i++) {
-		w = atomic_load_explicit(&slot->name[i], memory_order_relaxed);
-		memcpy(dst + 24 + 8 * i, &w, 8);
+		name[i] = atomic_load_explicit(&slot->name[i], memory_order_relaxed);
+		memcpy(dst + 24 + 8 * i, &name[i], 8);
 	}
+	return orbit__check(w[0], w[1], w[2], name);
 }
 
 /* After a lap: the oldest claim still resident, a margin past it so that the
@@ -137,13 +226,19 @@ static void skip_lapped(struct orbit__ring_state *s, struct orbit__ring *r, uint
 	if (oldest <= s->next)
 		oldest = s->next + 1; /* the copy at next was torn: drop it alone */
 	s->lost_lapped += oldest - s->next;
-	s->next = oldest;
+	s->next = s->clean = oldest;
 }
 
-/* Decides a stall on claim next: 1 to stop this ring for now, 0 if claims
- * were written off and the walk goes on. */
-static int stall(struct orbit__drain *d, struct orbit__ring_state *s, uint64_t end, uint64_t slots,
-                 int *gone, struct orbit__drain_result *res)
+/* What the stamp of claim c says now (acquire: pairs with W4, as R1). */
+static struct stamp stamp_now(struct orbit__ring *r, uint64_t c, uint64_t mask)
+{
+	return read_stamp(atomic_load_explicit(&r->slots[c & mask].seq, memory_order_acquire), c);
+}
+
+/* Decides a stall on claim next: 1 to stop this ring for now, 0 if the walk
+ * goes on (claims written off, or the claim's record is there now). */
+static int stall(struct orbit__drain *d, struct orbit__ring_state *s, struct orbit__ring *r,
+                 uint64_t end, uint64_t slots, int *gone, struct orbit__drain_result *res)
 {
 	uint64_t now = now_ns();
 	if (!s->stalled || s->stall_claim != s->next) {
@@ -155,72 +250,72 @@ static int stall(struct orbit__drain *d, struct orbit__ring_state *s, uint64_t e
 	/* Liveness once per ring per pass (*gone: -1 not asked yet). */
 	if (!d->in_process && *gone < 0)
 		*gone = !orbit__process_alive((pid_t)l->pid, l->start_time);
-	if (*gone > 0) {
+	int dead = *gone > 0;
+	if (!dead && now - s->stall_since < d->backstop_ns)
+		return 1;
+	/* About to write it off: read the stamp again. A process that published
+	 * and then died between the first read and the liveness answer has
+	 * left the record there (guarantee 6); the copy goes on from it. */
+	if (stamp_now(r, s->next, slots - 1).kind == STAMP_RECORD) {
+		s->stalled = 0;
+		return 0;
+	}
+	if (dead) {
 		/* Nothing of a dead process will be published. Claims more
 		 * than a lap behind its cursor cannot be resident either: they
 		 * go in one step, so a hostile cursor cannot keep us here. */
 		uint64_t upto = end > slots && end - slots > s->next ? end - slots : s->next + 1;
 		s->lost_dead += upto - s->next;
 		s->next = upto;
-	} else if (now - s->stall_since >= d->backstop_ns) {
+	} else {
 		s->lost_backstop++;
 		res->backstops++;
 		s->next++;
-	} else {
-		return 1;
 	}
+	s->clean = s->next;
 	s->stalled = 0;
 	return 0;
 }
 
+enum stop {
+	STOP_NONE,  /* the count or end was reached */
+	STOP_STAMP, /* a stamp that is not the claim's record */
+	STOP_TORN,  /* the claim's stamp, but the copy fails the check */
+};
+
 /*
- * Copies the published records from claim next on, at most room and no
- * further than end, into b; returns how many. *stopped says whether a stamp
- * that was not the claim's stopped it (its value in *stop_seq), rather than
- * the count or end.
+ * Copies the records of claims next.. (at most room, below end) into b and
+ * returns how many; stops at the first claim whose stamp is not its record
+ * (*why STOP_STAMP, the stamp in *stop_seq) or whose copy fails the check
+ * (STOP_TORN).
  */
 static uint32_t copy_published(struct orbit__ring *r, uint64_t next, uint64_t end, uint64_t mask,
-                               struct batch *b, uint32_t room, int *stopped, uint64_t *stop_seq)
+                               struct batch *b, uint32_t room, enum stop *why, uint64_t *stop_seq)
 {
 	uint32_t n = 0;
-	*stopped = 0;
+	*why = STOP_NONE;
 	while (n < room && next + n < end) {
-		struct orbit__slot *slot = &r->slots[(next + n) & mask];
+		const uint64_t c = next + n;
+		struct orbit__slot *slot = &r->slots[c & mask];
 		/* The lines were written on another core: ask for them early. */
-		__builtin_prefetch(&r->slots[(next + n + 8) & mask]);
-		/* Acquire: pairs with the release store in orbit__publish; the
-		 * record of that claim is complete once its stamp shows. */
+		__builtin_prefetch(&r->slots[(c + 8) & mask]);
+		/* R1, acquire: pairs with W4 (orbit__publish); the words of the
+		 * record its check was computed from are visible. */
 		uint64_t seq = atomic_load_explicit(&slot->seq, memory_order_acquire);
-		if (seq != next + n + 1) {
-			*stopped = 1;
+		uint64_t diff = seq - c - 1;
+		if ((uint32_t)diff != 0 || diff == 0) { /* not a record of claim c */
+			*why = STOP_STAMP;
 			*stop_seq = seq;
 			break;
 		}
-		copy_record(slot, b->bytes + (size_t)n * ORBIT__RECORD_SIZE);
+		/* R2: the copy is the record only if its check is the stamp's. */
+		if (copy_record(slot, b->bytes + (size_t)n * ORBIT__RECORD_SIZE) != diff) {
+			*why = STOP_TORN;
+			break;
+		}
 		n++;
 	}
 	return n;
-}
-
-/*
- * How many of the n records copied from claim next are certainly the ones
- * published for their claims: a record whose stamp changed since, or whose
- * slot a producer may have claimed again (cursor more than a lap past it),
- * and everything after it, are not.
- */
-static uint32_t still_valid(struct orbit__ring *r, uint64_t next, uint32_t n, uint64_t mask,
-                            uint64_t slots)
-{
-	/* Acquire fence: the copies happen before the re-checks below. One
-	 * cursor load for the whole batch: its line is the producers'. */
-	atomic_thread_fence(memory_order_acquire);
-	uint64_t cursor = atomic_load_explicit(&r->cursor, memory_order_relaxed);
-	uint32_t k = 0;
-	while (k < n && cursor <= next + k + slots &&
-	       atomic_load_explicit(&r->slots[(next + k) & mask].seq, memory_order_relaxed) ==
-	           next + k + 1)
-		k++;
-	return k;
 }
 
 uint64_t orbit__drain_ring(struct orbit__drain *d, uint32_t ring, orbit__drain_fn fn, void *ctx,
@@ -247,21 +342,32 @@ uint64_t orbit__drain_ring(struct orbit__drain *d, uint32_t ring, orbit__drain_f
 			if (d->stage_cap - d->stage_len < room)
 				room = (uint32_t)(d->stage_cap - d->stage_len);
 		}
-		int stopped;
+		enum stop why;
 		uint64_t stop_seq = 0;
-		uint32_t n = copy_published(r, s->next, end, mask, &b, room, &stopped, &stop_seq);
-		uint32_t k = n ? still_valid(r, s->next, n, mask, slots) : 0;
-		if (k > 0) {
+		uint32_t n = copy_published(r, s->next, end, mask, &b, room, &why, &stop_seq);
+		if (n > 0) {
+			/* R3: after the R1 loads (each acquire). Claims below
+			 * cursor - slots had their slot handed out again when
+			 * they were read: not clean (guarantee 7). */
+			uint64_t cursor = atomic_load_explicit(&r->cursor, memory_order_relaxed);
+			if (cursor > s->next + slots) {
+				uint64_t late = cursor - slots;
+				s->clean = late < s->next + n ? late : s->next + n;
+			}
 			b.first = s->next;
-			b.n = k;
-			d->stage_len += d->stage != NULL ? k : 0;
+			b.n = n;
+			d->stage_len += d->stage != NULL ? n : 0;
 			batch_flush(&b, ring, fn, ctx);
-			s->next += k;
-			s->drained += k;
+			s->next += n;
+			s->drained += n;
 			s->stalled = 0;
-			delivered += k;
+			delivered += n;
 		}
-		if (k < n || (stopped && stop_seq > s->next + 1)) {
+		if (why == STOP_NONE)
+			continue; /* a full batch: go on to end */
+		struct stamp st = read_stamp(stop_seq, s->next);
+		int lapped = why == STOP_TORN || st.kind == STAMP_NEWER || st.kind == STAMP_RECORD;
+		if (lapped) {
 			/* Overwritten while we copied, or lapped: on from the
 			 * oldest resident claim plus the margin, up to the cursor
 			 * as it is now (once per pass). */
@@ -273,9 +379,20 @@ uint64_t orbit__drain_ring(struct orbit__drain *d, uint32_t ring, orbit__drain_f
 					end = s->end = now;
 				extended = 1;
 			}
-		} else if (!stopped) {
-			continue;                                 /* a full batch: go on to end */
-		} else if (stall(d, s, end, slots, &gone, res)) { /* not published yet */
+			continue;
+		}
+		int will_publish = st.kind == STAMP_MARKER || st.kind == STAMP_NEVER ||
+		                   (st.kind == STAMP_OLDER && st.record &&
+		                    st.claim + slots == s->next && st.claim >= s->clean);
+		if (!will_publish) {
+			/* A late producer of an earlier lap wrote the slot
+			 * (guarantee 7): claim next is gone, not pending. */
+			s->lost_lapped++;
+			s->next++;
+			s->clean = s->next;
+			continue;
+		}
+		if (stall(d, s, r, end, slots, &gone, res)) { /* not published yet */
 			res->stalled_rings++;
 			break;
 		}

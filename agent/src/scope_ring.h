@@ -28,6 +28,9 @@ struct orbit__ring_state {
 	uint64_t lost_lapped;   /* overwritten before they were read */
 	uint64_t lost_dead;     /* claimed by a process that died before publishing */
 	uint64_t lost_backstop; /* written off by the 30 s backstop */
+	uint64_t clean;         /* claims clean .. next - 1 were all delivered, each
+	                         * before its slot's next lap was handed out
+	                         * (scope_ring.c, guarantee 7) */
 	uint64_t stall_claim;   /* claim the ring is waiting on, if stalled */
 	uint64_t stall_since;   /* CLOCK_MONOTONIC ns when that wait began */
 	int stalled;
@@ -60,8 +63,8 @@ void orbit__drain_init(struct orbit__drain *d, const struct orbit__segment *seg,
  * pass stops when it is full. Call again to empty it. */
 void orbit__drain_stage(struct orbit__drain *d, uint8_t *stage, size_t cap);
 
-/* Drains every ring up to the cursor it finds there; a ring stalled on an
- * unpublished claim stops, the others go on. */
+/* Drains every ring up to the cursor it finds there; a ring stalled on a
+ * claim that is still to be published stops, the others go on. */
 void orbit__drain_all(struct orbit__drain *d, orbit__drain_fn fn, void *ctx,
                       struct orbit__drain_result *res);
 

@@ -7,6 +7,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/utsname.h>
 #include <time.h>
 #include <unistd.h>
 
@@ -14,6 +15,7 @@
 #include "frame.h"
 #include "ftrace_page.h"
 #include "logs.h"
+#include "sched_tracefs.h"
 
 #ifndef ORBIT_VERSION
 #define ORBIT_VERSION "0"
@@ -23,6 +25,16 @@
 #define FRAME_AGE_MS 100u         /* a frame goes out this long after its first packet */
 #define KEEPALIVE_MS 30000u       /* well inside the collector's idle timeout */
 #define TRIM_MS 2000u             /* buffers of a stream quiet this long are freed */
+#define SCHED_TIDS_MAX 4096u      /* KernelSched.tids sent at most (docs/format.md 4.10) */
+
+/* One CPU of the kernel recorder in this stream (KernelLoss, 4.10): the
+ * counts when the stream began, and what the last KernelLoss said. */
+struct kcpu {
+	struct orbit__sched_cpu base;
+	uint64_t unsent; /* pages read and not put in a frame, this stream */
+	Orbit__KernelLoss sent;
+	int any_sent;
+};
 
 static struct {
 	const struct orbit__config *cfg;
@@ -45,6 +57,17 @@ static struct {
 	 * the frame being built (next); output.h, struct orbit__frame. */
 	uint64_t done_end[ORBIT_MAX_RINGS], done_framed[ORBIT_MAX_RINGS];
 	uint64_t next_end[ORBIT_MAX_RINGS], next_framed[ORBIT_MAX_RINGS];
+	uint64_t untrusted0; /* the clock's counts when the stream began */
+	uint64_t resets0;    /*   (EndOfStream sends the differences) */
+
+	/* kernel scheduling (ORBIT_SCHED) */
+	int sched_wait;             /* the Handshake waits for orbit__stream_sched */
+	int begin_due;              /* a stream began while it waited */
+	uint64_t begin_ms;          /* ... then */
+	struct orbit__sched *sched; /* the recorder, or NULL */
+	char sched_off[ORBIT__SCHED_WHY];
+	struct kcpu *kcpu; /* cpu_count, while a stream with kernel_sched is open */
+	uint32_t kcpus;
 } S;
 
 /* The frame being built is not sent: what it held was never framed. */
@@ -119,6 +142,153 @@ static uint64_t clock_ns(clockid_t id)
 	return (uint64_t)ts.tv_sec * 1000000000ull + (uint64_t)ts.tv_nsec;
 }
 
+/* ---- kernel scheduling (docs/format.md 4.10) ---- */
+
+/* What a Handshake's KernelSched points at while it is packed. */
+struct kernel_sched {
+	Orbit__KernelSched m;
+	struct utsname uts;
+	Orbit__KernelEventFormat *events;
+	Orbit__KernelEventFormat **pevents;
+};
+
+/* Handshake.kernel_sched from the recorder's formats, or kernel_sched_off
+ * with the reason it is off. A KernelSched that would take the Handshake's
+ * frame past what a collector accepts (ORBIT_HANDSHAKE_FRAME_MAX) goes
+ * without its tids, and if that is not enough, not at all (said in
+ * kernel_sched_off). */
+static void handshake_sched(Orbit__Handshake *h, const Orbit__Packet *p, struct kernel_sched *ks)
+{
+	memset(ks, 0, sizeof *ks);
+	if (!S.cfg->sched)
+		return;
+	if (S.sched == NULL) {
+		h->kernel_sched_off = S.sched_off;
+		return;
+	}
+	const struct orbit__sched_formats *f = orbit__sched_formats(S.sched);
+	ks->events = calloc(f->event_count ? f->event_count : 1, sizeof *ks->events);
+	ks->pevents = calloc(f->event_count ? f->event_count : 1, sizeof *ks->pevents);
+	if (ks->events == NULL || ks->pevents == NULL) {
+		h->kernel_sched_off = (char *)"out of memory for the kernel's event formats";
+		return;
+	}
+	orbit__kernel_sched__init(&ks->m);
+	if (uname(&ks->uts) != 0)
+		ks->uts.release[0] = '\0';
+	for (uint32_t i = 0; i < f->event_count; i++) {
+		orbit__kernel_event_format__init(&ks->events[i]);
+		ks->events[i].system = (char *)f->events[i].system;
+		ks->events[i].format = (char *)f->events[i].text;
+		ks->pevents[i] = &ks->events[i];
+	}
+	ks->m.header_page = (char *)f->header_page;
+	ks->m.header_event = (char *)f->header_event;
+	ks->m.n_events = f->event_count;
+	ks->m.events = ks->pevents;
+	ks->m.cpu_count = f->cpu_count;
+	ks->m.page_size = f->page_size;
+	ks->m.trace_clock = (char *)f->clock;
+	ks->m.buffer_kb = f->buffer_kb;
+	ks->m.instance = (char *)f->instance;
+	ks->m.n_tids = f->tid_count < SCHED_TIDS_MAX ? f->tid_count : SCHED_TIDS_MAX;
+	ks->m.tids = (uint32_t *)f->tids;
+	ks->m.monotonic_ns = clock_ns(CLOCK_MONOTONIC);
+	ks->m.boottime_ns = clock_ns(CLOCK_BOOTTIME);
+	ks->m.kernel_release = ks->uts.release;
+	ks->m.recording_ns = f->since_ns;
+	h->kernel_sched = &ks->m;
+	/* The frame's content is the packet and its length prefix. */
+	const size_t room = ORBIT_HANDSHAKE_FRAME_MAX - 16;
+	if (orbit__packet__get_packed_size(p) > room)
+		ks->m.n_tids = 0;
+	if (orbit__packet__get_packed_size(p) > room) {
+		h->kernel_sched = NULL;
+		snprintf(S.sched_off, sizeof S.sched_off,
+		         "the kernel's event formats do not fit in the handshake (%zu bytes, "
+		         "at most %u)",
+		         orbit__kernel_sched__get_packed_size(&ks->m), ORBIT_HANDSHAKE_FRAME_MAX);
+		h->kernel_sched_off = S.sched_off;
+		fprintf(stderr, "orbit: kernel scheduling is off: %s\n", S.sched_off);
+		S.sched = NULL; /* the recorder is the agent's; its pages are not sent */
+	}
+}
+
+/* The counts a stream's KernelLoss starts from, per CPU. */
+static void kernel_begin(void)
+{
+	free(S.kcpu);
+	S.kcpu = NULL;
+	S.kcpus = 0;
+	if (S.sched == NULL)
+		return;
+	uint32_t n = orbit__sched_formats(S.sched)->cpu_count;
+	S.kcpu = calloc(n, sizeof *S.kcpu);
+	if (S.kcpu == NULL)
+		return; /* pages go out all the same; their loss is not said */
+	S.kcpus = n;
+	for (uint32_t c = 0; c < n; c++)
+		orbit__sched_stats(S.sched, c, &S.kcpu[c].base);
+}
+
+/* CPU c's KernelLoss in this stream now, from the kernel's counters read
+ * now (three syscalls) and the pages read; sent if it differs from the
+ * last one (at the end: if anything is non-zero). */
+static void kernel_loss(uint32_t c, int at_end)
+{
+	struct kcpu *k = &S.kcpu[c];
+	struct orbit__sched_cpu now;
+	if (orbit__sched_stats(S.sched, c, &now) != 0) {
+		/* The page counts are filled anyway; the kernel's are not known
+		 * (the CPU went away?): nothing new is said about them. */
+		now.overrun = k->base.overrun + k->sent.overrun;
+		now.dropped = k->base.dropped + k->sent.dropped;
+		now.read_events = k->base.read_events + k->sent.read_events;
+	}
+	Orbit__KernelLoss l = ORBIT__KERNEL_LOSS__INIT;
+	l.cpu = c;
+	l.overrun = now.overrun - k->base.overrun;
+	l.dropped = now.dropped - k->base.dropped;
+	l.flagged_pages = now.flagged_pages - k->base.flagged_pages;
+	l.stored_lost = now.stored_lost - k->base.stored_lost;
+	l.read_events = now.read_events - k->base.read_events;
+	l.unsent_pages = k->unsent;
+	int zero = (l.overrun | l.dropped | l.flagged_pages | l.stored_lost | l.read_events |
+	            l.unsent_pages) == 0;
+	int same = k->any_sent && l.overrun == k->sent.overrun && l.dropped == k->sent.dropped &&
+	           l.flagged_pages == k->sent.flagged_pages &&
+	           l.stored_lost == k->sent.stored_lost && l.read_events == k->sent.read_events &&
+	           l.unsent_pages == k->sent.unsent_pages;
+	if (same || (zero && !k->any_sent) || (!at_end && zero))
+		return;
+	Orbit__Packet p = ORBIT__PACKET__INIT;
+	p.body_case = ORBIT__PACKET__BODY_KERNEL_LOSS;
+	p.kernel_loss = &l;
+	add_packet(&p);
+	k->sent = l;
+	k->any_sent = 1;
+}
+
+/* After a pass: a KernelLoss for each CPU whose pages showed loss since the
+ * last one (the kernel flags the first page read after a gap, so a CPU
+ * without a new flagged page has no new loss to say); at the end, the
+ * totals of every CPU. */
+static void send_kernel_losses(int at_end)
+{
+	for (uint32_t c = 0; c < S.kcpus; c++) {
+		struct orbit__sched_cpu now;
+		if (!at_end) {
+			/* The handle's page counts: no syscall. */
+			orbit__sched_pages(S.sched, c, &now);
+			if (now.flagged_pages - S.kcpu[c].base.flagged_pages ==
+			        S.kcpu[c].sent.flagged_pages &&
+			    S.kcpu[c].unsent == S.kcpu[c].sent.unsent_pages)
+				continue;
+		}
+		kernel_loss(c, at_end);
+	}
+}
+
 static void send_handshake(void)
 {
 	char comm[64], host[256] = "", cmd[4096];
@@ -165,11 +335,17 @@ static void send_handshake(void)
 	h.page_ring_count = S.ledger->page_rings;
 	h.page_size = page_size;
 	h.flight_size = S.cfg->flight ? S.drain->seg->layout.flight_size : 0; /* ORBIT_FLIGHT */
+	h.acknowledgements = S.cfg->collector_set ? 1 : 0; /* output_tcp.c reads them */
+	orbit__ledger_handshake(S.ledger, &h);             /* which stream; the last one's fate */
 	Orbit__Packet p = ORBIT__PACKET__INIT;
 	p.body_case = ORBIT__PACKET__BODY_HANDSHAKE;
 	p.handshake = &h;
+	struct kernel_sched ks;
+	handshake_sched(&h, &p, &ks);
 	orbit__frame_add(&S.fw, &p);
 	finish_frame(ORBIT__FRAME_HANDSHAKE); /* alone in the first frame */
+	free(ks.events);
+	free(ks.pevents);
 }
 
 /* ---- loss ---- */
@@ -263,6 +439,7 @@ int orbit__stream_init(const struct orbit__config *cfg, struct orbit__drain *dra
 	S.ledger = ledger;
 	S.sink = *sink;
 	S.rings = drain->seg->layout.ring_count;
+	S.sched_wait = cfg->sched; /* the agent thread says how it went */
 	int err = orbit__frame_writer_init(&S.fw, cfg->zstd_level);
 	if (err)
 		return err;
@@ -275,11 +452,13 @@ void orbit__stream_free(void)
 	if (S.init)
 		orbit__frame_writer_free(&S.fw);
 	orbit__batch_encoder_free(S.enc);
+	free(S.kcpu);
 	memset(&S, 0, sizeof S);
 }
 
-void orbit__stream_begin(uint64_t now_ms)
+static void begin_now(uint64_t now_ms)
 {
+	S.begin_due = 0;
 	orbit__ledger_begin(S.ledger);
 	S.seq = 0;
 	S.fw.len = 0;
@@ -291,11 +470,56 @@ void orbit__stream_begin(uint64_t now_ms)
 		S.done_framed[r] = 0;
 	}
 	forget_framing();
-	send_handshake();
+	S.untrusted0 = orbit__clock_untrusted(S.clock);
+	S.resets0 = orbit__clock_resets(S.clock);
+	send_handshake(); /* it may find the formats too big: S.sched is NULL then */
+	kernel_begin();
+}
+
+void orbit__stream_begin(uint64_t now_ms)
+{
+	if (S.sched_wait) { /* the Handshake says whether there are kernel events */
+		S.begin_due = 1;
+		S.begin_ms = now_ms;
+		return;
+	}
+	begin_now(now_ms);
+}
+
+void orbit__stream_sched(struct orbit__sched *sched, const char *off)
+{
+	S.sched = sched;
+	snprintf(S.sched_off, sizeof S.sched_off, "%s", sched == NULL && off ? off : "");
+	S.sched_wait = 0;
+	if (S.begin_due)
+		begin_now(S.begin_ms);
+}
+
+int orbit__stream_kernel_page(uint32_t cpu, const uint8_t *page, size_t len)
+{
+	if (!S.open || S.sched == NULL)
+		return -ENOTCONN;
+	Orbit__KernelPage k = ORBIT__KERNEL_PAGE__INIT;
+	k.cpu = cpu;
+	k.page.data = (uint8_t *)page;
+	k.page.len = len;
+	Orbit__Packet p = ORBIT__PACKET__INIT;
+	p.body_case = ORBIT__PACKET__BODY_KERNEL_PAGE;
+	p.kernel_page = &k;
+	note_first();
+	if (orbit__frame_add(&S.fw, &p) != 0) {
+		if (cpu < S.kcpus)
+			S.kcpu[cpu].unsent++;
+		return -ENOMEM;
+	}
+	if (S.fw.len >= FRAME_TARGET)
+		finish_frame(ORBIT__FRAME_DATA);
+	return 0;
 }
 
 void orbit__stream_abort(void)
 {
+	S.begin_due = 0;
 	if (!S.open)
 		return;
 	S.open = 0;
@@ -375,6 +599,7 @@ void orbit__stream_pass_done(uint64_t now_ms, int cut)
 	S.now_ms = now_ms;
 	send_losses(0);
 	send_page_losses();
+	send_kernel_losses(0);
 	/* A quiet process still says it is there, before the collector's idle
 	 * timeout: its loss so far, which changes nothing for a reader. */
 	if (S.fw.len == 0 && now_ms - S.last_frame_ms >= KEEPALIVE_MS) {
@@ -401,6 +626,7 @@ void orbit__stream_end(void)
 	send_thread_names();
 	send_losses(1);
 	send_page_losses();
+	send_kernel_losses(1);
 	uint64_t claimed[ORBIT_MAX_RINGS];
 	for (uint32_t r = 0; r < S.rings; r++)
 		claimed[r] = orbit__ledger_claimed(S.ledger, r);
@@ -413,6 +639,9 @@ void orbit__stream_end(void)
 	e.claimed_per_ring = claimed;
 	e.n_reserved_per_page_ring = reserved != NULL ? prings : 0;
 	e.reserved_per_page_ring = reserved;
+	/* The clock's trouble during this stream (format.md 4.8). */
+	e.untrusted_times = orbit__clock_untrusted(S.clock) - S.untrusted0;
+	e.clock_resets = orbit__clock_resets(S.clock) - S.resets0;
 	Orbit__Packet p = ORBIT__PACKET__INIT;
 	p.body_case = ORBIT__PACKET__BODY_END;
 	p.end = &e;

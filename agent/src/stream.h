@@ -24,6 +24,8 @@
 #include "output.h"
 #include "scope_ring.h"
 
+struct orbit__sched;
+
 /* Where finished frames go: 0, or a negative errno when the frame was not
  * taken (its records are then counted unsent). */
 struct orbit__stream_sink {
@@ -37,8 +39,18 @@ int orbit__stream_init(const struct orbit__config *cfg, struct orbit__drain *dra
                        const struct orbit__stream_sink *sink);
 void orbit__stream_free(void);
 
-/* A new stream begins where the drain stands: its Handshake frame goes out. */
+/* A new stream begins where the drain stands: its Handshake frame goes out.
+ * With ORBIT_SCHED, the first one waits for orbit__stream_sched (the
+ * Handshake says whether kernel events follow); until then no stream is
+ * open. */
 void orbit__stream_begin(uint64_t now_ms);
+/* Kernel scheduling is settled: the recorder whose formats every Handshake
+ * from now on carries (KernelSched), or NULL and the reason it is off
+ * (kernel_sched_off). A stream that waited begins now. */
+void orbit__stream_sched(struct orbit__sched *sched, const char *off);
+/* One page read from the recorder (docs/format.md 4.10, KernelPage): 0, or
+ * a negative errno when no stream took it (counted as unsent). */
+int orbit__stream_kernel_page(uint32_t cpu, const uint8_t *page, size_t len);
 /* The stream broke (its output is gone): what is not in a finished frame
  * is unsent. */
 void orbit__stream_abort(void);
@@ -49,7 +61,7 @@ void orbit__stream_records(uint32_t ring, uint64_t first_claim, const uint8_t *r
 /* One log page, times already ns (counted for the ledger whether or not a
  * stream is open). */
 void orbit__stream_page(uint32_t ring, const uint8_t *page, size_t len);
-/* End of a drain pass: Loss and PageLoss packets for what changed, a
+/* End of a drain pass: Loss, PageLoss and KernelLoss packets for what changed, a
  * keepalive if nothing was said for a while; the frame goes out if it is
  * old enough, or now with cut. */
 void orbit__stream_pass_done(uint64_t now_ms, int cut);

@@ -12,10 +12,13 @@
  * A stream starts with a Handshake frame whose ring_start is the drain's
  * position on each ring; from there every claim is delivered in a RingBatch
  * or counted in the stream's Loss packets, and the EndOfStream packet closes
- * the equation (docs/format.md). The send queue is bounded
- * (ORBIT_SEND_BUFFER, default 64 MiB): while it is full, or while no
- * collector is connected, the agent does not drain, so producers lap their
- * rings and the loss is counted there, never buffered.
+ * the equation (docs/format.md). A stream takes records only once its
+ * destination answered its Handshake (a collector's first Ack). The bytes
+ * not yet acknowledged are bounded (ORBIT_SEND_BUFFER, default 64 MiB):
+ * while they are at the bound, or while no collector has answered, the
+ * agent does not drain, so producers lap their rings and the loss is
+ * counted there, never buffered. A stream that dies has its account
+ * carried by the next answered stream's Handshake (ledger.h).
  */
 #ifndef ORBIT_AGENT_TRANSPORT_H
 #define ORBIT_AGENT_TRANSPORT_H
@@ -49,6 +52,11 @@ void orbit__transport_records(uint32_t ring, uint64_t first_claim, const uint8_t
                               uint32_t n);
 /* One log page (times already ns). */
 void orbit__transport_page(uint32_t ring, const uint8_t *page, size_t len);
+/* Kernel scheduling (ORBIT_SCHED, stream.h): the recorder, or NULL and why
+ * not; then its pages, one at a time (0, or -errno when not taken). */
+struct orbit__sched;
+void orbit__transport_sched(struct orbit__sched *sched, const char *off);
+int orbit__transport_kernel_page(uint32_t cpu, const uint8_t *page, size_t len);
 /* End of a drain pass: loss packets; the frame is made and queued when it is
  * big or old enough, or now with cut (a flush, the final pass). */
 void orbit__transport_pass_done(int cut);
@@ -67,9 +75,15 @@ void orbit__transport_hurry(void);
 /* At exit, when no stream began: the local copy, if it never had its
  * stream, gets one of its own (what the rings hold). 1 if a stream is open. */
 int orbit__transport_fallback(void);
+/* The stop's deadline: the frames not settled yet are counted with their
+ * fate (ledger.h), and the open stream is closed; idle follows. */
+void orbit__transport_give_up(void);
 /* Why records are not being delivered, for the end-of-run line (waited_ms:
- * how long the stop waited for a stream); 0 if that was said already. */
-int orbit__transport_why_not(char *buf, size_t len, uint32_t waited_ms);
+ * how long the stop waited); 0 if that was said already. *undelivered: the
+ * records of streams that ended with frames no collector acknowledged, and
+ * that no later stream accounted for (the rings' unread claims are the
+ * agent's to add). */
+int orbit__transport_why_not(char *buf, size_t len, uint32_t waited_ms, uint64_t *undelivered);
 /* In a forked child: closes its copies of the parent's socket and file and
  * forgets the rest, without touching the parent's loop. */
 void orbit__transport_forget(void);

@@ -12,6 +12,7 @@
 const F_ASYNC = 1, F_UNFINISHED = 2, F_NAME_INCOMPLETE = 4, F_ATTRS = 8, F_MARKER = 16;
 const F_UNCERTAIN = 64; /* ORBIT_RP_TIME_UNTRUSTED: a time the agent could not trust */
 const LANE_THREAD = 1, LANE_ASYNC = 2, LANE_VALUE = 3;
+const LANE_CPU = 4; /* not a LANE row: a CPU track of a process (CPUS) */
 const BIG32 = 0xffffffff;
 
 function buildModel(D) {
@@ -26,7 +27,7 @@ function buildModel(D) {
   for (let i = 0; i < P.rows; i++)
     M.procs.push({
       index: i, pid: P.cols.pid[i], name: S.get(P.cols.name[i]), host: S.get(P.cols.host[i]),
-      cmd: S.get(P.cols.cmd[i]), lanes: [], loss: [], streams: [], collapsed: false,
+      cmd: S.get(P.cols.cmd[i]), lanes: [], loss: [], streams: [], cpus: [], collapsed: false,
     });
 
   const ST = tab("STRM"), sc = ST.cols;
@@ -74,6 +75,7 @@ function buildModel(D) {
   buildStats(M, tab);
   buildDensity(M, tab);
   buildStates(M, tab);
+  buildCpus(M, tab);
   extendUnfinished(M);
   return M;
 }
@@ -216,6 +218,23 @@ function buildStates(M, tab) {
     let j = i;
     while (j < X.rows && c.lane[j] === c.lane[i]) j++;
     M.lanes[c.lane[i]].states = { first: i, count: j - i };
+    i = j;
+  }
+}
+
+/* CPU tracks (issue 13): which of a process's thread lanes ran on each
+ * CPU, rows sorted by (proc, cpu, t0); one track per (process, CPU). */
+function buildCpus(M, tab) {
+  const X = tab("CPUS"), c = X.cols;
+  M.cpus = {
+    t0: c.t0 || new Float64Array(0), t1: c.t1 || new Float64Array(0),
+    lane: c.lane || new Uint32Array(0),
+  };
+  for (let i = 0; i < X.rows;) {
+    let j = i;
+    while (j < X.rows && c.proc[j] === c.proc[i] && c.cpu[j] === c.cpu[i]) j++;
+    const p = M.procs[c.proc[i]];
+    if (p) p.cpus.push({ kind: LANE_CPU, cpu: c.cpu[i], proc: p, first: i, count: j - i });
     i = j;
   }
 }

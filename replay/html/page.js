@@ -382,6 +382,10 @@ class Page {
       if (S.waker[h.i] !== 0xffffffff && st >= 2 && st <= 3) out.push(["woken by", "tid " + S.waker[h.i]]);
       return out;
     }
+    case "cpu": {
+      const C = M.cpus;
+      return [this.threadName(h.lane), ["cpu", String(h.cpu)], ["from", fmtTime(C.t0[h.i])], ["for", fmtDur(C.t1[h.i] - C.t0[h.i])], ["process", (h.lane.proc.name || "") + " (pid " + h.lane.proc.pid + ")"]];
+    }
     case "proc": {
       const p = h.proc;
       return [(p.name || "process") + " (pid " + p.pid + ")", ["host", p.host || "–"], ["command", p.cmd || "–"], "Click to " + (p.collapsed ? "unfold" : "fold") + "."];
@@ -390,6 +394,7 @@ class Page {
       const l = h.lane;
       if (l.kind === LANE_THREAD) return [this.threadName(l), ["scopes", fmtCount(l.scopes)], ["busy", fmtDur(l.busy)], ["process", (l.proc.name || "") + " (pid " + l.proc.pid + ")"]];
       if (l.kind === LANE_ASYNC) return ["async spans of pid " + l.proc.pid, "Spans that may start and stop on different threads, packed into rows."];
+      if (l.kind === LANE_CPU) return ["CPU " + l.cpu, "When each thread of pid " + l.proc.pid + " ran on this CPU, in the thread's colour; gaps: other tasks, or idle."];
       return [l.name !== null ? l.name : "value", ["samples", fmtCount(l.values ? l.values.count : 0)]];
     }
     case "flame": {
@@ -534,7 +539,7 @@ class Page {
         tl.redraw();
         return ms;
       },
-      tracks: () => page.tl.tracks.map(t => ({ kind: t.kind, lane: t.lane ? t.lane.name : null, y: t.y, h: t.h })),
+      tracks: () => page.tl.tracks.map(t => ({ kind: t.kind, lane: t.lane && t.kind !== "cpu" ? t.lane.name : null, cpu: t.kind === "cpu" ? t.lane.cpu : null, y: t.y, h: t.h })),
       laneArea: () => ({ x: GUTTER_W, y: RULER_H, w: page.tl.cw - GUTTER_W, h: Math.min(page.tl.ch, page.tl.contentH) - RULER_H, box: $("timeline").getBoundingClientRect().toJSON() }),
     });
   }

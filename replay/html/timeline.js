@@ -13,9 +13,9 @@
  *   state    running / runnable / blocked, when the capture has the
  *            kernel's scheduling (THST, issue 13)
  *
- * and issue 13's CPU tracks are one more kind under the process header,
- * one per CPU: add an entry to TRACKS and push it in layoutLane /
- * layout (see "Adding a track" below).
+ * and under the process header, before its lanes, one CPU track per CPU
+ * its threads ran on (CPUS, issue 13): which of its threads ran there,
+ * in each thread's colour (see "Adding a track" below).
  *
  * Level of detail: a row's spans are sorted by start, so the visible ones
  * are found by binary search; spans narrower than MIN_PX are drawn merged
@@ -24,7 +24,7 @@
  * spans. */
 
 const RULER_H = 28, GUTTER_W = 200, ROW_H = 18, PROC_H = 26, LOG_H = 12, VALUE_H = 44;
-const MERGED_H = 6, STATE_H = 12, LANE_GAP = 7, MIN_PX = 2.5, FONT = "11px system-ui, sans-serif";
+const MERGED_H = 6, STATE_H = 12, CPU_H = 14, LANE_GAP = 7, MIN_PX = 2.5, FONT = "11px system-ui, sans-serif";
 const MIN_SPAN_NS = 20;
 
 /* Thread states (replay_sched.h's enum orbit__rp_sched_state). */
@@ -59,6 +59,11 @@ const TRACKS = {
     height: () => STATE_H,
     draw: (tl, ctx, tr, y) => tl.drawStates(ctx, tr, y),
     hit: (tl, tr, x, y) => tl.hitStates(tr, x, y),
+  },
+  cpu: {
+    height: () => CPU_H,
+    draw: (tl, ctx, tr, y) => tl.drawCpu(ctx, tr, y),
+    hit: (tl, tr, x, y) => tl.hitCpu(tr, x, y),
   },
   values: {
     height: () => VALUE_H,
@@ -126,6 +131,15 @@ class Timeline {
     for (const p of this.M.procs) {
       push({ kind: "proc", proc: p, lane: null });
       p.top = y;
+      if (!p.collapsed && p.cpus.length) {
+        for (const c of p.cpus) {
+          const tr = push({ kind: "cpu", lane: c, proc: p });
+          tr.labelled = true;
+          tr.laneTop = tr.y;
+          tr.laneBottom = y;
+        }
+        y += LANE_GAP;
+      }
       if (!p.collapsed)
         for (const lane of p.lanes) {
           const first = tracks.length;
@@ -423,6 +437,9 @@ class Timeline {
       } else if (lane.kind === LANE_ASYNC) {
         title = "async spans";
         sub = "pid " + lane.proc.pid;
+      } else if (lane.kind === LANE_CPU) {
+        title = "CPU " + lane.cpu;
+        sub = "its threads";
       } else {
         title = lane.name !== null ? lane.name : "value";
         sub = "value";
@@ -709,6 +726,22 @@ class Timeline {
     }
   }
 
+  /* A thread's colour on the CPU tracks: by its name, as spans are. */
+  threadColor(laneIndex) {
+    const l = this.M.lanes[laneIndex];
+    return cssColor(nameColor(l && l.name !== null ? l.name : "tid " + (l ? l.tid : laneIndex), this.dark), 1);
+  }
+
+  drawCpu(ctx, tr, y) {
+    const C = this.M.cpus, r = tr.lane, e = r.first + r.count;
+    let i = lowerBound(C.t1, r.first, e, this.t0);
+    for (; i < e && C.t0[i] <= this.t1; i++) {
+      const x0 = this.x(C.t0[i]), x1 = Math.max(x0 + 1, this.x(C.t1[i]));
+      ctx.fillStyle = this.threadColor(C.lane[i]);
+      ctx.fillRect(x0, y + 2, x1 - x0, CPU_H - 4);
+    }
+  }
+
   drawValues(ctx, tr, y) {
     const V = this.M.values, r = tr.lane.values, e = r.first + r.count;
     const lo = r.lo, hi = r.hi === r.lo ? r.lo + 1 : r.hi;
@@ -799,6 +832,12 @@ class Timeline {
     const S = this.M.states, r = tr.lane.states, e = r.first + r.count, t = this.t(x);
     const i = lowerBound(S.t1, r.first, e, t);
     return i < e && S.t0[i] <= t ? { kind: "state", i, lane: tr.lane } : null;
+  }
+
+  hitCpu(tr, x) {
+    const C = this.M.cpus, r = tr.lane, e = r.first + r.count, t = this.t(x);
+    const i = lowerBound(C.t1, r.first, e, t);
+    return i < e && C.t0[i] <= t ? { kind: "cpu", i, cpu: r.cpu, lane: this.M.lanes[C.lane[i]] } : null;
   }
 
   hitValues(tr, x) {

@@ -220,6 +220,53 @@ static void packets(struct all *a)
 	packet_put("ack", &ap);
 	ack.synced_frames = 13;
 	packet_put("ack_synced_past_frames", &ap);
+	/* kernel scheduling (docs/format.md 4.10) */
+	Orbit__KernelEventFormat ef = ORBIT__KERNEL_EVENT_FORMAT__INIT, *efs[1] = {&ef};
+	Orbit__KernelSched ks = ORBIT__KERNEL_SCHED__INIT;
+	uint32_t tids[2] = {77, 78};
+	ef.system = "sched";
+	ef.format = "name: sched_switch\nID: 1\nformat:\n\tfield:unsigned short common_type;\t"
+	            "offset:0;\tsize:2;\tsigned:0;\n\nprint fmt: \"\"\n";
+	ks.header_page = "\tfield: u64 timestamp;\toffset:0;\tsize:8;\tsigned:0;\n";
+	ks.n_events = 1;
+	ks.events = efs;
+	ks.cpu_count = 2;
+	ks.page_size = 4096;
+	ks.trace_clock = "mono";
+	ks.buffer_kb = 256;
+	ks.instance = "orbit-1-2-0";
+	ks.n_tids = 2;
+	ks.tids = tids;
+	ks.recording_ns = 123456000;
+	a->h.kernel_sched = &ks;
+	packet_put("handshake_kernel_sched", &a->p[0]);
+	ks.cpu_count = ORBIT_KERNEL_MAX_CPUS + 1;
+	packet_put("handshake_kernel_sched_cpus", &a->p[0]);
+	a->h.kernel_sched = NULL;
+	a->h.kernel_sched_off = "cannot create /sys/kernel/tracing/instances/orbit-1-2-0: "
+	                        "Permission denied (needs root or access to tracefs)";
+	packet_put("handshake_kernel_sched_off", &a->p[0]);
+	a->h.kernel_sched_off = NULL;
+	Orbit__KernelPage kp = ORBIT__KERNEL_PAGE__INIT;
+	Orbit__Packet kpp = ORBIT__PACKET__INIT;
+	kp.cpu = 1;
+	kp.page.data = a->page_bytes;
+	kp.page.len = sizeof a->page_bytes;
+	kpp.body_case = ORBIT__PACKET__BODY_KERNEL_PAGE;
+	kpp.kernel_page = &kp;
+	packet_put("kernel_page", &kpp);
+	kp.cpu = ORBIT_KERNEL_MAX_CPUS;
+	packet_put("kernel_page_cpu", &kpp);
+	Orbit__KernelLoss kl = ORBIT__KERNEL_LOSS__INIT;
+	Orbit__Packet klp = ORBIT__PACKET__INIT;
+	kl.cpu = 1;
+	kl.overrun = 12;
+	kl.flagged_pages = 1;
+	kl.stored_lost = 12;
+	kl.read_events = 500;
+	klp.body_case = ORBIT__PACKET__BODY_KERNEL_LOSS;
+	klp.kernel_loss = &kl;
+	packet_put("kernel_loss", &klp);
 	/* protobuf-c takes this (field 0, non-minimal tag) as an unknown field
 	 * and packs it as 00, which it then refuses: found by packet_fuzz */
 	const uint8_t field_zero[] = {0x80, 0x00, 0x01};

@@ -2,7 +2,8 @@
 """Writes the seed corpus of segment_fuzz (tests/fuzz/corpus/segment/).
 
 Run once from the repository root: python3 tests/fuzz/make_segment_corpus.py
-The layout is agent/src/segment.h's; the records are format/record.h's.
+The layout is format/segment.h's (docs/format.md 1.1, 1.2); the records are
+format/record.h's.
 The corpus's found_* files are not made here: the fuzzer found them.
 """
 import os
@@ -10,26 +11,58 @@ import struct
 
 PAGE = 4096
 MAGIC = 0x314745535442524F  # "ORBTSEG1"
-HEADER = struct.Struct("<Q8I4Q2IQ")  # struct orbit__seg_header, 88 bytes
+# struct orbit__seg_header, 184 bytes: the version-1 fields, then the state,
+# page-ring and flight areas, the creation time, comm and uid.
+HEADER = struct.Struct("<Q8I4Q2IQ" "3Q4I4Q16s2I")
 RING_HEADER = 128
 SLOT = 64
+STATE_SIZE = 32768  # sizeof(struct orbit__seg_state) = 28800, to whole pages
+RINGS_AT = 2 * PAGE + STATE_SIZE
 OUT = os.path.join(os.path.dirname(os.path.abspath(__file__)), "corpus", "segment")
 
 SCOPE_START, SCOPE_STOP, ASYNC_START, ASYNC_STOP = 1, 2, 3, 4
 INT, DOUBLE, THREAD_NAME, NAME_CONT = 5, 10, 11, 12
 
 
-def header(rings, slots, magic=MAGIC, version=1, clock=0):
+# orbit__check (agent/include/orbit.h, docs/format.md 1.5): bits 33-63 of a
+# weighted sum of the record's seven words, bit 32 set, low 32 bits zero.
+CHECK_WEIGHTS = (0x9e3779b97f4a7c15, 0xbf58476d1ce4e5b9, 0x94d049bb133111eb,
+                 0xff51afd7ed558ccd, 0xc4ceb9fe1a85ec53, 0xd6e8feb86659fd93,
+                 0xa0761d6478bd642f)
+M64 = (1 << 64) - 1
+
+
+def check(record):
+    words = struct.unpack("<7Q", record)
+    m = sum(w * k for w, k in zip(words, CHECK_WEIGHTS)) & M64
+    return (m & ~0xffffffff & M64) | (1 << 32)
+
+
+def stamp(claim, record):
+    """The stamp of claim's complete record."""
+    return (claim + 1 + check(record)) & M64
+
+
+def header(rings, slots, magic=MAGIC, version=2, clock=0):
     stride = RING_HEADER + slots * SLOT
+    end = RINGS_AT + rings * stride
+    pages = (end + PAGE - 1) // PAGE * PAGE  # no page rings, no flight ring
     return HEADER.pack(magic, version, HEADER.size, PAGE, 56, SLOT, RING_HEADER, rings,
-                       slots, PAGE, 2 * PAGE, stride, 2 * PAGE + rings * stride,
-                       4242, clock, 1000)
+                       slots, PAGE, RINGS_AT, stride, pages, 4242, clock, 1000,
+                       2 * PAGE, STATE_SIZE, pages, 0, 0, 0, 0, 0, pages, 0,
+                       1764590000000000000, b"fuzz", 0, 0)
+
+
+def record(kind, ident=0, name=b"", flags=0, length=None, tid=7, time=100):
+    if length is None:
+        length = len(name)
+    return struct.pack("<QQIBBH32s", time, ident, tid, kind, flags, length, name)
 
 
 def slot(seq, kind, ident=0, name=b"", flags=0, length=None, tid=7, time=100):
-    if length is None:
-        length = len(name)
-    return struct.pack("<QQQIBBH32s", seq, time, ident, tid, kind, flags, length, name)
+    """A slot with stamp seq (None: the published stamp of claim seq - 1)."""
+    rec = record(kind, ident, name, flags, length, tid, time)
+    return struct.pack("<Q", seq) + rec
 
 
 def named(kind, ident, name, color=None, group=0):
@@ -54,17 +87,22 @@ def segment(rings, slots, ring_records, cursors=None, **kw):
     img = bytearray(header(rings, slots, **kw))
     img += bytes(PAGE - len(img))
     img += bytes(PAGE)  # control page
+    img += bytes(STATE_SIZE)  # state area: no block complete
     for r in range(rings):
         recs = ring_records[r] if r < len(ring_records) else {}
         cursor = cursors[r] if cursors else (max(recs) + 1 if recs else 0)
         ring = bytearray(struct.pack("<Q", cursor) + bytes(RING_HEADER - 8))
         ring += bytes(slots * SLOT)
         for claim, rec in recs.items():
-            raw = rec if isinstance(rec, bytes) else slot(claim + 1, *rec[:2], name=rec[2],
-                                                          flags=rec[3], length=rec[4])
+            if isinstance(rec, bytes):
+                raw = rec
+            else:
+                body = record(*rec[:2], name=rec[2], flags=rec[3], length=rec[4])
+                raw = struct.pack("<Q", stamp(claim, body)) + body
             off = RING_HEADER + (claim % slots) * SLOT
             ring[off:off + SLOT] = raw
         img += ring
+    img += bytes(-len(img) % PAGE)
     return bytes(img)
 
 
@@ -118,13 +156,16 @@ def main():
     hostile = {}
     for i in range(16):
         claim = next(c for c in range(top - 16, top) if c % 16 == i)
-        seq = claim + 1 if i % 3 != 2 else [0, 1 << 63][i % 2]
+        body = record(i % 14, i, bytes([0xFF - i]) * 32, flags=i % 3,
+                      length=[0xFFFF, 0, 33, 20, 21][i % 5])
+        seq = stamp(claim, body) if i % 3 != 2 else [0, 1 << 63][i % 2]
         if i == 0:
-            seq = 1
+            seq = stamp(0, body)
         elif i == 1:
             seq = 1 << 63
-        hostile[i] = slot(seq, i % 14, i, bytes([0xFF - i]) * 32, flags=i % 3,
-                          length=[0xFFFF, 0, 33, 20, 21][i % 5])
+        elif i == 4:
+            seq = claim + 1  # a marker: claimed, being written
+        hostile[i] = struct.pack("<Q", seq) + body
     write("hostile_cursor", segment(1, 16, [hostile], cursors=[top]))
     # ORBIT_SCOPE(""): a head record with an empty name.
     write("empty_name", segment(1, 16, [sequence([
@@ -133,7 +174,21 @@ def main():
     write("truncated", valid[:len(valid) - 1])
     write("header_only", valid[:HEADER.size])
     write("not_initialised", bytes(8) + valid[8:])
-    write("version_2", segment(1, 16, [trace], version=2))
+    write("version_3", segment(1, 16, [trace], version=3))
+    # Version 1 (stamps were claim + 1, no check): refused.
+    write("version_1", segment(1, 16, [trace], version=1))
+    # Claim 16 was handed out, and its slot shows claim 0's record, which a
+    # late producer published there after claims 1..15: the drain delivers
+    # 0..15 and writes 16 off rather than wait (scope_ring.c, guarantee 7).
+    late = {0: (SCOPE_START, 1, b"late", 0, 4)}
+    late.update({c: (INT, c, b"v", 0, 1) for c in range(1, 16)})
+    write("late_stamp_1x16", segment(1, 16, [late], cursors=[17]))
+    # A torn copy: claim 5's stamp over words another record wrote.
+    torn = sequence([named(INT, c, b"t") for c in range(10)])
+    img = bytearray(segment(1, 16, [torn]))
+    off = RINGS_AT + RING_HEADER + 5 * SLOT + 8
+    img[off:off + 8] = struct.pack("<Q", 12345)  # time replaced
+    write("torn_1x16", bytes(img))
     write("clock_tsc", segment(1, 16, [trace], clock=1))
 
 

@@ -9,8 +9,9 @@
  *
  * Besides "no crash, no sanitizer report", it checks:
  *  - validate accepts only layouts that fit in the bytes given;
- *  - every record delivered is the slot of its claim, byte for byte, and
- *    claims arrive in order (scope_ring.c, guarantees 2 and 3);
+ *  - every record delivered is the slot of its claim, byte for byte, under
+ *    that claim's stamp with the record's check, and claims arrive in order
+ *    (scope_ring.c, guarantees 2 and 3);
  *  - per ring, next == drained + lost (guarantee 4);
  *  - every event's name is readable for its whole length.
  * The seeds and the crashes worth keeping are in corpus/segment/; the plain
@@ -68,8 +69,17 @@ static void on_records(void *vctx, uint32_t ring, uint64_t first, const uint8_t 
 		uint64_t claim = first + i;
 		const struct orbit__slot *s = &r->slots[claim & mask];
 		/* The image does not change under us: what was delivered is the
-		 * slot of that claim, with the stamp of that claim. */
-		FUZZ_CHECK(atomic_load_explicit(&s->seq, memory_order_relaxed) == claim + 1);
+		 * slot of that claim, with that claim's stamp for what it holds
+		 * (claim + 1 + check, docs/format.md 1.5). */
+		uint64_t name[4];
+		for (int k = 0; k < 4; k++)
+			name[k] = atomic_load_explicit(&s->name[k], memory_order_relaxed);
+		uint64_t check =
+		    orbit__check(atomic_load_explicit(&s->time, memory_order_relaxed),
+		                 atomic_load_explicit(&s->id, memory_order_relaxed),
+		                 atomic_load_explicit(&s->meta, memory_order_relaxed), name);
+		FUZZ_CHECK(atomic_load_explicit(&s->seq, memory_order_relaxed) ==
+		           claim + 1 + check);
 		FUZZ_CHECK(memcmp(recs + (size_t)i * ORBIT__RECORD_SIZE, (const uint8_t *)s + 8,
 		                  ORBIT__RECORD_SIZE) == 0);
 		struct orbit_record rec;

@@ -352,6 +352,61 @@ static void attack_batch(struct coll *h)
 	stream_free(&s);
 }
 
+/* Kernel scheduling (docs/format.md 4.10): a KernelSched over the limits
+ * is an invalid handshake; a KernelPage or KernelLoss of a CPU past 4096
+ * is a packet out of bounds. */
+static void attack_kernel(struct coll *h)
+{
+	struct attacker a;
+	struct stream s;
+	Orbit__Handshake hs = ORBIT__HANDSHAKE__INIT;
+	Orbit__KernelSched ks = ORBIT__KERNEL_SCHED__INIT;
+	Orbit__KernelPage kp = ORBIT__KERNEL_PAGE__INIT;
+	Orbit__KernelLoss kl = ORBIT__KERNEL_LOSS__INIT;
+	Orbit__Packet p = ORBIT__PACKET__INIT;
+	uint8_t page[64] = {0};
+
+	hs.protocol_version = ORBIT_PROTOCOL_VERSION;
+	hs.pid = 6666;
+	hs.process_name = "kernel";
+	ks.cpu_count = ORBIT_KERNEL_MAX_CPUS + 1;
+	hs.kernel_sched = &ks;
+	p.body_case = ORBIT__PACKET__BODY_HANDSHAKE;
+	p.handshake = &hs;
+	stream_init(&s, "kernel", 6666);
+	stream_add(&s, &p);
+	stream_flush(&s);
+	attacker_open(&a, h, "kernel", 0, 0);
+	attacker_send(&a, s.bytes, s.len);
+	attacker_expect(&a, h, "invalid handshake");
+	stream_free(&s);
+
+	kp.cpu = ORBIT_KERNEL_MAX_CPUS;
+	kp.page.data = page;
+	kp.page.len = sizeof page;
+	p.body_case = ORBIT__PACKET__BODY_KERNEL_PAGE;
+	p.kernel_page = &kp;
+	stream_init(&s, "kpage", 1);
+	stream_add_thread(&s, 1, "fine");
+	stream_add(&s, &p);
+	stream_flush(&s);
+	attacker_open(&a, h, "kpage", 1, 2);
+	attacker_send(&a, s.bytes, s.len);
+	attacker_expect(&a, h, "packet 1 (type 16): fields out of bounds");
+	stream_free(&s);
+
+	kl.cpu = ORBIT_KERNEL_MAX_CPUS;
+	p.body_case = ORBIT__PACKET__BODY_KERNEL_LOSS;
+	p.kernel_loss = &kl;
+	stream_init(&s, "kloss", 1);
+	stream_add(&s, &p);
+	stream_flush(&s);
+	attacker_open(&a, h, "kloss", 1, 1);
+	attacker_send(&a, s.bytes, s.len);
+	attacker_expect(&a, h, "packet 0 (type 17): fields out of bounds");
+	stream_free(&s);
+}
+
 static void attack_not_handshake(struct coll *h)
 {
 	struct attacker a;
@@ -506,6 +561,48 @@ static void case_good(void)
 	coll_expect_log(&h, "pid 1234 -> ");
 	coll_expect_log(&h, "21 frames");
 	coll_expect_log(&h, "3 events lost, end of stream");
+	stream_free(&s);
+	finish(&h);
+}
+
+/* Kernel pages are kept like any packet; the kernel's lost events
+ * (KernelLoss, cumulative per CPU: its latest overrun + dropped) are in
+ * "events lost" with the rings' loss. */
+static void case_kernel(void)
+{
+	struct coll h;
+	struct stream s;
+	char path[512];
+	Orbit__KernelPage kp = ORBIT__KERNEL_PAGE__INIT;
+	Orbit__KernelLoss kl = ORBIT__KERNEL_LOSS__INIT;
+	Orbit__Packet p = ORBIT__PACKET__INIT;
+	uint8_t page[4096] = {0};
+
+	start(&h, NULL);
+	good_open(&s, &h, "kernel", 4321);
+	stream_good_frames(&s, 2);
+	kp.cpu = 1;
+	kp.page.data = page;
+	kp.page.len = sizeof page;
+	p.body_case = ORBIT__PACKET__BODY_KERNEL_PAGE;
+	p.kernel_page = &kp;
+	stream_add(&s, &p);
+	p.body_case = ORBIT__PACKET__BODY_KERNEL_LOSS;
+	p.kernel_loss = &kl;
+	kl.cpu = 0, kl.overrun = 5, kl.dropped = 2, kl.read_events = 100;
+	stream_add(&s, &p);
+	kl.cpu = 1, kl.overrun = 1, kl.dropped = 0, kl.read_events = 50;
+	stream_add(&s, &p);
+	stream_flush(&s);
+	kl.cpu = 0, kl.overrun = 6, kl.dropped = 2, kl.read_events = 200; /* cumulative */
+	stream_add(&s, &p);
+	stream_add_loss(&s, 0, 3);
+	stream_add_end(&s);
+	stream_flush(&s);
+	stream_close_wait(&s, &h);
+	CHECK_EQ_U64(capture_find(&h, "kernel", 4321, path, sizeof path), 1);
+	capture_verify(path, &s, s.frames);
+	coll_expect_log(&h, "12 events lost, end of stream"); /* 6 + 2 + 1 + 3 */
 	stream_free(&s);
 	finish(&h);
 }
@@ -1970,6 +2067,7 @@ static const struct {
     {"bad_packet", attack_bad_packet},
     {"version", attack_version},
     {"batch", attack_batch},
+    {"kernel_bad", attack_kernel},
     {"not_handshake", attack_not_handshake},
     {"two_in_handshake", attack_two_in_handshake},
     {"second_handshake", attack_second_handshake},
@@ -2007,6 +2105,8 @@ int main(int argc, char **argv)
 	}
 	if (strcmp(c, "good") == 0)
 		case_good();
+	else if (strcmp(c, "kernel") == 0)
+		case_kernel();
 	else if (strcmp(c, "concurrent") == 0)
 		case_concurrent();
 	else if (strcmp(c, "names") == 0)

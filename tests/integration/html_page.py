@@ -20,6 +20,11 @@ measures are printed (docs/performance.md records them).
     loss         a capture with lost records: the notice, red on the timeline
     states       the thread-state track (issue 13's hook): a page given
                  THST rows by the test draws them under the thread's lane
+    sched        a real capture with the kernel's scheduling (ORBIT_SCHED=1,
+                 root and tracefs, else skip): a state track under each
+                 thread's lane (the spinner running, the sleeper blocked),
+                 CPU tracks naming the threads, a scope's on-CPU time in the
+                 selection panel
     million      1 M scopes: the page's size (<= 64 MiB, asserted) and the
                  time to the first frame (printed), with the default cap and
                  with --html-max-scopes 0
@@ -435,6 +440,62 @@ def case_states(env):
         check(green > 100, "running is drawn green (%d pixels)" % green)
         clean(c, page)
         print("ok: %d state spans drawn, %r" % (n, sorted(seen)))
+    finally:
+        c.close()
+
+
+def case_sched(env):
+    if os.geteuid() != 0 or not os.path.isdir("/sys/kernel/tracing/instances"):
+        skip("needs root and tracefs at /sys/kernel/tracing")
+    prog = os.path.join(env.build, "tests", "sched_scopes")
+    capture = env.path("sched.orbit.zst")
+    p = env.run([prog, "scopes", "10"], env=dict(os.environ, ORBIT_SCHED="1", ORBIT_CAPTURE=capture))
+    if b"kernel scheduling is off" in p.stderr:
+        skip(p.stderr.decode(errors="replace").strip())
+    page = env.page(capture, "sched.html")
+    c = browser()
+    try:
+        c.open()
+        load(c, page)
+        tracks = c.eval("orbit.tracks()")
+        st = dict((tr["lane"], tr) for tr in tracks if tr["kind"] == "state")
+        check(set(st) == {"sleeper", "spinner"}, "a state track per thread: %r" % list(st))
+        cpus = [tr for tr in tracks if tr["kind"] == "cpu"]
+        check(cpus, "CPU tracks: %r" % [tr["kind"] for tr in tracks])
+        check(cpus[0]["y"] < min(tr["y"] for tr in st.values()), "the CPU tracks come before the lanes")
+        a = c.eval("orbit.laneArea()")
+        x0, w = a["box"]["x"] + a["x"], a["w"]
+
+        def tips(tr, n=40):
+            y = a["box"]["y"] + tr["y"] + tr["h"] / 2 - c.eval("document.getElementById('timeline').scrollTop")
+            seen = []
+            for k in range(n):
+                c.call("Input.dispatchMouseEvent", {"type": "mouseMoved", "x": x0 + w * (k + 0.5) / n, "y": y})
+                seen.append(c.eval("document.getElementById('tip').textContent"))
+            return seen
+
+        spin = [t.split("from")[0] for t in tips(st["spinner"])]
+        sleep = [t.split("from")[0] for t in tips(st["sleeper"])]
+        check(spin.count("running") >= len(spin) // 2, "the spinner runs: %r" % spin)
+        check(sleep.count("blocked") >= len(sleep) // 2, "the sleeper sleeps: %r" % sleep)
+        names = set()
+        for tr in cpus:
+            for t in tips(tr):
+                names |= {n for n in ("spinner", "sleeper") if t.startswith(n)}
+        check("spinner" in names, "a CPU track names the spinner: %r" % names)
+        # A spin scope selected: the panel shows where its time went.
+        box = c.eval("document.getElementById('search').getBoundingClientRect().toJSON()")
+        c.click(box["x"] + 20, box["y"] + box["height"] / 2)
+        c.type_text("=spin")
+        c.wait_for("orbit.found().count === 10", timeout=30, what="10 spin scopes")
+        c.key("Enter", code="Enter", vk=13)
+        c.key("Enter", code="Enter", vk=13)  # the second: the first may predate the recording
+        tab = c.eval("(() => { const r = document.querySelector('#tabs button[data-tab=details]').getBoundingClientRect(); return [r.x + r.width / 2, r.y + r.height / 2]; })()")
+        c.click(*tab)
+        details = c.eval("document.getElementById('details').textContent")
+        check("on CPU" in details and "blocked" in details, "the selection shows the split: %r" % details[:400])
+        clean(c, page)
+        print("ok: state tracks %s, %d CPU tracks naming %s" % (sorted(st), len(cpus), sorted(names)))
     finally:
         c.close()
 

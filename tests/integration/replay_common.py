@@ -58,10 +58,21 @@ def read_csv(path):
     it is known open)."""
     with open(path, newline="", encoding="utf-8", errors="surrogateescape") as f:
         text = f.read()
-    check(text.startswith("pid,tid,thread_name,depth,name,start_ns,end_ns,"
-                          "duration_ns,kind,color,group_id,marks\r\n"), "CSV header")
+    header = text.split("\r\n", 1)[0].split(",")
+    base = ("pid,tid,thread_name,depth,name,start_ns,end_ns,duration_ns,kind,color,"
+            "group_id,marks").split(",")
+    sched = ["oncpu_ns", "runnable_ns", "blocked_ns"]
+    # The column order both branches agree on: the location columns (issue
+    # 11) before the scheduler's (issue 13), either present or not.
+    check(header in (base + sched, base + ["file", "line", "function"] + sched),
+          "CSV header %r" % header)
     rows = list(csv.DictReader(io.StringIO(text, newline="")))
     for r in rows:
+        for k in sched:  # empty without kernel scheduling for the scope
+            r[k] = int(r[k]) if r[k] else None
+        if r["oncpu_ns"] is not None:
+            check(r["oncpu_ns"] + r["runnable_ns"] + r["blocked_ns"]
+                  <= int(r["duration_ns"]), "scheduler split of %r" % r)
         r["pid"] = int(r["pid"])
         r["tid"] = int(r["tid"])
         r["start_ns"] = int(r["start_ns"])

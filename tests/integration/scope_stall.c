@@ -11,11 +11,18 @@
  *             events arrive, claimed == drained + lost.
  *   backstop  the child stays stopped past a shortened backstop: exactly one
  *             event is dropped and reported.
+ *   dying     the child publishes the claim and dies between the drain's
+ *             read of the stamp and its liveness answer (the test's own
+ *             open() lets it go when the drain opens /proc/PID/stat): the
+ *             record is delivered, nothing written off (guarantee 6).
  */
+#include <fcntl.h>
 #include <pthread.h>
 #include <signal.h>
+#include <stdarg.h>
 #include <stdlib.h>
 #include <sys/mman.h>
+#include <sys/syscall.h>
 #include <sys/wait.h>
 #include <time.h>
 #include <unistd.h>
@@ -111,18 +118,72 @@ static _Noreturn void child(int ready_fd)
 		ORBIT_UINT("before", i); /* S's own, published */
 	uint64_t claim;
 	struct orbit__slot *slot = orbit__claim(s, &claim);
+#ifdef ORBIT__STAMP_CHECKED
+	uint64_t check =
+	    orbit__fill(slot, orbit__ticks(), ORBIT__VALUE_UINT, 4242, s->tid, "stuck", 5);
+#else /* the protocol before the check (the same test builds against it) */
 	orbit__fill(slot, orbit__ticks(), ORBIT__VALUE_UINT, 4242, s->tid, "stuck", 5);
+#endif
 	run_worker(t); /* claimed after S's claim, published */
 	run_worker(y);
 	uint32_t msg[2] = {ring_s, (uint32_t)claim};
 	if (write(ready_fd, msg, sizeof msg) != sizeof msg)
 		_exit(5);
 	raise(SIGSTOP); /* the whole process stops with the claim unpublished */
+#ifdef ORBIT__STAMP_CHECKED
+	orbit__publish(slot, claim, check);
+#else
 	orbit__publish(slot, claim);
+#endif
 	_exit(0); /* no atexit: the parent owns the segment's name now */
 }
 
 /* ---- the parent ---- */
+
+/*
+ * Mode dying: the drain's liveness check opens /proc/PID/stat; this open()
+ * (the executable's, ahead of libc's) first lets the stopped child go and
+ * waits until it has published its claim and exited, so the process dies
+ * after the drain read the claim's stamp and before it learns the answer.
+ */
+static pid_t dying_pid;
+
+static int open_file(const char *path, int flags, va_list ap)
+{
+	mode_t m = 0;
+	if (flags & (O_CREAT | O_TMPFILE))
+		m = (mode_t)va_arg(ap, int);
+	if (dying_pid > 0) {
+		char want[64];
+		snprintf(want, sizeof want, "/proc/%d/stat", (int)dying_pid);
+		if (strcmp(path, want) == 0) {
+			pid_t pid = dying_pid;
+			int status;
+			dying_pid = 0;
+			kill(pid, SIGCONT);
+			waitpid(pid, &status, 0);
+		}
+	}
+	return (int)syscall(SYS_openat, AT_FDCWD, path, flags, m);
+}
+
+int open(const char *path, int flags, ...)
+{
+	va_list ap;
+	va_start(ap, flags);
+	int fd = open_file(path, flags, ap);
+	va_end(ap);
+	return fd;
+}
+
+int open64(const char *path, int flags, ...)
+{
+	va_list ap;
+	va_start(ap, flags);
+	int fd = open_file(path, flags, ap);
+	va_end(ap);
+	return fd;
+}
 
 struct count {
 	uint64_t stuck, before, after, other;
@@ -215,6 +276,14 @@ int main(int argc, char **argv)
 		CHECK_EQ_U64(res.backstops, 0);
 		CHECK_EQ_U64(c.stuck, 0);
 		CHECK_EQ_U64(c.after, 2 * EVENTS);
+	} else if (strcmp(mode, "dying") == 0) {
+		dying_pid = pid;
+		orbit__drain_all(&d, on_records, &c, &res);
+		CHECK_EQ_U64(dying_pid, 0); /* the liveness check ran, the child is gone */
+		CHECK_EQ_U64(c.stuck, 1);   /* published before the end: delivered */
+		CHECK_EQ_U64(d.ring[ring_s].lost_dead, 0);
+		CHECK_EQ_U64(c.after, 2 * EVENTS);
+		CHECK(!d.ring[ring_s].stalled);
 	} else if (strcmp(mode, "backstop") == 0) {
 		sleep_ms(100);
 		orbit__drain_all(&d, on_records, &c, &res);

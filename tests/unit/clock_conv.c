@@ -540,10 +540,10 @@ static void *late_producer(void *arg)
 			sleep_ns(hold); /* late: its ticks are old when it is claimed */
 		uint64_t claim;
 		struct orbit__slot *s = orbit__claim(t, &claim);
-		orbit__fill(s, time, ORBIT__VALUE_UINT64, i, t->tid, "late", 4);
+		uint64_t check = orbit__fill(s, time, ORBIT__VALUE_UINT64, i, t->tid, "late", 4);
 		if (role == 6 && hold)
 			sleep_ns(hold); /* claimed, unpublished: the drain waits */
-		orbit__publish(s, claim);
+		orbit__publish(s, claim, check);
 		sleep_ns(100000 + r % 200000);
 	}
 	return NULL;

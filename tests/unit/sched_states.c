@@ -16,6 +16,10 @@
  *   random       random events on 4 CPUs: every interval's times equal the
  *                brute-force sum over the spans, and add up
  *   add_page     a flagged page becomes a gap from the CPU's last event
+ *   recording    threads listed from the recording's start: before its
+ *                first event a thread switched out ran, one switched in
+ *                waited, one woken slept; unlisted threads, threads created
+ *                later and anything after a lost window stay unknown
  */
 #include <errno.h>
 #include <stdio.h>
@@ -512,16 +516,61 @@ static void case_add_page(void)
 	orbit__rp_sched_decoder_free(d);
 }
 
+/* Recording since 10; A=10, B=20, C=30, D=40 listed, E=50 not. A first
+ * switched out at 30 (it ran), B switched in at 30 (it waited), C woken at
+ * 40 (it slept), D created at 20 by wakeup_new, E switched in at 50. */
+static struct orbit__rp_sched_timeline *recording_timeline(int gap)
+{
+	struct orbit__rp_sched_timeline *tl = orbit__rp_sched_timeline_new();
+	static const uint32_t listed[] = {10, 20, 30, 40};
+	struct orbit__rp_sched_event e = wake(20, 1, 0, 40);
+
+	e.kind = ORBIT__RP_SCHED_WAKEUP_NEW;
+	CHECK(orbit__rp_sched_recording(tl, 10, listed, 4) == 0);
+	add(tl, e);
+	add(tl, sw(30, 0, 10, S_SLEEP, 20));
+	add(tl, wake(40, 0, 20, 30));
+	add(tl, sw(50, 1, 40, S_SLEEP, 50));
+	if (gap) /* events of CPU 1 lost in [15, 25] */
+		CHECK(orbit__rp_sched_add_gap(tl, 1, 15, 25, 3) == 0);
+	CHECK(orbit__rp_sched_finish(tl, 100) == 0);
+	return tl;
+}
+
+static void case_recording(void)
+{
+	struct orbit__rp_sched_timeline *tl = recording_timeline(0);
+
+	EXPECT(times(tl, 10, 0, 30), 20, 0, 0); /* ran from 10 */
+	CHECK(state_at(tl, 10, 12) == ORBIT__RP_SCHED_RUNNING);
+	CHECK_EQ_U64(orbit__rp_sched_span_at(orbit__rp_sched_thread(tl, 10), 12)->cpu, 0);
+	EXPECT(times(tl, 20, 0, 30), 0, 20, 0);                 /* waited from 10 */
+	EXPECT(times(tl, 30, 0, 40), 0, 0, 30);                 /* slept from 10 */
+	CHECK(state_at(tl, 40, 15) == ORBIT__RP_SCHED_UNKNOWN); /* created at 20 */
+	CHECK(state_at(tl, 50, 40) == ORBIT__RP_SCHED_UNKNOWN); /* not listed */
+	CHECK(state_at(tl, 10, 5) == ORBIT__RP_SCHED_UNKNOWN);  /* before the start */
+	orbit__rp_sched_timeline_free(tl);
+	/* A window lost before their first events: nothing is implied. */
+	tl = recording_timeline(1);
+	CHECK(state_at(tl, 10, 12) == ORBIT__RP_SCHED_UNKNOWN);
+	CHECK(state_at(tl, 20, 12) == ORBIT__RP_SCHED_UNKNOWN);
+	CHECK(state_at(tl, 30, 12) == ORBIT__RP_SCHED_UNKNOWN);
+	EXPECT(times(tl, 10, 30, 35), 0, 0, 5); /* after its event, as ever */
+	orbit__rp_sched_timeline_free(tl);
+}
+
 int main(int argc, char **argv)
 {
 	static const struct {
 		const char *name;
 		void (*fn)(void);
 	} cases[] = {
-	    {"basic", case_basic},       {"pending", case_pending}, {"gap_other", case_gap_other},
-	    {"gap_same", case_gap_same}, {"dead", case_dead},       {"unseen", case_unseen},
-	    {"names", case_names},       {"order", case_order},     {"random", case_random},
-	    {"add_page", case_add_page},
+	    {"basic", case_basic},         {"pending", case_pending},
+	    {"gap_other", case_gap_other}, {"gap_same", case_gap_same},
+	    {"dead", case_dead},           {"unseen", case_unseen},
+	    {"names", case_names},         {"order", case_order},
+	    {"random", case_random},       {"add_page", case_add_page},
+	    {"recording", case_recording},
 	};
 
 	if (argc != 2) {

@@ -1,0 +1,124 @@
+/* parse.c — HOST:PORT and sizes, for the agent and the collector; see parse.h. */
+#include "parse.h"
+
+#include <errno.h>
+#include <string.h>
+
+const char ORBIT_PARSE_URL[] = "a URL, not HOST:PORT";
+
+static int bad(const char **why, const char *text)
+{
+	*why = text;
+	return -EINVAL;
+}
+
+void orbit__parse_url_authority(const char *s, char *out, size_t outlen)
+{
+	const char *p = s != NULL ? strstr(s, "://") : NULL;
+	if (outlen == 0)
+		return;
+	out[0] = '\0';
+	if (p == NULL)
+		return;
+	p += 3;
+	size_t n = strcspn(p, "/?#");
+	if (n >= outlen)
+		return;
+	memcpy(out, p, n);
+	out[n] = '\0';
+}
+
+int orbit__parse_host_port(const char *s, int port_zero, char *host, size_t hostlen, uint16_t *port,
+                           const char **why)
+{
+	const char *h, *colon;
+	size_t hl;
+
+	if (s == NULL || s[0] == '\0')
+		return bad(why, "empty");
+	if (strstr(s, "://") != NULL)
+		return bad(why, ORBIT_PARSE_URL);
+	if (s[0] == '[') {
+		const char *close = strchr(s, ']');
+		if (close == NULL || close[1] != ':')
+			return bad(why, "expected [IPV6]:PORT");
+		h = s + 1;
+		hl = (size_t)(close - h);
+		colon = close + 1;
+	} else {
+		colon = strrchr(s, ':');
+		if (colon == NULL)
+			return bad(why, "expected HOST:PORT");
+		if (memchr(s, ':', (size_t)(colon - s)) != NULL)
+			return bad(why, "an IPv6 address needs brackets: [::1]:7411");
+		h = s;
+		hl = (size_t)(colon - s);
+	}
+	if (hl == 0)
+		return bad(why, "missing host");
+	if (hl >= hostlen || hl >= ORBIT_HOST_MAX)
+		return bad(why, "the host is too long");
+	for (size_t i = 0; i < hl; i++)
+		if (h[i] == '/' || h[i] == ' ' || h[i] == '\t' || h[i] == '\n' || h[i] == '\r' ||
+		    h[i] == '[' || h[i] == ']')
+			return bad(why, "the host holds a character no host name has");
+	const char *p = colon + 1;
+	unsigned long v = 0;
+	size_t digits = strspn(p, "0123456789");
+	if (digits == 0 || p[digits] != '\0' || digits > 5)
+		return bad(why, port_zero ? "the port must be a number from 0 to 65535"
+		                          : "the port must be a number from 1 to 65535");
+	for (size_t i = 0; i < digits; i++)
+		v = v * 10 + (unsigned long)(p[i] - '0');
+	if (v > 65535 || (v == 0 && !port_zero))
+		return bad(why, port_zero ? "the port must be a number from 0 to 65535"
+		                          : "the port must be a number from 1 to 65535");
+	memcpy(host, h, hl);
+	host[hl] = '\0';
+	*port = (uint16_t)v;
+	return 0;
+}
+
+int orbit__parse_size(const char *s, uint64_t *out)
+{
+	uint64_t v = 0;
+	size_t i = 0;
+
+	if (s == NULL || s[0] < '0' || s[0] > '9')
+		return -EINVAL;
+	for (; s[i] >= '0' && s[i] <= '9'; i++) {
+		uint64_t d = (uint64_t)(s[i] - '0');
+		if (v > (UINT64_MAX - d) / 10)
+			return -ERANGE;
+		v = v * 10 + d;
+	}
+	unsigned shift = 0;
+	switch (s[i]) {
+	case 'k':
+	case 'K':
+		shift = 10;
+		break;
+	case 'm':
+	case 'M':
+		shift = 20;
+		break;
+	case 'g':
+	case 'G':
+		shift = 30;
+		break;
+	case 't':
+	case 'T':
+		shift = 40;
+		break;
+	case '\0':
+		break;
+	default:
+		return -EINVAL;
+	}
+	if (shift != 0 && s[i + 1] != '\0')
+		return -EINVAL;
+	if (v > (UINT64_MAX >> shift))
+		return -ERANGE;
+	*out = v << shift;
+	return 0;
+}

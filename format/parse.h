@@ -1,0 +1,48 @@
+/*
+ * parse.h — the two syntaxes the agent and orbit-collector share: an
+ * address, HOST:PORT (ORBIT_COLLECTOR, --listen), and a size (ORBIT_SEND_BUFFER,
+ * ORBIT_RING_BUDGET, --max-capture-size, ...). One parser each, one rule
+ * each, so the same string means the same thing at both ends
+ * (docs/operations.md and docs/collector.md state the rules).
+ */
+#ifndef ORBIT_FORMAT_PARSE_H
+#define ORBIT_FORMAT_PARSE_H
+
+#include <stddef.h>
+#include <stdint.h>
+
+#define ORBIT_HOST_MAX 256u /* bytes of a host, with its NUL */
+
+/*
+ * HOST:PORT or [IPV6]:PORT.
+ *
+ *   - HOST is everything before the only ':' (a host name or an IPv4
+ *     address), or everything between '[' and ']' (an IPv6 address, which
+ *     needs the brackets: "::1:7411" is refused, "[::1]:7411" is not);
+ *     non-empty, shorter than ORBIT_HOST_MAX, no white space, no '/'.
+ *   - PORT is decimal digits only, 1 to 65535 (0 to 65535 with port_zero:
+ *     a listener's "pick a free port").
+ *   - A value with "://" in it is a URL, not an address.
+ *
+ * 0 with host (NUL-terminated, hostlen bytes of room) and *port filled, or
+ * -EINVAL with *why: a short reason in words ("an IPv6 address needs
+ * brackets: [::1]:7411"). For a URL, *why is ORBIT_PARSE_URL.
+ */
+int orbit__parse_host_port(const char *s, int port_zero, char *host, size_t hostlen, uint16_t *port,
+                           const char **why);
+extern const char ORBIT_PARSE_URL[];
+
+/* What the URL s would be as HOST:PORT, for a hint: the part between "://"
+ * and the next '/', into out (outlen bytes of room); "" if there is none. */
+void orbit__parse_url_authority(const char *s, char *out, size_t outlen);
+
+/*
+ * A size: decimal digits (the first character is one), then optionally one
+ * of K, M, G, T in either case, which multiply by 2^10, 2^20, 2^30, 2^40;
+ * nothing else, no white space. 0 and *out, -EINVAL for anything else, or
+ * -ERANGE when the value does not fit 64 bits. Callers check their own
+ * range.
+ */
+int orbit__parse_size(const char *s, uint64_t *out);
+
+#endif

@@ -1,0 +1,210 @@
+#!/bin/sh
+# guest.sh BUILD_DIR CASE — the agent is a guest in its host's process: the
+# host exits as it would untraced (same output, same status), with at most
+# one stderr line per problem, whatever the limits, signals and files around
+# it (issue 10, rows 1, 3, 4 and 9; issue 11.7):
+#   capture_symlink     ORBIT_CAPTURE names a symbolic link planted at the path,
+#                       pointing at a victim file: the victim is untouched, the
+#                       link too, one line says why (run as root when the tests are)
+#   capture_other_user  the path is a regular file of another user (root only):
+#                       untouched, one line says why
+#   capture_rerun       a second run with the same path replaces the first capture
+#                       without truncating it: another name of the first file still
+#                       holds it byte for byte, and the new capture is complete
+#   capture_busy        a live lock holder has the path: this process writes
+#                       PATH.PID, says so in one line, and leaves PATH alone
+#   capture_fsize       under ulimit -f the capture stops at the limit with one
+#                       line, tracing off, every frame in it complete (no SIGXFSZ)
+#   fds_N               N file descriptors free (RLIMIT_NOFILE): the program runs
+#                       as untraced, at most one line; with enough, a complete
+#                       capture
+#   fds_sweep           the same for every N from 0 to 16
+#   signals             a process-directed signal storm that only the agent's
+#                       thread could take: no handler ever runs on it
+#   threads             a traced process has exactly the threads docs/operations.md
+#                       lists (the program's and orbit-agent), also with a host
+#                       name to resolve
+set -eu
+build=$1
+case_=$2
+docs=${3:-}
+host=$build/tests/guest_host
+dump=$build/tests/capture_dump
+collector=$build/collector/orbit-collector
+dir=$(mktemp -d)
+cpid=
+cleanup() {
+	[ -n "$cpid" ] && kill -9 "$cpid" 2>/dev/null
+	rm -rf "$dir"
+}
+trap cleanup EXIT
+[ -n "${KEEP:-}" ] && trap "" EXIT
+
+fail() {
+	echo "guest $case_: $*" >&2
+	exit 1
+}
+
+lines() {
+	if [ -s "$1" ]; then wc -l <"$1"; else echo 0; fi
+}
+
+# untraced MODE ARGS: the program's stdout and status without the agent
+untraced() {
+	set +e
+	env -u ORBIT_CAPTURE -u ORBIT_COLLECTOR -u GUEST_CAPTURE "$host" "$@" >"$dir/want.out" 2>/dev/null
+	echo $? >"$dir/want.rc"
+	set -e
+	[ "$(cat "$dir/want.rc")" -eq 0 ] || fail "the program fails untraced: $*"
+}
+
+# traced ENV... -- ARGS: runs it with the variables, compares with untraced
+traced() {
+	set +e
+	env "$@" >"$dir/got.out" 2>"$dir/got.err"
+	echo $? >"$dir/got.rc"
+	set -e
+	cmp -s "$dir/want.out" "$dir/got.out" || fail "stdout differs from untraced: $(cat "$dir/got.out")"
+	cmp -s "$dir/want.rc" "$dir/got.rc" || fail "exit status $(cat "$dir/got.rc"), untraced $(cat "$dir/want.rc"); stderr: $(cat "$dir/got.err")"
+}
+
+start_collector() {
+	rm -f "$dir/fifo"
+	mkfifo "$dir/fifo"
+	"$collector" --listen 127.0.0.1:0 --dir "$dir/captures" >"$dir/fifo" 2>>"$dir/collector.log" &
+	cpid=$!
+	read -r line <"$dir/fifo" || fail "the collector did not start"
+	addr=${line#listening on }
+	cat "$dir/fifo" >/dev/null &
+}
+
+case $case_ in
+capture_symlink)
+	printf 'precious bytes of another user\n' >"$dir/victim"
+	cp "$dir/victim" "$dir/victim.orig"
+	ln -s "$dir/victim" "$dir/app.orbit.zst"
+	untraced plain 1000
+	traced ORBIT_CAPTURE="$dir/app.orbit.zst" "$host" plain 1000
+	cmp "$dir/victim" "$dir/victim.orig" || fail "the victim was written"
+	[ -L "$dir/app.orbit.zst" ] && [ "$(readlink "$dir/app.orbit.zst")" = "$dir/victim" ] ||
+		fail "the link was replaced"
+	[ "$(lines "$dir/got.err")" -eq 1 ] || fail "want one line: $(cat "$dir/got.err")"
+	grep -q "^orbit: cannot create the capture $dir/app.orbit.zst: it is a symbolic link, which is not followed; tracing is off$" \
+		"$dir/got.err" || fail "$(cat "$dir/got.err")"
+	echo "as uid $(id -u): $(cat "$dir/got.err")"
+	;;
+capture_other_user)
+	[ "$(id -u)" -eq 0 ] || { echo "needs root to make another user's file"; exit 77; }
+	printf 'another user s capture\n' >"$dir/app.orbit.zst"
+	cp "$dir/app.orbit.zst" "$dir/orig"
+	chown 65534 "$dir/app.orbit.zst"
+	untraced plain 1000
+	traced ORBIT_CAPTURE="$dir/app.orbit.zst" "$host" plain 1000
+	cmp "$dir/app.orbit.zst" "$dir/orig" || fail "another user's file was written"
+	[ "$(stat -c %u "$dir/app.orbit.zst")" -eq 65534 ] || fail "the file was replaced"
+	[ "$(lines "$dir/got.err")" -eq 1 ] || fail "want one line: $(cat "$dir/got.err")"
+	grep -q "it belongs to another user (uid 65534); tracing is off$" "$dir/got.err" ||
+		fail "$(cat "$dir/got.err")"
+	;;
+capture_rerun)
+	untraced plain 1000
+	traced ORBIT_CAPTURE="$dir/app.orbit.zst" "$host" plain 1000
+	[ ! -s "$dir/got.err" ] || fail "the first run said: $(cat "$dir/got.err")"
+	ln "$dir/app.orbit.zst" "$dir/first.orbit.zst"
+	cp "$dir/app.orbit.zst" "$dir/first.copy"
+	untraced plain 500
+	traced ORBIT_CAPTURE="$dir/app.orbit.zst" "$host" plain 500
+	[ ! -s "$dir/got.err" ] || fail "the second run said: $(cat "$dir/got.err")"
+	cmp "$dir/first.orbit.zst" "$dir/first.copy" || fail "the first capture was truncated or written"
+	"$dump" "$dir/first.orbit.zst" | grep -q "^records 2000, delivered 2000, lost 0" ||
+		fail "the first capture: $("$dump" "$dir/first.orbit.zst" | tail -n 2)"
+	"$dump" "$dir/app.orbit.zst" | grep -q "^records 1000, delivered 1000, lost 0" ||
+		fail "the second capture: $("$dump" "$dir/app.orbit.zst" | tail -n 2)"
+	[ "$(ls "$dir" | grep -c tmp)" -eq 0 ] || fail "a temporary file was left: $(ls "$dir")"
+	;;
+capture_busy)
+	: >"$dir/app.orbit.zst"
+	untraced plain 1000
+	flock "$dir/app.orbit.zst" sh -c "touch $dir/locked; sleep 3" &
+	lpid=$!
+	while [ ! -e "$dir/locked" ]; do sleep 0.05; done
+	traced ORBIT_CAPTURE="$dir/app.orbit.zst" "$host" plain 1000
+	wait "$lpid"
+	[ ! -s "$dir/app.orbit.zst" ] || fail "the locked file was written"
+	[ "$(lines "$dir/got.err")" -eq 1 ] || fail "want one line: $(cat "$dir/got.err")"
+	alt=$(sed -n "s|^orbit: the capture $dir/app.orbit.zst is being written by another process; writing \(.*\)$|\1|p" "$dir/got.err")
+	[ -n "$alt" ] || fail "$(cat "$dir/got.err")"
+	"$dump" "$alt" | grep -q "^records 2000, delivered 2000, lost 0" || fail "$alt: $("$dump" "$alt" | tail -n 2)"
+	;;
+capture_fsize)
+	# 512-byte blocks (dash, POSIX): 256 KiB. One small ring and the
+	# smallest log page rings keep the segment (its object in /dev/shm
+	# counts too, with its state area and log pages) under it.
+	limit=$((512 * 512))
+	untraced plain 2000000 1000000
+	(
+		ulimit -f 512
+		traced ORBIT_CAPTURE="$dir/app.orbit.zst" ORBIT_RINGS=1 ORBIT_RING_BUDGET=128K \
+			ORBIT_PAGE_RING_PAGES=2 "$host" plain 2000000 1000000
+	) || exit 1
+	[ "$(lines "$dir/got.err")" -le 2 ] || fail "want at most two lines: $(cat "$dir/got.err")"
+	grep -q "^orbit: cannot write the capture $dir/app.orbit.zst: File too large (the file size limit, RLIMIT_FSIZE, is $limit bytes); tracing is off$" \
+		"$dir/got.err" || fail "$(cat "$dir/got.err")"
+	size=$(stat -c %s "$dir/app.orbit.zst")
+	[ "$size" -le "$limit" ] && [ "$size" -gt $((limit / 2)) ] || fail "size $size, limit $limit"
+	if command -v zstd >/dev/null; then
+		zstd -q -t "$dir/app.orbit.zst" || fail "a frame is not complete"
+	fi
+	set +e
+	"$dump" "$dir/app.orbit.zst" >"$dir/out" 2>"$dir/dump.err"
+	rc=$?
+	set -e
+	[ $rc -eq 1 ] && ! grep -q offset "$dir/dump.err" || fail "capture_dump $rc: $(cat "$dir/dump.err" "$dir/out")"
+	echo "$size bytes of complete frames; $(cat "$dir/got.err")"
+	;;
+fds_*)
+	if [ "$case_" = fds_sweep ]; then counts="0 1 2 3 4 5 6 7 8 9 10 11 12 13 14 15 16"; else counts=${case_#fds_}; fi
+	untraced fds 0 2000
+	for k in $counts; do
+		rm -f "$dir/app.orbit.zst"
+		traced GUEST_CAPTURE="$dir/app.orbit.zst" "$host" fds "$k" 2000
+		[ "$(lines "$dir/got.err")" -le 1 ] || fail "$k free: more than one line: $(cat "$dir/got.err")"
+		if [ -s "$dir/got.err" ]; then
+			echo "$k free: $(cat "$dir/got.err")"
+		else
+			"$dump" "$dir/app.orbit.zst" | grep -q "^records 4000, delivered 4000, lost 0" ||
+				fail "$k free: no line and no complete capture"
+			echo "$k free: traced, complete capture"
+		fi
+	done
+	;;
+signals)
+	untraced signals 2000
+	traced ORBIT_CAPTURE="$dir/app.orbit.zst" GUEST_EXPECT_AGENT=1 "$host" signals 2000
+	[ ! -s "$dir/got.err" ] || fail "$(cat "$dir/got.err")"
+	cat "$dir/got.out"
+	;;
+threads)
+	# A host name, so that the resolver runs; then, at a second and at 3 s
+	# into the stream, the threads: the program's and the agent's.
+	start_collector localhost:0
+	port=${addr##*:}
+	env ORBIT_COLLECTOR="localhost:$port" "$host" threads >"$dir/got.out" 2>"$dir/got.err" ||
+		fail "the program failed: $(cat "$dir/got.err")"
+	[ ! -s "$dir/got.err" ] || fail "the agent said: $(cat "$dir/got.err")"
+	printf 'guest_host\norbit-agent\n--\nguest_host\norbit-agent\n' >"$dir/want"
+	cmp -s "$dir/got.out" "$dir/want" || fail "threads: $(tr '\n' ' ' <"$dir/got.out")"
+	# and they are the ones docs/operations.md lists
+	for t in orbit-agent orbit-resolve; do
+		grep -q "^| \`$t\` |" "$docs" || fail "docs/operations.md does not list $t"
+	done
+	kill -TERM "$cpid"
+	wait "$cpid" || true
+	cpid=
+	ls "$dir/captures"/*.orbit.zst >/dev/null 2>&1 || fail "no capture: the name was not resolved"
+	;;
+*)
+	fail "unknown case"
+	;;
+esac
+echo "guest $case_: ok"

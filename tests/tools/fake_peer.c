@@ -1,0 +1,96 @@
+/*
+ * fake_peer.c — a test tool: a listener on loopback that is not an Orbit
+ * collector, for the agent's tests of what it says about one.
+ *
+ *   fake_peer --close    accepts and closes each connection at once
+ *   fake_peer --http     reads what comes for a moment, answers
+ *                        "HTTP/1.0 400 Bad Request" and closes, as a web
+ *                        server does with bytes that are not a request
+ *   fake_peer --silent   accepts and never reads, writes nor closes
+ *
+ * The first stdout line is "listening on 127.0.0.1:PORT", flushed. On
+ * SIGTERM it prints "connections N" (accepted so far) on stdout and exits 0.
+ * One thread, poll(2).
+ */
+#include <arpa/inet.h>
+#include <netinet/in.h>
+#include <poll.h>
+#include <signal.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/socket.h>
+#include <unistd.h>
+
+#define MAX_CONNS 1024
+
+static volatile sig_atomic_t stop;
+
+static void on_term(int sig)
+{
+	(void)sig;
+	stop = 1;
+}
+
+int main(int argc, char **argv)
+{
+	const char *mode = argc > 1 ? argv[1] : "";
+	int close_now = strcmp(mode, "--close") == 0, http = strcmp(mode, "--http") == 0;
+	if (!close_now && !http && strcmp(mode, "--silent") != 0) {
+		fprintf(stderr, "usage: fake_peer --close | --http | --silent\n");
+		return 2;
+	}
+	struct sigaction sa = {.sa_handler = on_term};
+	sigaction(SIGTERM, &sa, NULL);
+	signal(SIGPIPE, SIG_IGN);
+	int lfd = socket(AF_INET, SOCK_STREAM, 0), one = 1;
+	struct sockaddr_in a = {.sin_family = AF_INET, .sin_addr.s_addr = htonl(INADDR_LOOPBACK)};
+	setsockopt(lfd, SOL_SOCKET, SO_REUSEADDR, &one, sizeof one);
+	socklen_t len = sizeof a;
+	if (bind(lfd, (struct sockaddr *)&a, sizeof a) != 0 || listen(lfd, 64) != 0 ||
+	    getsockname(lfd, (struct sockaddr *)&a, &len) != 0) {
+		perror("fake_peer");
+		return 1;
+	}
+	printf("listening on 127.0.0.1:%u\n", ntohs(a.sin_port));
+	fflush(stdout);
+	int conns[MAX_CONNS], n = 0;
+	long accepted = 0;
+	while (!stop) {
+		struct pollfd p[1 + MAX_CONNS];
+		p[0] = (struct pollfd){lfd, POLLIN, 0};
+		for (int i = 0; i < n; i++)
+			p[1 + i] = (struct pollfd){conns[i], http ? POLLIN : 0, 0};
+		if (poll(p, (nfds_t)(1 + n), 100) < 0)
+			continue;
+		if (p[0].revents & POLLIN) {
+			int c = accept(lfd, NULL, NULL);
+			if (c >= 0) {
+				accepted++;
+				if (close_now)
+					close(c);
+				else if (n < MAX_CONNS)
+					conns[n++] = c;
+				else
+					close(c);
+			}
+		}
+		for (int i = 0; http && i < n; i++) {
+			if (!(p[1 + i].revents & (POLLIN | POLLHUP | POLLERR)))
+				continue;
+			char buf[4096];
+			while (recv(conns[i], buf, sizeof buf, MSG_DONTWAIT) > 0)
+				;
+			static const char reply[] = "HTTP/1.0 400 Bad Request\r\n"
+			                            "Content-Type: text/html\r\n"
+			                            "Connection: close\r\n\r\n"
+			                            "<html><body>Bad request</body></html>\r\n";
+			(void)write(conns[i], reply, sizeof reply - 1);
+			shutdown(conns[i], SHUT_WR);
+			close(conns[i]);
+			conns[i--] = conns[--n];
+		}
+	}
+	printf("connections %ld\n", accepted);
+	return 0;
+}
