@@ -19,6 +19,8 @@
 #include <time.h>
 #include <unistd.h>
 
+#include "scope_slot.h"
+
 /* The inline write path in orbit.h and the format agree (format/ restates
  * the layout and cannot include orbit.h). */
 _Static_assert(sizeof(struct orbit__slot) == ORBIT__SLOT_SIZE, "slot is 64 bytes");
@@ -29,6 +31,12 @@ _Static_assert(offsetof(struct orbit__slot, name) == 32, "record layout");
 _Static_assert(sizeof(struct orbit__slot) - 8 == ORBIT__RECORD_SIZE,
                "the record is the slot's tail");
 _Static_assert(sizeof(_Atomic uint64_t) == 8, "slot words are plain 64-bit words");
+/* The readers' view of a slot (format/scope_slot.h) is this one. */
+_Static_assert(sizeof(struct orbit__seg_slot) == sizeof(struct orbit__slot) &&
+                   offsetof(struct orbit__seg_slot, stamp) == offsetof(struct orbit__slot, seq) &&
+                   offsetof(struct orbit__seg_slot, word) == offsetof(struct orbit__slot, time) &&
+                   offsetof(struct orbit__seg_slot, word[3]) == offsetof(struct orbit__slot, name),
+               "format/scope_slot.h's slot is orbit.h's");
 _Static_assert(sizeof(struct orbit__ring) == ORBIT__RING_HEADER, "ring header");
 _Static_assert(offsetof(struct orbit__ring, slots) == ORBIT__RING_HEADER, "ring header");
 _Static_assert(ATOMIC_LLONG_LOCK_FREE == 2, "64-bit atomics must be lock-free in shared memory");
