@@ -10,6 +10,7 @@
  *                   only: never a mapping, so a segment cut or shrunk while
  *                   it is read costs a short read and one line, never a
  *                   SIGBUS; every byte checked before it is used
+ *   dump_rings.c    what the scope rings hold that no frame did
  *   dump_write.c    the capture: the flight ring's frames as they are, then
  *                   frames of its own for what no frame held
  *
@@ -91,6 +92,25 @@ int orbit__dump_pread(struct orbit_dump *d, void *buf, uint64_t len, uint64_t of
 /* Reads the segment open on d->fd and writes its capture to out_path ("-":
  * stdout). Returns an enum orbit_dump_status. */
 int orbit__dump_run(struct orbit_dump *d, const char *out_path);
+
+/* ---- the scope rings (dump_rings.c) ---- */
+
+/* What the dump read of one scope ring, from d->from[r] (where the flight
+ * ring's frames leave off) to the cursor. */
+struct orbit_dump_ring {
+	uint64_t end;       /* the cursor read: claims below it were made */
+	uint64_t next;      /* where the walk stopped (end, unless the segment was cut) */
+	uint64_t delivered; /* records put in RingBatch packets */
+	uint64_t lapped;    /* overwritten, torn, or a late producer's (Loss.lapped) */
+	uint64_t gone;      /* claimed by the dead process, never published */
+	uint64_t pending;   /* claimed, not published yet in a live process (at_end) */
+};
+
+/* Reads each scope ring's slots of claims d->from[r] .. cursor[r] (at most
+ * one ring's worth, the newest) with pread into a private copy, checks them
+ * with format/scope_slot.h's reader, and writes the records as RingBatch
+ * packets, their times converted with d->conv. */
+void orbit__dump_rings(struct orbit_dump *d, const uint64_t *cursor, struct orbit_dump_ring *res);
 
 /* ---- the capture (dump_write.c) ---- */
 int orbit__dump_out_open(struct orbit_dump_out *o, const char *path, FILE *err);

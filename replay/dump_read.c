@@ -431,21 +431,7 @@ static void thread_names(struct orbit_dump *d)
 	}
 }
 
-struct ring_result {
-	uint64_t end;  /* the claim the dump's reading stopped at, at most */
-	uint64_t next; /* where it stopped */
-	uint64_t lapped, gone, delivered;
-};
-
-/* Claims of every ring past what the frames hold, read from the rings
- * (until the drain is in format/, nothing is read: they count at_end). */
-static void dump_rings(struct orbit_dump *d, const uint64_t *cursor, struct ring_result *res)
-{
-	for (uint32_t r = 0; r < d->l.ring_count; r++)
-		res[r] = (struct ring_result){.end = cursor[r], .next = d->from[r]};
-}
-
-static void finish(struct orbit_dump *d, const struct kept *k, const struct ring_result *rr)
+static void finish(struct orbit_dump *d, const struct kept *k, const struct orbit_dump_ring *rr)
 {
 	thread_names(d);
 	uint64_t claimed[ORBIT__SEG_MAX_RINGS];
@@ -469,7 +455,7 @@ static void finish(struct orbit_dump *d, const struct kept *k, const struct ring
 		l.lapped = lost_before - l.backstop - l.writer_gone + rr[r].lapped;
 		l.writer_gone += rr[r].gone;
 		l.flight_dropped = dropped;
-		l.at_end = rr[r].end - rr[r].next;
+		l.at_end = rr[r].end - rr[r].next + rr[r].pending;
 		claimed[r] = rr[r].end - d->ring_start[r];
 		Orbit__Packet p = ORBIT__PACKET__INIT;
 		p.body_case = ORBIT__PACKET__BODY_LOSS;
@@ -542,11 +528,15 @@ int orbit__dump_run(struct orbit_dump *d, const char *out_path)
 
 	uint64_t cursor[ORBIT__SEG_MAX_RINGS];
 	struct kept *k = calloc(1, sizeof *k);
-	struct ring_result rr[ORBIT__SEG_MAX_RINGS];
-	if (k == NULL || read_cursors(d, cursor) != 0)
+	struct orbit_dump_ring rr[ORBIT__SEG_MAX_RINGS];
+	if (k == NULL)
 		goto close;
 	if (d->l.flight_size)
 		read_flight(d, k);
+	/* The cursors after the flight ring: every claim its frames hold was
+	 * below them (the cursors only grow), also in a live process. */
+	if (read_cursors(d, cursor) != 0)
+		goto close;
 	if (k->ended) {
 		/* The agent ended this stream itself: its capture is complete. */
 		fprintf(d->err,
@@ -592,7 +582,7 @@ int orbit__dump_run(struct orbit_dump *d, const char *out_path)
 	if (d->hs == NULL)
 		own_handshake(d, d->ring_start);
 	read_state(d, earlier);
-	dump_rings(d, cursor, rr);
+	orbit__dump_rings(d, cursor, rr);
 	read_pages(d);
 	finish(d, k, rr);
 close:

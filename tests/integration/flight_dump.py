@@ -139,7 +139,7 @@ def case_crash():
     check("main: crash-outer > crash-middle > crash-inner" in text,
           "the summary does not show the stack:\n" + text)
     rows = replay_rows(out)
-    steps = [r for r in rows if r["name"] == "step" and r["tid"] == str(pid)]
+    steps = [r for r in rows if r["name"] == "step" and r["tid"] == pid]
     check(len(steps) == 1000, "%d step scopes, want the 1000 before the crash" % len(steps))
     check(all("unfinished" not in r["marks"] for r in steps), "a step scope is unfinished")
     outer = [r for r in rows if r["name"] == "crash-outer"]
