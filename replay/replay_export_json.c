@@ -185,6 +185,20 @@ static void json_stream(struct orbit_rp_out *o, const struct orbit_rp_stream *s)
 	uint32_t ended = s->dump != NULL ? s->dump->ended : s->ended_by;
 	if (s->ended)
 		jstr(o, "ended", ended < 3 ? how[ended] : "unknown", &f);
+	if (s->dump != NULL) { /* what orbit-dump found (format.md 4.11) */
+		const struct orbit_rp_dump *d = s->dump;
+		int g = 1;
+		jkey(o, "dump", &f);
+		orbit__rp_out_c(o, '{');
+		jstr(o, "segment", d->segment, &g);
+		ju64(o, "flight_frames", d->flight_frames, &g);
+		ju64(o, "flight_dropped", d->flight_dropped, &g);
+		ju64(o, "flight_damaged", d->flight_damaged, &g);
+		ju64(o, "ring_records", d->ring_records, &g);
+		ju64(o, "log_pages", d->log_pages, &g);
+		jstr(o, "problem", d->problem, &g);
+		orbit__rp_out_c(o, '}');
+	}
 	jkey(o, "rebuilt", &f);
 	json_recon(o, s);
 	jkey(o, "kernel", &f);

@@ -10,6 +10,9 @@ usage: flight_dump.py CASE VICTIM ORBIT_DUMP ORBIT_REPLAY
                scopes up to the last one the test saw recorded, all within
                50 ms before the kill
   live         a dump while the process runs; it then finishes normally
+  undrained    scopes in the flight ring's frames, then scopes the agent never
+               framed, then SIGKILL: the dump has each of them exactly once
+               (the second kind from the scope rings), the equation holds
   truncated    a segment cut to 4096 bytes, filled with garbage, every header
                field made garbage, the flight ring's indices anywhere, a
                segment shrunk while it is read: exit 2 and one line, or a
@@ -202,6 +205,36 @@ def case_live():
     check_stream(s, "snapshot")
     check(s["scopes"] > 1000, "only %d scopes in the snapshot" % s["scopes"])
     print("live: %d scopes in the snapshot; the process then finished normally" % s["scopes"])
+
+
+def case_undrained():
+    n, m = 3000, 500
+    # A long drain interval: the agent's own passes stay out of the way
+    # (what the test checks holds whatever they do).
+    rc, pid, err = run([VICTIM, "undrained", str(n), str(m)],
+                       env=env(ORBIT_FLIGHT="4M", ORBIT_DRAIN_MS="60000"))
+    check(rc == -signal.SIGKILL, "the victim exited %d (%r)" % (rc, err))
+    out = os.path.join(TMP, "undrained.orbit.zst")
+    dump(pid, out)
+    s = replay_json(out)
+    check_stream(s, "gone")
+    d = s.get("dump", {})
+    check(d.get("flight_frames", 0) >= 1, "no frame from the flight ring: %r" % d)
+    # Each undrained scope is three records (start, value, stop) in no
+    # frame: they can only have come from the rings.
+    check(d.get("ring_records", 0) >= 3 * m, "%r records from the rings, want >= %d" %
+          (d.get("ring_records"), 3 * m))
+    rows = replay_rows(out)
+    framed = [r for r in rows if r["name"] == "framed"]
+    undrained = [r for r in rows if r["name"] == "undrained"]
+    check(len(framed) == n, "%d framed scopes, want %d (each once)" % (len(framed), n))
+    check(len(undrained) == m, "%d undrained scopes, want %d (each once)" % (len(undrained), m))
+    check(not any(r["unfinished"] for r in framed + undrained), "an unfinished scope")
+    check(max(r["end_ns"] for r in framed) <= min(r["start_ns"] for r in undrained),
+          "the rings' scopes are not after the frames' on the timeline")
+    print("undrained: %d scopes from the flight ring's %d frames, %d from the rings "
+          "(%d records); claimed %d == delivered %d + lost %d" %
+          (n, d["flight_frames"], m, d["ring_records"], s["claimed"], s["delivered"], s["lost"]))
 
 
 def dead_segment(flight="4M"):

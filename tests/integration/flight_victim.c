@@ -12,11 +12,17 @@
  *   leader_exit S    three threads emit for S seconds; the main thread says
  *                    "ready" and calls pthread_exit
  *   emit N           N scopes, then exit 0
+ *   undrained N M    N "framed" scopes, orbit_flush() (they are in the flight
+ *                    ring's frames when it returns), M "undrained" scopes,
+ *                    then SIGKILL to itself at once: the M are in no frame
+ *                    (a frame is finished by a flush, a full staging area or
+ *                    at 100 ms of age, none of which can come between)
  *   late             reads a line, sets ORBIT_FLIGHT=4M, calls orbit_init
  *                    and prints its result, emits, reads a line, exits 0
  */
 #include <fcntl.h>
 #include <pthread.h>
+#include <signal.h>
 #include <stdatomic.h>
 #include <stdint.h>
 #include <stdio.h>
@@ -138,6 +144,20 @@ int main(int argc, char **argv)
 		for (long i = 0; i < n; i++) {
 			ORBIT_SCOPE("emit");
 		}
+	} else if (argc == 4 && strcmp(argv[1], "undrained") == 0) {
+		long n = atol(argv[2]), m = atol(argv[3]);
+		ORBIT_THREAD_NAME("main");
+		for (long i = 0; i < n; i++) {
+			ORBIT_SCOPE("framed");
+			ORBIT_UINT64("i", (uint64_t)i);
+		}
+		if (orbit_flush() != 0)
+			return 3;
+		for (long i = 0; i < m; i++) {
+			ORBIT_SCOPE("undrained");
+			ORBIT_UINT64("i", (uint64_t)i);
+		}
+		raise(SIGKILL);
 	} else if (argc == 2 && strcmp(argv[1], "late") == 0) {
 		char line[64];
 		if (fgets(line, sizeof line, stdin) == NULL)
@@ -154,8 +174,10 @@ int main(int argc, char **argv)
 		if (fgets(line, sizeof line, stdin) == NULL)
 			return 2;
 	} else {
-		fprintf(stderr,
-		        "usage: flight_victim crash|spin FILE|live S|leader_exit S|emit N|late\n");
+		fprintf(
+		    stderr,
+		    "usage: flight_victim crash|spin FILE|live S|leader_exit S|emit N|undrained N "
+		    "M|late\n");
 		return 2;
 	}
 	return 0;
