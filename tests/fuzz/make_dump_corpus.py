@@ -75,3 +75,29 @@ write("killed_bad_head", bytes(bad))
 noflight = bytearray(spin)
 noflight[flight:flight + 8] = bytes(8)  # no stream began on it
 write("killed_no_flight", bytes(noflight))
+
+# The scope rings past the flight ring's frames (replay/dump_rings.c):
+# records no frame holds, then hostile rings.
+p = subprocess.Popen([victim, "undrained", "300", "40"], env=dict(env, ORBIT_DRAIN_MS="60000"))
+p.wait()
+undrained = segment_of(p.pid)
+write("undrained", undrained)
+rings_at, stride = struct.unpack_from("<QQ", undrained, 48)
+ring_count, slots = struct.unpack_from("<II", undrained, 32)
+huge = bytearray(undrained)
+huge[rings_at:rings_at + 8] = struct.pack("<Q", (1 << 64) - 3)  # ring 0's cursor
+write("undrained_cursor_huge", bytes(huge))
+torn = bytearray(undrained)
+for r in range(ring_count):
+    for i in range(0, slots, 3):  # every third slot's record word 1 changed
+        at = rings_at + r * stride + 128 + 64 * i + 16
+        torn[at] ^= 0x5a
+write("undrained_torn", bytes(torn))
+stamps = bytearray(undrained)
+for r in range(ring_count):
+    for i in range(slots):  # stamps of other laps, markers, nothing
+        at = rings_at + r * stride + 128 + 64 * i
+        s = struct.unpack_from("<Q", stamps, at)[0]
+        s = [0, s & 0xffffffff, s + (slots << 1), s - slots][i % 4]
+        stamps[at:at + 8] = struct.pack("<Q", s & ((1 << 64) - 1))
+write("undrained_stamps", bytes(stamps))
