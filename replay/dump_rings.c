@@ -20,6 +20,13 @@
  *      claims count lapped; a pending one (a marker, or nothing) counts
  *      writer_gone when the process is proven dead, else at_end (a live
  *      process may still publish it, after this snapshot);
+ *      On a live segment the copy is what pread saw, in whatever order the
+ *      kernel copied the bytes while producers wrote: the acquire loads of
+ *      step 3 pair with nothing then (the copy is private), and what vouches
+ *      for each record is its check alone — a stamp newer or older than the
+ *      words beside it fails it (but for about 2^-31) and the claim counts
+ *      lapped, never as a wrong record (scope_ring.c guarantee 2's argument,
+ *      with pread's copy as the racing reader);
  *   4. the records go out in RingBatch packets of at most 256 (well under
  *      ORBIT_PACKET_MAX), first_claim their claim, times converted to
  *      CLOCK_MONOTONIC with the calibration the agent left (d->conv), the
