@@ -8,17 +8,19 @@ _Static_assert(sizeof(struct orbit__seg_slot) == ORBIT__SLOT_SIZE, "format.md 1.
 _Static_assert(offsetof(struct orbit__seg_slot, word) == ORBIT__SLOT_SIZE - ORBIT__RECORD_SIZE,
                "the record is the slot's tail");
 
+/* Inline for the copy loop; the weights as constants, as orbit.h's. */
+static inline uint64_t check_of(const uint64_t w[7])
+{
+	uint64_t m = w[0] * 0x9e3779b97f4a7c15ull + w[1] * 0xbf58476d1ce4e5b9ull +
+	             w[2] * 0x94d049bb133111ebull + w[3] * 0xff51afd7ed558ccdull +
+	             w[4] * 0xc4ceb9fe1a85ec53ull + w[5] * 0xd6e8feb86659fd93ull +
+	             w[6] * 0xa0761d6478bd642full;
+	return (m & ~0xffffffffull) | (1ull << 32);
+}
+
 uint64_t orbit__seg_check(const uint64_t w[7])
 {
-	static const uint64_t k[7] = {
-	    0x9e3779b97f4a7c15ull, 0xbf58476d1ce4e5b9ull, 0x94d049bb133111ebull,
-	    0xff51afd7ed558ccdull, 0xc4ceb9fe1a85ec53ull, 0xd6e8feb86659fd93ull,
-	    0xa0761d6478bd642full,
-	};
-	uint64_t m = 0;
-	for (int i = 0; i < 7; i++)
-		m += w[i] * k[i];
-	return (m & ~0xffffffffull) | (1ull << 32);
+	return check_of(w);
 }
 
 struct orbit__stamp orbit__stamp_read(uint64_t s, uint64_t c)
@@ -46,11 +48,21 @@ struct orbit__stamp orbit__stamp_read(uint64_t s, uint64_t c)
 static inline uint64_t copy_record(const struct orbit__seg_slot *slot, uint8_t *dst)
 {
 	uint64_t w[7];
-	for (int i = 0; i < 7; i++) {
-		w[i] = atomic_load_explicit(&slot->word[i], memory_order_relaxed);
-		memcpy(dst + 8 * i, &w[i], 8);
-	}
-	return orbit__seg_check(w);
+	w[0] = atomic_load_explicit(&slot->word[0], memory_order_relaxed);
+	memcpy(dst, &w[0], 8);
+	w[1] = atomic_load_explicit(&slot->word[1], memory_order_relaxed);
+	memcpy(dst + 8, &w[1], 8);
+	w[2] = atomic_load_explicit(&slot->word[2], memory_order_relaxed);
+	memcpy(dst + 16, &w[2], 8);
+	w[3] = atomic_load_explicit(&slot->word[3], memory_order_relaxed);
+	memcpy(dst + 24, &w[3], 8);
+	w[4] = atomic_load_explicit(&slot->word[4], memory_order_relaxed);
+	memcpy(dst + 32, &w[4], 8);
+	w[5] = atomic_load_explicit(&slot->word[5], memory_order_relaxed);
+	memcpy(dst + 40, &w[5], 8);
+	w[6] = atomic_load_explicit(&slot->word[6], memory_order_relaxed);
+	memcpy(dst + 48, &w[6], 8);
+	return check_of(w);
 }
 
 uint32_t orbit__slots_copy(const struct orbit__seg_slot *slots, uint64_t mask, uint64_t next,

@@ -238,9 +238,11 @@ def case_undrained():
 
 
 def dead_segment(flight="4M"):
-    """A copy of the segment of a killed process (the original removed)."""
+    """A copy of the segment of a killed process (the original removed):
+    small rings, so that the hundreds of damaged copies are quick to write."""
     beat = os.path.join(TMP, "beat-dead")
-    v = subprocess.Popen([VICTIM, "spin", beat], env=env(ORBIT_FLIGHT=flight))
+    v = subprocess.Popen([VICTIM, "spin", beat],
+                         env=env(ORBIT_FLIGHT=flight, ORBIT_RING_BUDGET="256K"))
     deadline = time.time() + 20
     while not os.path.exists(beat) or os.path.getsize(beat) < 8:
         check(time.time() < deadline, "the victim never started")
@@ -291,9 +293,18 @@ def case_truncated():
             blob = bytearray(data)
             blob[off:off + 4] = value.to_bytes(4, "little")
             attempt(bytes(blob), "header word at %d = %#x" % (off, value), want=(0, 2))
-    # The flight ring's header and metadata anywhere.
+    # The flight ring's header and metadata anywhere: every word of the
+    # header and of each block's fields, and of its per-ring arrays those
+    # of the rings the segment has and one past them.
     flight = int.from_bytes(data[136:144], "little")
-    for off in range(0, 48 + 2 * 2136, 8):
+    rings = int.from_bytes(data[32:36], "little")
+    words = list(range(0, 48, 8))
+    for block in (48, 48 + 2136):
+        words += [block + o for o in range(0, 80, 8)]  # gen_begin .. stream
+        for array in (80, 80 + 1024):  # ring_end[], ring_framed[]
+            words += [block + array + 8 * r for r in range(rings + 1)]
+        words.append(block + 2128)  # gen_end
+    for off in words:
         for value in (0, rnd.getrandbits(64), (1 << 64) - 8, 1 << 40):
             blob = bytearray(data)
             blob[flight + off:flight + off + 8] = value.to_bytes(8, "little")
