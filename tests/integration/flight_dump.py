@@ -13,6 +13,9 @@ usage: flight_dump.py CASE VICTIM ORBIT_DUMP ORBIT_REPLAY
   undrained    scopes in the flight ring's frames, then scopes the agent never
                framed, then SIGKILL: the dump has each of them exactly once
                (the second kind from the scope rings), the equation holds
+  no_flight    the same without a flight ring (ORBIT_CAPTURE only): the dump
+               is the scope rings' newest claims, the undrained scopes all
+               there, the equation holds
   truncated    a segment cut to 4096 bytes, filled with garbage, every header
                field made garbage, the flight ring's indices anywhere, a
                segment shrunk while it is read: exit 2 and one line, or a
@@ -241,6 +244,28 @@ def case_undrained():
     print("undrained: %d scopes from the flight ring's %d frames, %d from the rings "
           "(%d records); claimed %d == delivered %d + lost %d" %
           (n, d["flight_frames"], m, d["ring_records"], s["claimed"], s["delivered"], s["lost"]))
+
+
+def case_no_flight():
+    n, m = 3000, 500
+    cap = os.path.join(TMP, "own.orbit.zst")
+    rc, pid, err = run([VICTIM, "undrained", str(n), str(m)],
+                       env=env(ORBIT_CAPTURE=cap, ORBIT_DRAIN_MS="60000"))
+    check(rc == -signal.SIGKILL, "the victim exited %d (%r)" % (rc, err))
+    out = os.path.join(TMP, "no_flight.orbit.zst")
+    dump(pid, out)
+    s = replay_json(out)
+    check_stream(s, "gone")
+    d = s.get("dump", {})
+    check(d.get("flight_frames") == 0, "frames from a flight ring there is not: %r" % d)
+    rows = replay_rows(out)
+    undrained = [r for r in rows if r["name"] == "undrained"]
+    framed = [r for r in rows if r["name"] == "framed"]
+    check(len(undrained) == m, "%d undrained scopes, want %d" % (len(undrained), m))
+    check(0 < len(framed) <= n, "%d framed scopes, want some of the %d" % (len(framed), n))
+    print("no_flight: %d records from the rings (%d of the %d framed scopes, all %d "
+          "undrained); claimed %d == delivered %d + lost %d" %
+          (d["ring_records"], len(framed), n, m, s["claimed"], s["delivered"], s["lost"]))
 
 
 def dead_segment(flight="4M"):
