@@ -276,7 +276,7 @@ ORBIT__HOT uint64_t orbit__check(uint64_t time, uint64_t id, uint64_t meta,
 }
 
 /* Publish: the release store of claim + 1 + check. It pairs with the drain's
- * acquire load of the stamp (scope_ring.c, copy_published): a drain that
+ * acquire load of the stamp (format/scope_slot.c, orbit__slots_copy): a drain that
  * sees it sees this producer's payload stores, and the check tells whether
  * anything stored later replaced part of them. */
 ORBIT__HOT void orbit__publish(struct orbit__slot *s, uint64_t claim, uint64_t check)
