@@ -71,7 +71,7 @@
 
 #include "agent.h"
 #include "orbit.h"
-#include "segment.h"
+#include "segment_create.h"
 
 #define DEFAULT_ITERS 2000000L
 #define DEFAULT_RUNS 9

@@ -443,6 +443,8 @@ int orbit__packet_validate(const Orbit__Packet *p)
 		           : -EINVAL;
 	case ORBIT__PACKET__BODY_KERNEL_LOSS:
 		return p->kernel_loss->cpu < ORBIT_KERNEL_MAX_CPUS ? 0 : -EINVAL;
+	case ORBIT__PACKET__BODY_DUMP: /* written by orbit-dump only */
+		return p->dump->ended == 1 || p->dump->ended == 2 ? 0 : -EINVAL;
 	default:
 		return -EINVAL;
 	}

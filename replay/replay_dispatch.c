@@ -249,6 +249,9 @@ void orbit__rp_dispatch_event(void *ctx, const struct orbit_event *ev)
 	switch (ev->type) {
 	case ORBIT_EVENT_SCOPE:
 		s->scopes++;
+		if (s->finishing && ev->unfinished) /* open when the input ended */
+			orbit__rp_open_note(&s->open_at_end, ev->tid, ev->depth, ev->start,
+			                    ev->name, ev->name_len);
 		on_span(d, s, ev, 0);
 		break;
 	case ORBIT_EVENT_ASYNC:

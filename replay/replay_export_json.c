@@ -49,9 +49,31 @@ static void json_loss(struct orbit_rp_out *o, const struct orbit_rp_stream *s)
 	ju64(o, "backstop", l.backstop, &f);
 	ju64(o, "at_end", l.at_end, &f);
 	ju64(o, "unsent", l.unsent, &f);
+	ju64(o, "flight_dropped", l.flight, &f);
 	ju64(o, "log_records", pr, &f);
 	ju64(o, "log_pages", pp, &f);
 	orbit__rp_out_c(o, '}');
+}
+
+/* The scopes open when the input ended: [{"tid":..,"stack":[names...]}]. */
+static void json_open(struct orbit_rp_out *o, const struct orbit_rp_stream *s)
+{
+	struct orbit_rp_open *op = (struct orbit_rp_open *)&s->open_at_end;
+	orbit__rp_open_sort(op);
+	orbit__rp_out_s(o, ",\"open_at_end\":[");
+	for (size_t i = 0; i < op->n;) {
+		uint32_t tid = op->v[i].tid;
+		if (i)
+			orbit__rp_out_c(o, ',');
+		orbit__rp_out_printf(o, "{\"tid\":%" PRIu32 ",\"stack\":[", tid);
+		for (size_t j = i; i < op->n && op->v[i].tid == tid; i++) {
+			if (i > j)
+				orbit__rp_out_c(o, ',');
+			orbit__rp_out_json(o, op->v[i].name, op->v[i].name_len);
+		}
+		orbit__rp_out_s(o, "]}");
+	}
+	orbit__rp_out_c(o, ']');
 }
 
 static void json_recon(struct orbit_rp_out *o, const struct orbit_rp_stream *s)
@@ -161,10 +183,29 @@ static void json_stream(struct orbit_rp_out *o, const struct orbit_rp_stream *s)
 	jstr(o, "log_equation", eq[pe < 0 ? 2 : pe], &f);
 	jkey(o, "complete", &f);
 	orbit__rp_out_s(o, s->ended ? "true" : "false");
+	static const char *how[] = {"agent", "snapshot", "gone"};
+	uint32_t ended = s->dump != NULL ? s->dump->ended : s->ended_by;
+	if (s->ended)
+		jstr(o, "ended", ended < 3 ? how[ended] : "unknown", &f);
+	if (s->dump != NULL) { /* what orbit-dump found (format.md 4.11) */
+		const struct orbit_rp_dump *d = s->dump;
+		int g = 1;
+		jkey(o, "dump", &f);
+		orbit__rp_out_c(o, '{');
+		jstr(o, "segment", d->segment, &g);
+		ju64(o, "flight_frames", d->flight_frames, &g);
+		ju64(o, "flight_dropped", d->flight_dropped, &g);
+		ju64(o, "flight_damaged", d->flight_damaged, &g);
+		ju64(o, "ring_records", d->ring_records, &g);
+		ju64(o, "log_pages", d->log_pages, &g);
+		jstr(o, "problem", d->problem, &g);
+		orbit__rp_out_c(o, '}');
+	}
 	jkey(o, "rebuilt", &f);
 	json_recon(o, s);
 	jkey(o, "kernel", &f);
 	json_kernel(o, s);
+	json_open(o, s);
 	orbit__rp_out_c(o, '}');
 }
 

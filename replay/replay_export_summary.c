@@ -141,9 +141,15 @@ static void stream_loss_text(struct orbit_rp_out *o, const struct orbit_rp_strea
 	}
 	orbit__rp_out_printf(o,
 	                     "  loss       %" PRIu64 " records: lapped %" PRIu64
-	                     ", writer gone %" PRIu64 ", backstop %" PRIu64 ", at end %" PRIu64
-	                     "\n",
+	                     ", writer gone %" PRIu64 ", backstop %" PRIu64 ", at end %" PRIu64,
 	                     orbit__rp_loss_sum(&l), l.lapped, l.gone, l.backstop, l.at_end);
+	if (l.flight)
+		orbit__rp_out_printf(o, ", flight ring %" PRIu64, l.flight);
+	orbit__rp_out_c(o, '\n');
+	if (l.flight)
+		orbit__rp_out_s(o,
+		                "             flight ring: in frames it overwrote with newer ones "
+		                "before the dump; ORBIT_FLIGHT in the traced process keeps more\n");
 	if (l.lapped)
 		orbit__rp_out_s(o, "             lapped: producers overwrote them before the agent "
 		                   "read them; ORBIT_RING_BUDGET in the traced process gives the "
@@ -178,7 +184,11 @@ static void stream_equation_text(struct orbit_rp_out *o, const struct orbit_rp_s
 		orbit__rp_out_printf(o, " (first on ring %u)", t.bad_ring);
 	orbit__rp_out_c(o, '\n');
 	int pe = orbit__rp_page_equation(s);
-	if (s->npage_reserved || s->npage)
+	if (pe < 0 && (s->npage_reserved || s->npage))
+		orbit__rp_out_s(o,
+		                "  logs       reserved == delivered + lost: unknown (a dump: the "
+		                "agent's counts are not in the segment)\n");
+	else if (s->npage_reserved || s->npage)
 		orbit__rp_out_printf(o, "  logs       reserved == delivered + lost: %s\n",
 		                     pe ? "holds" : "DOES NOT HOLD");
 }
@@ -211,6 +221,69 @@ static void stream_clock_text(struct orbit_rp_out *o, const struct orbit_rp_stre
 	                     r->untrusted_events, s->untrusted_times, s->clock_resets);
 }
 
+/* How the stream ended, when orbit-dump made it. */
+static void stream_end_text(struct orbit_rp_out *o, const struct orbit_rp_stream *s)
+{
+	const struct orbit_rp_dump *d = s->dump;
+	if (d == NULL && s->ended_by == 0)
+		return;
+	uint32_t how = d != NULL ? d->ended : s->ended_by;
+	char wall[64] = "";
+	if (d != NULL)
+		orbit__rp_wallclock(s, d->monotonic_ns, wall, sizeof wall);
+	orbit__rp_out_printf(o, "  ended      %s",
+	                     how == 1
+	                         ? "snapshot of the live process"
+	                         : "process gone (it crashed, was killed or exited without its "
+	                           "exit handler)");
+	if (d != NULL) {
+		orbit__rp_out_printf(o, "; orbit-dump at %s from ", wall);
+		orbit__rp_out_text(o, d->segment, strlen(d->segment));
+		orbit__rp_out_printf(o,
+		                     "\n             %" PRIu64
+		                     " frames of its flight ring (%" PRIu64 " overwritten, %" PRIu64
+		                     " left out as damaged), %" PRIu64
+		                     " records from its rings, %" PRIu64 " log pages",
+		                     d->flight_frames, d->flight_dropped, d->flight_damaged,
+		                     d->ring_records, d->log_pages);
+		if (d->problem[0]) {
+			orbit__rp_out_s(o, "\n  DAMAGED    the segment: ");
+			orbit__rp_out_text(o, d->problem, strlen(d->problem));
+		}
+	}
+	orbit__rp_out_c(o, '\n');
+}
+
+/* Each thread's scopes open when the input ended, outermost first. */
+static void stream_open_text(const struct orbit_rp_view *v, struct orbit_rp_out *o,
+                             struct orbit_rp_stream *s)
+{
+	struct orbit_rp_open *op = &s->open_at_end;
+	if (op->n == 0)
+		return;
+	orbit__rp_open_sort(op);
+	const char *label = "  open       ";
+	for (size_t i = 0; i < op->n;) {
+		uint32_t tid = op->v[i].tid;
+		orbit__rp_out_s(o, label);
+		label = "             ";
+		struct orbit_rp_thread *th = orbit__rp_thread(v->threads, s->pid, tid);
+		if (th != NULL && th->tid == tid && th->name != NULL)
+			out_name(o, th->name, th->name_len);
+		else
+			orbit__rp_out_printf(o, "tid %" PRIu32, tid);
+		orbit__rp_out_s(o, ": ");
+		for (size_t j = i; i < op->n && op->v[i].tid == tid; i++) {
+			if (i > j)
+				orbit__rp_out_s(o, " > ");
+			out_name(o, op->v[i].name, op->v[i].name_len);
+		}
+		orbit__rp_out_c(o, '\n');
+	}
+	if (op->dropped)
+		orbit__rp_out_printf(o, "             and %" PRIu64 " more\n", op->dropped);
+}
+
 /* Kernel scheduling (ORBIT_SCHED): said only when it was asked for. */
 static void stream_kernel_text(struct orbit_rp_out *o, const struct orbit_rp_stream *s)
 {
@@ -241,7 +314,8 @@ static void stream_kernel_text(struct orbit_rp_out *o, const struct orbit_rp_str
 		                   "late; where, the threads' states are unknown\n");
 }
 
-static void stream_text(struct orbit_rp_out *o, const struct orbit_rp_stream *s)
+static void stream_text(const struct orbit_rp_view *v, struct orbit_rp_out *o,
+                        const struct orbit_rp_stream *s)
 {
 	char wall[64], dur[40];
 	uint64_t first, last;
@@ -275,14 +349,17 @@ static void stream_text(struct orbit_rp_out *o, const struct orbit_rp_stream *s)
 	                     s->records, s->scopes, s->spans, s->values, s->thread_names, s->logs,
 	                     s->markers);
 	orbit__rp_out_printf(o, "  threads    %" PRIu32 "\n", s->threads);
+	stream_end_text(o, s);
 	stream_loss_text(o, s);
 	stream_equation_text(o, s);
 	stream_recon_text(o, s);
 	stream_clock_text(o, s);
 	stream_kernel_text(o, s);
+	stream_open_text(v, o, (struct orbit_rp_stream *)s);
 }
 
-static void capture_text(struct orbit_rp_out *o, const struct orbit_rp_capture *c)
+static void capture_text(const struct orbit_rp_view *v, struct orbit_rp_out *o,
+                         const struct orbit_rp_capture *c)
 {
 	orbit__rp_out_s(o, "capture ");
 	orbit__rp_out_text(o, c->path, strlen(c->path));
@@ -299,7 +376,7 @@ static void capture_text(struct orbit_rp_out *o, const struct orbit_rp_capture *
 	for (const struct orbit_rp_stream *s = c->streams; s; s = s->next, n++) {
 		if (c->streams->next)
 			orbit__rp_out_printf(o, " stream %d\n", n + 1);
-		stream_text(o, s);
+		stream_text(v, o, s);
 	}
 	if (c->streams == NULL)
 		orbit__rp_out_s(o, "  nothing could be read\n");
@@ -323,7 +400,7 @@ static void summary_end(struct orbit_rp_export *x)
 	for (size_t i = 0; i < v->ncaps; i++) {
 		if (i)
 			orbit__rp_out_c(o, '\n');
-		capture_text(o, &v->caps[i]);
+		capture_text(v, o, &v->caps[i]);
 	}
 	scope_table(v, o, 0);
 	scope_table(v, o, 1);

@@ -3,7 +3,7 @@
  * line, function) interned once for the run, so exporters and statistics
  * may compare and keep the pointers; and per stream the map from the
  * call-site addresses its records carry to them, filled by its
- * SourceLocations packets (docs/format.md 4.11).
+ * SourceLocations packets (docs/format.md 4.12).
  *
  * The interning reuses the name table (replay_names.c) on a key of the
  * three parts with their lengths, so the same limits hold: past them a

@@ -44,7 +44,9 @@ void orbit__rp_source_finish(struct orbit_rp_timeline *tl, struct orbit_rp_sourc
 	struct orbit_rp_stream *s = src->stream;
 	if (s == NULL || s->rc == NULL)
 		return;
+	s->finishing = 1; /* what it reports now was open at the end */
 	orbit__reconstruct_finish(s->rc);
+	s->finishing = 0;
 	orbit__rp_stream_add_stats(s, orbit__reconstruct_stats(s->rc));
 	orbit__reconstruct_free(s->rc);
 	s->rc = NULL;
@@ -202,8 +204,8 @@ static void on_loss(struct orbit_rp_timeline *tl, struct orbit_rp_source *src, c
 	struct orbit_rp_stream *s = stream_of(tl, src);
 	if (s == NULL)
 		return;
-	s->loss[l->ring] =
-	    (struct orbit_rp_loss){l->lapped, l->writer_gone, l->backstop, l->unsent, l->at_end};
+	s->loss[l->ring] = (struct orbit_rp_loss){l->lapped, l->writer_gone, l->backstop,
+	                                          l->unsent, l->at_end,      l->flight_dropped};
 }
 
 static void on_end(struct orbit_rp_timeline *tl, struct orbit_rp_source *src,
@@ -213,6 +215,7 @@ static void on_end(struct orbit_rp_timeline *tl, struct orbit_rp_source *src,
 	if (s == NULL)
 		return;
 	s->ended = 1;
+	s->ended_by = e->ended;
 	s->untrusted_times = e->untrusted_times;
 	s->clock_resets = e->clock_resets;
 	s->nclaimed = (uint32_t)e->n_claimed_per_ring;
@@ -267,7 +270,7 @@ static void on_page_loss(struct orbit_rp_timeline *tl, struct orbit_rp_source *s
 }
 
 /* Call sites of the stream's records, named once per stream (format.md
- * 4.11); a later entry for an address replaces an earlier one. */
+ * 4.12); a later entry for an address replaces an earlier one. */
 static void on_locations(struct orbit_rp_timeline *tl, struct orbit_rp_source *src,
                          const Orbit__SourceLocations *l)
 {
@@ -371,6 +374,32 @@ static void on_kernel_loss(struct orbit_rp_timeline *tl, struct orbit_rp_source 
 	}
 }
 
+/* orbit-dump's word on the capture it made (the last one wins). */
+static void on_dump(struct orbit_rp_timeline *tl, struct orbit_rp_source *src, const Orbit__Dump *p)
+{
+	struct orbit_rp_stream *s = stream_of(tl, src);
+	if (s == NULL)
+		return;
+	struct orbit_rp_dump *d = s->dump != NULL ? s->dump : calloc(1, sizeof *d);
+	if (d == NULL)
+		return;
+	free(d->segment);
+	free(d->problem);
+	*d = (struct orbit_rp_dump){
+	    .ended = p->ended,
+	    .segment = strdup(p->segment ? p->segment : ""),
+	    .monotonic_ns = p->monotonic_ns,
+	    .realtime_ns = p->realtime_ns,
+	    .flight_frames = p->flight_frames,
+	    .flight_dropped = p->flight_dropped,
+	    .flight_damaged = p->flight_damaged,
+	    .ring_records = p->ring_records,
+	    .log_pages = p->log_pages,
+	    .problem = strdup(p->problem ? p->problem : ""),
+	};
+	s->dump = d;
+}
+
 static void on_thread_name(struct orbit_rp_timeline *tl, struct orbit_rp_source *src,
                            const Orbit__ThreadName *t)
 {
@@ -415,6 +444,9 @@ void orbit__rp_packet(struct orbit_rp_timeline *tl, struct orbit_rp_source *src,
 		break;
 	case ORBIT__PACKET__BODY_KERNEL_LOSS:
 		on_kernel_loss(tl, src, p->kernel_loss);
+		break;
+	case ORBIT__PACKET__BODY_DUMP:
+		on_dump(tl, src, p->dump);
 		break;
 	case ORBIT__PACKET__BODY_ACK: { /* written by a collector that cut the stream */
 		struct orbit_rp_stream *s = stream_of(tl, src);

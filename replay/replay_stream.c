@@ -4,7 +4,7 @@
  * (docs/format.md section 6):
  *
  *   scope ring r:  claimed_per_ring[r] == delivered + lapped + writer_gone
- *                                         + backstop + at_end
+ *                                         + backstop + at_end + flight_dropped
  *   page ring r:   reserved_per_page_ring[r] == delivered + PageLoss.records
  *
  * unsent is shown but never counted: those records belong to an earlier
@@ -100,6 +100,7 @@ void orbit__rp_stream_info(struct orbit_rp_stream *s, const Orbit__Handshake *h)
 	s->ring_count = h->ring_count;
 	s->page_ring_count = h->page_ring_count;
 	s->page_size = h->page_size;
+	s->flight_size = h->flight_size;
 	for (uint32_t r = 0; r < h->n_ring_start && r < ORBIT_MAX_RINGS; r++) {
 		s->ring_start[r] = h->ring_start[r];
 		s->next_claim[r] = h->ring_start[r];
@@ -281,7 +282,9 @@ void orbit__rp_stream_equation(const struct orbit_rp_stream *s, struct orbit_rp_
 
 int orbit__rp_page_equation(const struct orbit_rp_stream *s)
 {
-	if (!s->ended)
+	/* A dump does not know what was reserved: the agent's counts are
+	 * not in the segment. */
+	if (!s->ended || (s->ended_by != 0 && s->npage_reserved == 0))
 		return -1;
 	for (uint32_t r = 0; r < s->npage_reserved; r++) {
 		uint64_t got = r < s->npage ? s->page_delivered[r] + s->page_lost[r] : 0;
@@ -296,13 +299,14 @@ int orbit__rp_page_equation(const struct orbit_rp_stream *s)
 
 struct orbit_rp_loss orbit__rp_stream_loss(const struct orbit_rp_stream *s)
 {
-	struct orbit_rp_loss t = {0, 0, 0, 0, 0};
+	struct orbit_rp_loss t = {0, 0, 0, 0, 0, 0};
 	for (uint32_t r = 0; r < ORBIT_MAX_RINGS; r++) {
 		t.lapped += s->loss[r].lapped;
 		t.gone += s->loss[r].gone;
 		t.backstop += s->loss[r].backstop;
 		t.unsent += s->loss[r].unsent;
 		t.at_end += s->loss[r].at_end;
+		t.flight += s->loss[r].flight;
 	}
 	return t;
 }
@@ -398,6 +402,12 @@ static void stream_free(struct orbit_rp_stream *s)
 	free(s->page_unsent);
 	free(s->page_time);
 	free(s->page_reserved);
+	if (s->dump != NULL) {
+		free(s->dump->segment);
+		free(s->dump->problem);
+		free(s->dump);
+	}
+	orbit__rp_open_free(&s->open_at_end);
 	kernel_free(&s->kernel);
 	free(s);
 }

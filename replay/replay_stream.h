@@ -11,12 +11,23 @@
 
 #include "capture.h"
 #include "reconstruct.h"
+#include "replay_open.h"
 
 struct orbit_rp_report;
 struct orbit_rp_dispatch;
 
 struct orbit_rp_loss {
 	uint64_t lapped, gone, backstop, unsent, at_end;
+	uint64_t flight; /* Loss.flight_dropped: frames the flight ring overwrote */
+};
+
+/* What orbit-dump says of a capture it made (its Dump packet). */
+struct orbit_rp_dump {
+	uint32_t ended; /* 1 a snapshot of the live process, 2 the process was gone */
+	char *segment;
+	uint64_t monotonic_ns, realtime_ns;
+	uint64_t flight_frames, flight_dropped, flight_damaged, ring_records, log_pages;
+	char *problem; /* "" none */
 };
 
 #define ORBIT_RP_PAGE_RINGS 4096u
@@ -87,6 +98,11 @@ struct orbit_rp_stream {
 	int ended;
 	uint32_t cut; /* Ack.end of the collector's frame that ends a cut capture */
 	uint64_t untrusted_times, clock_resets; /* EndOfStream 5 and 6 */
+	uint32_t ended_by;                /* EndOfStream 11: 0 the agent, 1 snapshot, 2 gone */
+	struct orbit_rp_dump *dump;       /* orbit-dump's word, or NULL */
+	uint64_t flight_size;             /* Handshake 32: kept in a flight ring of that size */
+	struct orbit_rp_open open_at_end; /* scopes open when the input ended */
+	int finishing;                    /* the reconstructor's finish is running */
 	/* page rings: records delivered, lost (last PageLoss), reserved (End) */
 	uint64_t *page_delivered, *page_lost, *page_pages, *page_unsent, *page_reserved;
 	uint64_t *page_time; /* last log record time of each page ring */
@@ -148,11 +164,12 @@ int orbit__rp_kernel_equation(const struct orbit_rp_stream *s);
 /* The records a ring's Loss counts as lost (the equation's terms). */
 static inline uint64_t orbit__rp_loss_sum(const struct orbit_rp_loss *l)
 {
-	return l->lapped + l->gone + l->backstop + l->at_end;
+	return l->lapped + l->gone + l->backstop + l->at_end + l->flight;
 }
 
 /* The scope-ring equation of a stream, over all its rings:
- * claimed == delivered + lapped + writer_gone + backstop + at_end. */
+ * claimed == delivered + lapped + writer_gone + backstop + at_end
+ *            + flight_dropped. */
 struct orbit_rp_equation {
 	uint64_t claimed, delivered, lost;
 	int holds;         /* 1 holds, 0 fails, -1 unknown (no end of stream) */

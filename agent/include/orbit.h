@@ -201,7 +201,7 @@ ORBIT_EXPORT extern ORBIT__THREAD_LOCAL struct orbit__thread orbit__thread_self;
  * at compile time, in read-only data. A record points at it (flag bit 2:
  * the first 8 bytes of its name area are the descriptor's address) and the
  * agent, in this process, reads it and sends its contents once per stream
- * (docs/format.md 4.11). Nothing is registered: a call site is known when a
+ * (docs/format.md 4.12). Nothing is registered: a call site is known when a
  * record naming it is first drained. The agent reads descriptors as bytes
  * it cannot trust (a record may be corrupt): only a descriptor with this
  * magic is used.
@@ -314,7 +314,7 @@ ORBIT__HOT uint64_t orbit__check(uint64_t time, uint64_t id, uint64_t meta,
 }
 
 /* Publish: the release store of claim + 1 + check. It pairs with the drain's
- * acquire load of the stamp (scope_ring.c, copy_published): a drain that
+ * acquire load of the stamp (format/scope_slot.c, orbit__slots_copy): a drain that
  * sees it sees this producer's payload stores, and the check tells whether
  * anything stored later replaced part of them. */
 ORBIT__HOT void orbit__publish(struct orbit__slot *s, uint64_t claim, uint64_t check)

@@ -51,6 +51,8 @@
 #include "config.h"
 #include "logs.h"
 #include "sched_tracefs.h"
+#include "segment_create.h"
+#include "segment_state.h"
 #include "transport.h"
 
 #define MIN_CALIBRATION_NS 2000000ull /* first two pairs at least 2 ms apart */
@@ -350,6 +352,7 @@ static int drain_once(const struct orbit__sink *sink, struct orbit__drain_result
 	/* The pair is taken after the copy: every record copied has ticks
 	 * before it, so conversion interpolates (clock.h). */
 	calibrate();
+	orbit__segment_state_clock(orbit__segment_state(A.seg), &A.clock); /* for a dump */
 	if (n > 0) {
 		A.stage_used_ns = now;
 		struct orbit__clock_cursor cur;
@@ -468,6 +471,7 @@ static int drain_pass(int final, int flush)
 	pthread_mutex_unlock(&A.mu);
 
 	mirror_capture_flag();
+	orbit__segment_state_names(orbit__segment_state(A.seg), orbit__monotonic_ns());
 	/* With no stream, or a full queue, the rings are left alone: producers
 	 * lap them and the loss is counted when draining resumes. */
 	if (A.transport && !orbit__transport_ready(final))
@@ -791,6 +795,8 @@ int orbit__agent_start(struct orbit__segment *seg, uint32_t clock_source)
 		orbit__drain_init(&A.drain, seg, 1);
 		orbit__clock_init(&A.clock, clock_source);
 		orbit__clock_calibrate(&A.clock);
+		orbit__segment_state_clock(orbit__segment_state(seg), &A.clock);
+		orbit__segment_state_forget();
 		A.seg = seg;
 		memset(A.last_end, 0, sizeof A.last_end);
 	}

@@ -562,3 +562,20 @@ uint64_t orbit__clock_tolerance_at(const struct orbit__clock_conv *c, uint64_t t
 	}
 	return c->thin_ns;
 }
+
+uint32_t orbit__clock_points(const struct orbit__clock_conv *c, struct orbit__clock_pair *out,
+                             uint32_t max)
+{
+	uint32_t n = total(c);
+	if (c->source == ORBIT__CLOCK_MONOTONIC || max == 0)
+		return 0;
+	if (n <= max) {
+		for (uint32_t i = 0; i < n; i++)
+			out[i] = at(c, i);
+		return n;
+	}
+	out[0] = at(c, 0);
+	for (uint32_t i = 1; i < max; i++)
+		out[i] = at(c, n - max + i);
+	return max;
+}

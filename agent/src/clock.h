@@ -141,6 +141,13 @@ static inline int orbit__clock_cursor_untrusted(const struct orbit__clock_cursor
 	return c->untrusted;
 }
 
+/* The conversion's points for a reader outside the process (the segment's
+ * state area, format/segment.h): the epoch's first point, then its newest
+ * max - 1, in order (all of them when there are no more); how many. 0 for
+ * CLOCK_MONOTONIC. */
+uint32_t orbit__clock_points(const struct orbit__clock_conv *c, struct orbit__clock_pair *out,
+                             uint32_t max);
+
 /* Ticks per second over the epoch's pairs (0 for CLOCK_MONOTONIC or too
  * few). */
 uint64_t orbit__clock_rate(const struct orbit__clock_conv *c);

@@ -11,12 +11,13 @@
 #include "logs.h"
 #include "page_ring.h"
 #include "parse.h"
-#include "segment.h"
+#include "segment_create.h"
 
 /* The variables, for the one warn-once rule: bit i set once variable i's
  * bad value has been said in this process. */
 enum var {
 	V_COLLECTOR,
+	V_FLIGHT,
 	V_SEND_BUFFER,
 	V_ZSTD_LEVEL,
 	V_DRAIN_MS,
@@ -81,6 +82,18 @@ static void read_outputs(struct orbit__config *c)
 	c->capture_set = s != NULL;
 	if (s != NULL)
 		snprintf(c->capture, sizeof c->capture, "%s", s);
+	/* ORBIT_FLIGHT: whole MiB from 1M to 4G (docs/operations.md). */
+	s = getenv("ORBIT_FLIGHT");
+	if (s != NULL) {
+		uint64_t v;
+		if (orbit__parse_size(s, &v) != 0 || v < ORBIT__SEG_MIN_FLIGHT ||
+		    v > ORBIT__SEG_MAX_FLIGHT)
+			bad(V_FLIGHT,
+			    "orbit: ORBIT_FLIGHT=%s is not a size from 1M to 4G; no flight ring\n",
+			    s);
+		else
+			c->flight = v / ORBIT__SEG_MIN_FLIGHT * ORBIT__SEG_MIN_FLIGHT;
+	}
 	s = getenv("ORBIT_TOKEN");
 	if (s != NULL) {
 		size_t n = strlen(s);
@@ -258,7 +271,8 @@ void orbit__config_read(struct orbit__config *c)
 
 int orbit__config_wants_output(void)
 {
-	return getenv("ORBIT_COLLECTOR") != NULL || getenv("ORBIT_CAPTURE") != NULL;
+	return getenv("ORBIT_COLLECTOR") != NULL || getenv("ORBIT_CAPTURE") != NULL ||
+	       getenv("ORBIT_FLIGHT") != NULL;
 }
 
 const char *orbit__config_clock(void)

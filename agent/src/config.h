@@ -48,6 +48,7 @@ struct orbit__config {
 	char host[256], port[16];
 	int capture_set; /* ORBIT_CAPTURE is present */
 	char capture[PATH_MAX];
+	uint64_t flight; /* ORBIT_FLIGHT, bytes (whole MiB); 0: no flight ring */
 	uint8_t token[ORBIT__CONFIG_TOKEN_MAX]; /* ORBIT_TOKEN, without its NUL */
 	size_t token_len;
 	uint64_t send_buffer;    /* ORBIT_SEND_BUFFER, bytes */
@@ -75,8 +76,8 @@ struct orbit__config {
 /* Reads every variable now. */
 void orbit__config_read(struct orbit__config *c);
 
-/* 1 if ORBIT_COLLECTOR or ORBIT_CAPTURE is present: the library starts
- * tracing by itself when it loads. */
+/* 1 if ORBIT_COLLECTOR, ORBIT_CAPTURE or ORBIT_FLIGHT is present: the
+ * library starts tracing by itself when it loads. */
 int orbit__config_wants_output(void);
 
 /* ORBIT_CLOCK for orbit__clock_choose: NULL for auto (or a bad value, said

@@ -67,6 +67,7 @@
 #include "ftrace_page.h"
 #include "orbit.h"
 #include "page_ring.h"
+#include "segment.h"
 
 #define CACHE_LINE 64
 #define RATE_MIN_NS 1000000ull /* measure the tick rate over 1 ms at least */
@@ -180,6 +181,65 @@ static uint32_t ring_page_size(void)
 	return (uint32_t)ps;
 }
 
+/* ---- where the pages live ----
+ *
+ * In the segment's page-ring area when orbit_init gave one (so that
+ * orbit-dump finds what was never read, docs/format.md 1.9), else on the
+ * heap. The page ring asks for its memory at each enable through cfg.alloc,
+ * two pieces per ring (pages, then their states); orbit__logs_start enables
+ * the rings in order under g_ctl, so the n-th piece asked for since
+ * g_mem.next was reset is ring n / 2's pages (n even) or states (n odd).
+ * Its free gives nothing back: the memory is the segment's.
+ */
+static struct {
+	uint8_t *base;
+	uint64_t stride;
+	uint32_t count, pages, page_size;
+	uint32_t next; /* under g_ctl */
+} g_mem;
+
+static void *segment_alloc(size_t align, size_t size)
+{
+	uint32_t piece = g_mem.next++, ring = piece / 2;
+	uint64_t pages = (uint64_t)g_mem.pages * g_mem.page_size;
+	if (ring >= g_mem.count)
+		return NULL;
+	uint8_t *p = g_mem.base + (uint64_t)ring * g_mem.stride;
+	if (piece % 2 == 0 && size == pages && align <= g_mem.page_size)
+		return p;
+	if (piece % 2 == 1 && size == (uint64_t)g_mem.pages * ORBIT__SEG_PAGE_STATE && align <= 64)
+		return p + pages;
+	return NULL;
+}
+
+static void segment_free(void *p)
+{
+	(void)p;
+}
+
+void orbit__logs_geometry(const struct orbit__config *c, uint32_t *count, uint32_t *pages,
+                          uint32_t *page_size)
+{
+	long ncpu = sysconf(_SC_NPROCESSORS_CONF);
+	/* At most 4096 rings, the format's limit (capture.c); CPUs beyond
+	 * share them (cpu % count). */
+	*count = ncpu < 1 ? 1 : ncpu > 4096 ? 4096 : (uint32_t)ncpu;
+	*pages = c->page_ring_pages;
+	*page_size = ring_page_size();
+}
+
+void orbit__logs_use_memory(uint8_t *base, uint64_t stride, uint32_t count, uint32_t pages,
+                            uint32_t page_size)
+{
+	pthread_mutex_lock(&g_ctl);
+	g_mem.base = base;
+	g_mem.stride = stride;
+	g_mem.count = count;
+	g_mem.pages = pages;
+	g_mem.page_size = page_size;
+	pthread_mutex_unlock(&g_ctl);
+}
+
 /* ---- controller ---- */
 
 static void destroy(struct logs *l)
@@ -192,30 +252,28 @@ static void destroy(struct logs *l)
 
 static int create(struct logs **out)
 {
-	long ncpu = sysconf(_SC_NPROCESSORS_CONF);
-	/* At most 4096 rings, the format's limit (capture.c); CPUs beyond
-	 * share them (cpu % count). */
-	uint32_t count = ncpu < 1 ? 1 : ncpu > 4096 ? 4096 : (uint32_t)ncpu;
-	size_t size = sizeof(struct logs) + count * sizeof(struct logs_ring);
+	uint32_t count, pages, page_size;
+	size_t size;
 	struct orbit__page_config cfg = {0};
 	struct logs *l;
-	int err = 0;
+	int err = 0, overwrite;
 
+	struct orbit__config *cfg_env = malloc(sizeof *cfg_env); /* big: not on the stack */
+	if (cfg_env == NULL)
+		return -ENOMEM;
+	orbit__config_read(cfg_env);
+	orbit__logs_geometry(cfg_env, &count, &pages, &page_size);
+	overwrite = cfg_env->page_ring_overwrite;
+	free(cfg_env);
+	size = sizeof(struct logs) + count * sizeof(struct logs_ring);
 	size = (size + CACHE_LINE - 1) & ~(size_t)(CACHE_LINE - 1);
 	l = aligned_alloc(CACHE_LINE, size);
 	if (l == NULL)
 		return -ENOMEM;
 	memset(l, 0, size);
-	struct orbit__config *cfg_env = malloc(sizeof *cfg_env); /* big: not on the stack */
-	if (cfg_env == NULL) {
-		free(l);
-		return -ENOMEM;
-	}
-	orbit__config_read(cfg_env);
-	l->pages = cfg_env->page_ring_pages;
-	l->overwrite = cfg_env->page_ring_overwrite;
-	free(cfg_env);
-	l->page_size = ring_page_size();
+	l->pages = pages;
+	l->overwrite = overwrite;
+	l->page_size = page_size;
 	l->clock_kind = ORBIT__CLOCK_MONOTONIC;
 	cfg.clock = clock_mono;
 #if defined(__x86_64__)
@@ -227,6 +285,13 @@ static int create(struct logs **out)
 	cfg.pages = l->pages;
 	cfg.page_size = l->page_size;
 	cfg.overwrite = l->overwrite;
+	/* The segment's area, if it was made for exactly these rings (the
+	 * environment may have changed since orbit_init read it). */
+	if (g_mem.base != NULL && g_mem.count == count && g_mem.pages == l->pages &&
+	    g_mem.page_size == l->page_size) {
+		cfg.alloc = segment_alloc;
+		cfg.free = segment_free;
+	}
 	l->buf = aligned_alloc(l->page_size, l->page_size);
 	if (l->buf == NULL) {
 		err = -ENOMEM;
@@ -260,6 +325,7 @@ static void after_fork_child(void)
 	atomic_store_explicit(&g_logs, NULL, memory_order_relaxed);
 	g_enabled = 0;
 	t_tid = 0;
+	g_mem.base = NULL; /* the parent's segment */
 	pthread_mutex_init(&g_ctl, NULL);
 	pthread_mutex_init(&g_read, NULL);
 }
@@ -290,6 +356,7 @@ int orbit__logs_start(void)
 	}
 	if (g_enabled)
 		goto out;
+	g_mem.next = 0; /* segment_alloc: ring 0's pages come first */
 	for (i = 0; i < l->count; i++) {
 		err = orbit__page_enable(l->ring[i].ring);
 		if (err < 0)

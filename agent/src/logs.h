@@ -86,6 +86,18 @@ typedef void (*orbit__logs_page_fn)(void *arg, uint32_t ring, const uint8_t *pag
 int orbit__logs_read(orbit__logs_to_ns_fn to_ns, void *ctx, orbit__logs_page_fn page, void *arg,
                      uint64_t flush_age_ns);
 
+struct orbit__config;
+/* How many rings the first start makes, of how many pages of what size,
+ * with configuration c (for the segment, which holds them). */
+void orbit__logs_geometry(const struct orbit__config *c, uint32_t *count, uint32_t *pages,
+                          uint32_t *page_size);
+/* The rings' memory, in the segment (docs/format.md 1.9): count rings of
+ * pages pages of page_size bytes, then a 64-byte state per page, stride
+ * bytes apart. Taken by the first start if it makes exactly these rings;
+ * otherwise, or without this call, the rings live on the heap. */
+void orbit__logs_use_memory(uint8_t *base, uint64_t stride, uint32_t count, uint32_t pages,
+                            uint32_t page_size);
+
 /* Number of rings (0 before the first successful start). */
 uint32_t orbit__logs_ring_count(void);
 

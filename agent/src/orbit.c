@@ -14,7 +14,7 @@
 #include "config.h"
 #include "logs.h"
 #include "orbit.h"
-#include "segment.h"
+#include "segment_create.h"
 
 /* Read by every macro (relaxed); written by orbit_init/orbit_shutdown and
  * by the agent mirroring the segment's control page. */
@@ -151,7 +151,9 @@ static void after_fork_child(void)
 	atomic_store_explicit(&orbit__capture_flag, 0, memory_order_relaxed);
 	atomic_store_explicit(&g_segment, NULL, memory_order_relaxed);
 	memset(&orbit__thread_self, 0, sizeof orbit__thread_self);
+	orbit__segment_forget(&g_seg); /* the parent's lock says nothing of us */
 	memset(&g_seg, 0, sizeof g_seg);
+	g_seg.fd = -1;
 	pthread_mutex_init(&g_lock, NULL);
 	orbit__config_after_fork();
 	orbit__agent_forget();
@@ -173,7 +175,12 @@ ORBIT_EXPORT int orbit_init(void)
 	if (atomic_load_explicit(&g_segment, memory_order_relaxed) == NULL) {
 		orbit__config_read(&g_config);
 		struct orbit__seg_params p = {.ring_count = g_config.rings,
-		                              .slots_per_ring = g_config.slots_per_ring};
+		                              .slots_per_ring = g_config.slots_per_ring,
+		                              .flight_size = g_config.flight};
+		uint32_t page_size;
+		orbit__logs_geometry(&g_config, &p.page_ring_count, &p.page_ring_pages, &page_size);
+		if (page_size != (uint32_t)sysconf(_SC_PAGESIZE))
+			p.page_ring_count = 0; /* the segment holds pages of its own size */
 		p.clock_source = orbit__clock_choose();
 		orbit__clock_kind = p.clock_source;
 		g_flush_timeout_ms = g_config.flush_timeout_ms;
@@ -185,6 +192,11 @@ ORBIT_EXPORT int orbit_init(void)
 			        orbit_strerror(err));
 			goto out;
 		}
+		if (g_seg.layout.page_ring_count > 0)
+			orbit__logs_use_memory(
+			    g_seg.base + g_seg.layout.pages_offset, g_seg.layout.page_ring_stride,
+			    g_seg.layout.page_ring_count, g_seg.layout.page_ring_pages,
+			    g_seg.layout.page_ring_page_size);
 		atomic_store_explicit(&g_segment, &g_seg, memory_order_release);
 		if (!g_atexit) {
 			pthread_atfork(NULL, NULL, after_fork_child);

@@ -45,6 +45,12 @@ struct orbit__frame {
 	size_t len;
 	uint64_t seq; /* its number in the stream: 0 is the handshake frame */
 	enum orbit__frame_kind kind;
+	/* Where the stream stands with this frame and every earlier one
+	 * (stream.c): per scope ring, the claim after the last record framed
+	 * (ring_start for none yet) and the records framed since the stream
+	 * began. The flight ring keeps them (format/flight.h). */
+	uint32_t rings;
+	const uint64_t *ring_end, *ring_framed;
 };
 
 /* What an output knows of its stream's frames (when the stream breaks or is
@@ -120,6 +126,10 @@ struct orbit__output {
 /* The collector named by cfg->host:port (ORBIT_COLLECTOR). */
 struct orbit__output *orbit__output_tcp(uv_loop_t *loop, const struct orbit__config *cfg,
                                         const struct orbit__output_events *ev);
+/* The flight ring in this process's segment (ORBIT_FLIGHT): the newest
+ * frames of the current stream, the handshake kept aside. */
+struct orbit__output *orbit__output_flight(uv_loop_t *loop, const struct orbit__config *cfg,
+                                           const struct orbit__output_events *ev);
 /* The capture file cfg->capture ("%p" stands for the pid); copy: it is the
  * local copy beside a collector, whose failures do not stop tracing. */
 struct orbit__output *orbit__output_file(uv_loop_t *loop, const struct orbit__config *cfg,

@@ -145,6 +145,8 @@
  */
 #include "page_ring.h"
 
+#include "segment.h" /* the page state as a reader of a segment takes it */
+
 #include <errno.h>
 #include <pthread.h>
 #include <sched.h>
@@ -221,6 +223,12 @@ _Static_assert(sizeof(struct orbit__page_state) == CACHE_LINE, "page state is on
 _Static_assert(offsetof(struct orbit__page_state, claim) == 0, "claim first");
 _Static_assert(offsetof(struct orbit__page_state, first_time) == 8, "layout");
 _Static_assert(offsetof(struct orbit__page_state, writers) == 16, "layout");
+_Static_assert(sizeof(struct orbit__page_state) == ORBIT__SEG_PAGE_STATE &&
+                   offsetof(struct orbit__page_state, writers) == ORBIT__SEG_PAGE_WRITERS_AT &&
+                   CLAIM_OFF_MASK == ORBIT__SEG_PAGE_CLAIM_BYTES &&
+                   CLAIM_CLOSED == ORBIT__SEG_PAGE_CLAIM_CLOSED &&
+                   WRITERS_OPEN - 1 == ORBIT__SEG_PAGE_WRITERS_IN,
+               "format/segment.h describes the page state a dump reads");
 
 struct orbit__page_ring {
 	/* ring word: fetch_add/fetch_sub by every reserve/commit/read/flush,

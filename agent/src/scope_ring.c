@@ -48,6 +48,10 @@
  *                       could still show. Written off at once (lapped).
  *   claim next's record failing the check   torn: as a lap, dropping at
  *                       least that one claim.
+ * R1..R3 and the verdicts above are format/scope_slot.c's, the one reading
+ * side of the protocol (orbit-dump reads its copies of a segment's rings
+ * with it too); what follows a verdict (waiting, liveness, the margin) is
+ * this drain's.
  * One pass reads no further than the cursor it found at the start (or, after
  * a lap, the cursor it found then: once per ring and pass), so a producer
  * faster than the drain cannot keep it in one ring forever.
@@ -122,8 +126,11 @@
  */
 #include "scope_ring.h"
 
+#include <stddef.h>
 #include <string.h>
 #include <time.h>
+
+#include "scope_slot.h"
 
 #define BATCH 256u /* records handed to the callback at once */
 
@@ -147,43 +154,6 @@ uint64_t orbit__ring_claimed(const struct orbit__segment *seg, uint32_t ring)
 	return atomic_load_explicit(&orbit__segment_ring(seg, ring)->cursor, memory_order_relaxed);
 }
 
-/* ---- what a stamp says, read at claim c ---- */
-
-enum stamp_kind {
-	STAMP_NEVER,  /* 0: never written */
-	STAMP_MARKER, /* c's marker: c is being written */
-	STAMP_RECORD, /* c's record, if the copy passes the check */
-	STAMP_OLDER,  /* the marker or record of an earlier lap's claim */
-	STAMP_NEWER,  /* the marker or record of a later lap's claim */
-};
-
-struct stamp {
-	enum stamp_kind kind;
-	uint64_t claim; /* OLDER, NEWER: the claim it belongs to */
-	int record;     /* OLDER, NEWER: a record (not a marker) */
-};
-
-/* The claim a stamp belongs to, from its low 32 bits (the check leaves them
- * alone): claims within 2^31 of c, which is every claim a slot can hold
- * while c is read. */
-static struct stamp read_stamp(uint64_t s, uint64_t c)
-{
-	struct stamp st = {.kind = STAMP_NEVER, .claim = 0, .record = 0};
-	if (s == 0)
-		return st;
-	uint64_t diff = s - c - 1;
-	if ((uint32_t)diff == 0) {
-		st.kind = diff == 0 ? STAMP_MARKER : STAMP_RECORD;
-		st.claim = c;
-		return st;
-	}
-	int32_t d = (int32_t)((uint32_t)(s - 1) - (uint32_t)c);
-	st.kind = d > 0 ? STAMP_NEWER : STAMP_OLDER;
-	st.claim = c + (uint64_t)(int64_t)d;
-	st.record = s != st.claim + 1;
-	return st;
-}
-
 /* Where a batch of copies goes: the staging area, or a stack batch. */
 struct batch {
 	uint8_t *bytes; /* BATCH records of room at least */
@@ -198,22 +168,11 @@ static void batch_flush(struct batch *b, uint32_t ring, orbit__drain_fn fn, void
 	b->n = 0;
 }
 
-/* Relaxed loads of the seven record words, each stored at once to its place
- * (the host is little-endian, as the record format); returns their check. */
-static inline uint64_t copy_record(struct orbit__slot *slot, uint8_t *dst)
+/* The ring's slots as format/scope_slot.h reads them (segment_create.c
+ * asserts the layouts agree). */
+static inline const struct orbit__seg_slot *slots_of(const struct orbit__ring *r)
 {
-	uint64_t w[3], name[ORBIT__INLINE_NAME / 8];
-	w[0] = atomic_load_explicit(&slot->time, memory_order_relaxed);
-	memcpy(dst, &w[0], 8);
-	w[1] = atomic_load_explicit(&slot->id, memory_order_relaxed);
-	memcpy(dst + 8, &w[1], 8);
-	w[2] = atomic_load_explicit(&slot->meta, memory_order_relaxed);
-	memcpy(dst + 16, &w[2], 8);
-	for (int i = 0; i < 4; i++) {
-		name[i] = atomic_load_explicit(&slot->name[i], memory_order_relaxed);
-		memcpy(dst + 24 + 8 * i, &name[i], 8);
-	}
-	return orbit__check(w[0], w[1], w[2], name);
+	return (const struct orbit__seg_slot *)(const void *)r->slots;
 }
 
 /* After a lap: the oldest claim still resident, a margin past it so that the
@@ -230,9 +189,10 @@ static void skip_lapped(struct orbit__ring_state *s, struct orbit__ring *r, uint
 }
 
 /* What the stamp of claim c says now (acquire: pairs with W4, as R1). */
-static struct stamp stamp_now(struct orbit__ring *r, uint64_t c, uint64_t mask)
+static struct orbit__stamp stamp_now(struct orbit__ring *r, uint64_t c, uint64_t mask)
 {
-	return read_stamp(atomic_load_explicit(&r->slots[c & mask].seq, memory_order_acquire), c);
+	return orbit__stamp_read(
+	    atomic_load_explicit(&r->slots[c & mask].seq, memory_order_acquire), c);
 }
 
 /* Decides a stall on claim next: 1 to stop this ring for now, 0 if the walk
@@ -256,7 +216,7 @@ static int stall(struct orbit__drain *d, struct orbit__ring_state *s, struct orb
 	/* About to write it off: read the stamp again. A process that published
 	 * and then died between the first read and the liveness answer has
 	 * left the record there (guarantee 6); the copy goes on from it. */
-	if (stamp_now(r, s->next, slots - 1).kind == STAMP_RECORD) {
+	if (stamp_now(r, s->next, slots - 1).kind == ORBIT__STAMP_RECORD) {
 		s->stalled = 0;
 		return 0;
 	}
@@ -275,47 +235,6 @@ static int stall(struct orbit__drain *d, struct orbit__ring_state *s, struct orb
 	s->clean = s->next;
 	s->stalled = 0;
 	return 0;
-}
-
-enum stop {
-	STOP_NONE,  /* the count or end was reached */
-	STOP_STAMP, /* a stamp that is not the claim's record */
-	STOP_TORN,  /* the claim's stamp, but the copy fails the check */
-};
-
-/*
- * Copies the records of claims next.. (at most room, below end) into b and
- * returns how many; stops at the first claim whose stamp is not its record
- * (*why STOP_STAMP, the stamp in *stop_seq) or whose copy fails the check
- * (STOP_TORN).
- */
-static uint32_t copy_published(struct orbit__ring *r, uint64_t next, uint64_t end, uint64_t mask,
-                               struct batch *b, uint32_t room, enum stop *why, uint64_t *stop_seq)
-{
-	uint32_t n = 0;
-	*why = STOP_NONE;
-	while (n < room && next + n < end) {
-		const uint64_t c = next + n;
-		struct orbit__slot *slot = &r->slots[c & mask];
-		/* The lines were written on another core: ask for them early. */
-		__builtin_prefetch(&r->slots[(c + 8) & mask]);
-		/* R1, acquire: pairs with W4 (orbit__publish); the words of the
-		 * record its check was computed from are visible. */
-		uint64_t seq = atomic_load_explicit(&slot->seq, memory_order_acquire);
-		uint64_t diff = seq - c - 1;
-		if ((uint32_t)diff != 0 || diff == 0) { /* not a record of claim c */
-			*why = STOP_STAMP;
-			*stop_seq = seq;
-			break;
-		}
-		/* R2: the copy is the record only if its check is the stamp's. */
-		if (copy_record(slot, b->bytes + (size_t)n * ORBIT__RECORD_SIZE) != diff) {
-			*why = STOP_TORN;
-			break;
-		}
-		n++;
-	}
-	return n;
 }
 
 uint64_t orbit__drain_ring(struct orbit__drain *d, uint32_t ring, orbit__drain_fn fn, void *ctx,
@@ -342,18 +261,14 @@ uint64_t orbit__drain_ring(struct orbit__drain *d, uint32_t ring, orbit__drain_f
 			if (d->stage_cap - d->stage_len < room)
 				room = (uint32_t)(d->stage_cap - d->stage_len);
 		}
-		enum stop why;
-		uint64_t stop_seq = 0;
-		uint32_t n = copy_published(r, s->next, end, mask, &b, room, &why, &stop_seq);
+		enum orbit__slots_stop why;
+		uint64_t stop_stamp = 0;
+		uint32_t n = orbit__slots_copy(slots_of(r), mask, s->next, end, b.bytes, room, &why,
+		                               &stop_stamp);
 		if (n > 0) {
-			/* R3: after the R1 loads (each acquire). Claims below
-			 * cursor - slots had their slot handed out again when
-			 * they were read: not clean (guarantee 7). */
+			/* R3: after the R1 loads (each acquire). */
 			uint64_t cursor = atomic_load_explicit(&r->cursor, memory_order_relaxed);
-			if (cursor > s->next + slots) {
-				uint64_t late = cursor - slots;
-				s->clean = late < s->next + n ? late : s->next + n;
-			}
+			s->clean = orbit__slots_clean(s->clean, s->next, n, cursor, slots);
 			b.first = s->next;
 			b.n = n;
 			d->stage_len += d->stage != NULL ? n : 0;
@@ -363,11 +278,11 @@ uint64_t orbit__drain_ring(struct orbit__drain *d, uint32_t ring, orbit__drain_f
 			s->stalled = 0;
 			delivered += n;
 		}
-		if (why == STOP_NONE)
+		if (why == ORBIT__SLOTS_DONE)
 			continue; /* a full batch: go on to end */
-		struct stamp st = read_stamp(stop_seq, s->next);
-		int lapped = why == STOP_TORN || st.kind == STAMP_NEWER || st.kind == STAMP_RECORD;
-		if (lapped) {
+		enum orbit__slot_verdict v =
+		    orbit__slot_verdict(why, stop_stamp, s->next, slots, s->clean);
+		if (v == ORBIT__SLOT_LAPPED) {
 			/* Overwritten while we copied, or lapped: on from the
 			 * oldest resident claim plus the margin, up to the cursor
 			 * as it is now (once per pass). */
@@ -381,10 +296,7 @@ uint64_t orbit__drain_ring(struct orbit__drain *d, uint32_t ring, orbit__drain_f
 			}
 			continue;
 		}
-		int will_publish = st.kind == STAMP_MARKER || st.kind == STAMP_NEVER ||
-		                   (st.kind == STAMP_OLDER && st.record &&
-		                    st.claim + slots == s->next && st.claim >= s->clean);
-		if (!will_publish) {
+		if (v == ORBIT__SLOT_GONE) {
 			/* A late producer of an earlier lap wrote the slot
 			 * (guarantee 7): claim next is gone, not pending. */
 			s->lost_lapped++;

@@ -11,6 +11,7 @@
 
 #include <stdint.h>
 
+#include "orbit.h"
 #include "segment.h"
 
 #define ORBIT__BACKSTOP_NS (30ull * 1000000000ull)

@@ -62,9 +62,14 @@ static struct {
 	int framed;              /* a frame went out since the last pass */
 	uint64_t frame_since_ms; /* when the frame being built got its first packet */
 	uint64_t now_ms;         /* as of the last pass */
-	uint64_t untrusted0;     /* the clock's counts when the stream began */
-	uint64_t resets0;        /*   (EndOfStream sends the differences) */
-	struct sites sites;      /* the call sites this stream has resolved */
+	/* Per ring: the claim after the last record framed, and the records
+	 * framed since the stream began, in finished frames (done) and with
+	 * the frame being built (next); output.h, struct orbit__frame. */
+	uint64_t done_end[ORBIT_MAX_RINGS], done_framed[ORBIT_MAX_RINGS];
+	uint64_t next_end[ORBIT_MAX_RINGS], next_framed[ORBIT_MAX_RINGS];
+	uint64_t untrusted0; /* the clock's counts when the stream began */
+	uint64_t resets0;    /*   (EndOfStream sends the differences) */
+	struct sites sites;  /* the call sites this stream has resolved */
 
 	/* kernel scheduling (ORBIT_SCHED) */
 	int sched_wait;             /* the Handshake waits for orbit__stream_sched */
@@ -78,6 +83,13 @@ static struct {
 
 static void sites_forget(void);
 
+/* The frame being built is not sent: what it held was never framed. */
+static void forget_framing(void)
+{
+	memcpy(S.next_end, S.done_end, sizeof S.next_end);
+	memcpy(S.next_framed, S.done_framed, sizeof S.next_framed);
+}
+
 /* ---- frames ---- */
 
 static void finish_frame(enum orbit__frame_kind kind)
@@ -89,10 +101,18 @@ static void finish_frame(enum orbit__frame_kind kind)
 		S.fw.packets = 0;
 		orbit__ledger_frame_dropped(S.ledger);
 		sites_forget(); /* nor the sites it named */
+		forget_framing();
 		return;
 	}
-	struct orbit__frame f = {
-	    .bytes = S.fw.out, .len = S.fw.out_len, .seq = S.seq++, .kind = kind};
+	memcpy(S.done_end, S.next_end, sizeof S.done_end);
+	memcpy(S.done_framed, S.next_framed, sizeof S.done_framed);
+	struct orbit__frame f = {.bytes = S.fw.out,
+	                         .len = S.fw.out_len,
+	                         .seq = S.seq++,
+	                         .kind = kind,
+	                         .rings = S.rings,
+	                         .ring_end = S.done_end,
+	                         .ring_framed = S.done_framed};
 	S.framed = 1;
 	/* The ledger knows the frame before any output can settle it. */
 	orbit__ledger_frame_done(S.ledger, f.seq);
@@ -333,6 +353,7 @@ static void send_handshake(void)
 	h.page_ring_count = S.ledger->page_rings;
 	h.page_size = page_size;
 	h.source_locations = 1;
+	h.flight_size = S.cfg->flight ? S.drain->seg->layout.flight_size : 0; /* ORBIT_FLIGHT */
 	h.acknowledgements = S.cfg->collector_set ? 1 : 0; /* output_tcp.c reads them */
 	orbit__ledger_handshake(S.ledger, &h);             /* which stream; the last one's fate */
 	Orbit__Packet p = ORBIT__PACKET__INIT;
@@ -412,7 +433,7 @@ static void send_thread_names(void)
 		closedir(d);
 }
 
-/* ---- call sites (docs/format.md 4.11) ---- */
+/* ---- call sites (docs/format.md 4.12) ---- */
 
 /* Whether a is new to the stream, which then remembers it; 0 when the set
  * is full or out of memory (the site stays unnamed). */
@@ -595,6 +616,11 @@ static void begin_now(uint64_t now_ms)
 	S.fw.packets = 0;
 	S.open = 1;
 	S.last_frame_ms = S.now_ms = now_ms;
+	for (uint32_t r = 0; r < S.rings; r++) {
+		S.done_end[r] = orbit__ledger_start(S.ledger, r);
+		S.done_framed[r] = 0;
+	}
+	forget_framing();
 	S.untrusted0 = orbit__clock_untrusted(S.clock);
 	S.resets0 = orbit__clock_resets(S.clock);
 	sites_forget();
@@ -653,6 +679,7 @@ void orbit__stream_abort(void)
 	S.fw.packets = 0;
 	orbit__ledger_frame_dropped(S.ledger);
 	sites_forget();
+	forget_framing();
 }
 
 int orbit__stream_open(void)
@@ -680,6 +707,8 @@ static void add_batch(uint32_t ring, uint64_t first, const uint8_t *records, uin
 	}
 	orbit__batch_packet_write(p, S.enc, ring, first);
 	orbit__ledger_framed(S.ledger, ring, k);
+	S.next_end[ring] = first + k;
+	S.next_framed[ring] += k;
 	if (S.fw.len >= FRAME_TARGET)
 		finish_frame(ORBIT__FRAME_DATA);
 }

@@ -8,6 +8,10 @@
  *   both                    TCP, and the file as the local copy: it takes the
  *                           frames of the first stream the collector
  *                           answered, the same bytes
+ *   ORBIT_FLIGHT            the flight ring in the segment: alone, it carries
+ *                           the one stream; beside the others, it takes every
+ *                           frame of each stream of the main output, starting
+ *                           over with each one (output_flight.c)
  *
  * A stream begins when its output is ready (its Handshake goes out) and
  * takes records once the output settles that Handshake frame: the
@@ -47,6 +51,11 @@ static struct {
 	uint8_t *hs;                /* the open stream's Handshake frame, until answered */
 	size_t hs_len;
 	uint64_t hs_seq;
+
+	/* The flight ring beside them (NULL: none, or it is main), and
+	 * whether it takes the open stream's frames. */
+	struct orbit__output *flight;
+	int flight_on;
 	const struct orbit__transport_events *tev;
 	void (*idle_cb)(void);
 } X;
@@ -99,6 +108,8 @@ static void on_ready(void *ctx, struct orbit__output *o)
 	if (o != X.main || X.copy_alone) /* the copy carries the stream now */
 		return;
 	X.answered = 0;
+	if (X.flight != NULL) /* every stream, from its Handshake on */
+		X.flight_on = X.flight->ops->start(X.flight) == 0;
 	X.blocked = 0;
 	orbit__stream_begin(uv_now(X.loop)); /* its Handshake goes out */
 }
@@ -145,7 +156,9 @@ static void on_broken(void *ctx, struct orbit__output *o, int fatal, const struc
 {
 	(void)ctx;
 	if (o != carrier()) {
-		if (o == X.copy)
+		if (o == X.flight)
+			X.flight_on = 0;
+		else if (o == X.copy)
 			X.copy_on = 0; /* the copy stops; the stream goes on */
 		return;
 	}
@@ -197,6 +210,8 @@ static int on_frame(void *ctx, const struct orbit__frame *f)
 		}
 	}
 	int err = X.copy_alone ? 0 : X.main->ops->send(X.main, f);
+	if (X.flight_on && X.flight->ops->send(X.flight, f) != 0)
+		X.flight_on = 0;
 	if (X.copy_on && X.copy->ops->send(X.copy, f) != 0) {
 		X.copy_on = 0;
 		if (X.copy_alone)
@@ -209,11 +224,13 @@ static int on_frame(void *ctx, const struct orbit__frame *f)
 
 int orbit__transport_wanted(const struct orbit__config *cfg)
 {
-	return cfg->collector_set || cfg->capture_set;
+	return cfg->collector_set || cfg->capture_set || cfg->flight;
 }
 
 static void release(void)
 {
+	if (X.flight != NULL)
+		X.flight->ops->close(X.flight);
 	if (X.copy != NULL)
 		X.copy->ops->close(X.copy);
 	if (X.main != NULL)
@@ -250,10 +267,19 @@ int orbit__transport_start(uv_loop_t *loop, const struct orbit__config *cfg,
 		X.main = orbit__output_tcp(loop, cfg, &events);
 		if (cfg->capture_set)
 			X.copy = orbit__output_file(loop, cfg, &events, 1);
-	} else {
+	} else if (cfg->capture_set) {
 		X.main = orbit__output_file(loop, cfg, &events, 0);
 	}
-	if (X.main == NULL || (cfg->capture_set && cfg->collector_set && X.copy == NULL)) {
+	if (cfg->flight) {
+		X.flight = orbit__output_flight(loop, cfg, &events);
+		if (X.main == NULL) { /* the flight ring alone carries the stream */
+			X.main = X.flight;
+			X.flight = NULL;
+		}
+	}
+	if (X.main == NULL || (cfg->capture_set && cfg->collector_set && X.copy == NULL) ||
+	    (cfg->flight && X.main != NULL && X.flight == NULL &&
+	     (cfg->collector_set || cfg->capture_set))) {
 		release();
 		return -ENOMEM;
 	}
@@ -313,6 +339,9 @@ void orbit__transport_end(void)
 	}
 	orbit__stream_end();
 	copy_end();
+	if (X.flight_on)
+		X.flight->ops->end(X.flight);
+	X.flight_on = 0;
 	if (!X.copy_alone)
 		X.main->ops->end(X.main);
 }
@@ -352,6 +381,8 @@ int orbit__transport_fallback(void)
 		return 0;
 	X.copy_on = 1;
 	X.copy_alone = 1;
+	if (X.flight != NULL) /* the stream the copy carries, from its Handshake */
+		X.flight_on = X.flight->ops->start(X.flight) == 0;
 	fprintf(stderr,
 	        "orbit: collector %s not reached within %u ms; the trace is in the local "
 	        "copy only\n",
@@ -367,7 +398,7 @@ int orbit__transport_why_not(char *buf, size_t len, uint32_t waited_ms, uint64_t
 		return 0;
 	*undelivered = X.ledger_init ? orbit__ledger_undelivered(&X.ledger) : 0;
 	if (!X.cfg->collector_set) {
-		snprintf(buf, len, "no capture file");
+		snprintf(buf, len, X.cfg->capture_set ? "no capture file" : "no flight ring");
 		return 1;
 	}
 	const char *trouble = X.main != NULL ? X.main->ops->trouble(X.main) : "";
@@ -404,6 +435,8 @@ void orbit__transport_on_idle(void (*done)(void))
 
 void orbit__transport_forget(void)
 {
+	if (X.flight != NULL)
+		X.flight->ops->forget(X.flight);
 	if (X.copy != NULL)
 		X.copy->ops->forget(X.copy);
 	if (X.main != NULL)

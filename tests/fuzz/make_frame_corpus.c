@@ -267,7 +267,7 @@ static void packets(struct all *a)
 	klp.body_case = ORBIT__PACKET__BODY_KERNEL_LOSS;
 	klp.kernel_loss = &kl;
 	packet_put("kernel_loss", &klp);
-	/* source locations (docs/format.md 4.11), and the ones a reader refuses */
+	/* source locations (docs/format.md 4.12), and the ones a reader refuses */
 	Orbit__SourceLocation sl[2] = {ORBIT__SOURCE_LOCATION__INIT, ORBIT__SOURCE_LOCATION__INIT};
 	Orbit__SourceLocation *slp[2] = {&sl[0], &sl[1]};
 	Orbit__SourceLocations sls = ORBIT__SOURCE_LOCATIONS__INIT;

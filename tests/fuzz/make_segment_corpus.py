@@ -2,7 +2,8 @@
 """Writes the seed corpus of segment_fuzz (tests/fuzz/corpus/segment/).
 
 Run once from the repository root: python3 tests/fuzz/make_segment_corpus.py
-The layout is agent/src/segment.h's; the records are format/record.h's.
+The layout is format/segment.h's (docs/format.md 1.1, 1.2); the records are
+format/record.h's.
 The corpus's found_* files are not made here: the fuzzer found them.
 """
 import os
@@ -10,9 +11,13 @@ import struct
 
 PAGE = 4096
 MAGIC = 0x314745535442524F  # "ORBTSEG1"
-HEADER = struct.Struct("<Q8I4Q2IQ")  # struct orbit__seg_header, 88 bytes
+# struct orbit__seg_header, 184 bytes: the version-1 fields, then the state,
+# page-ring and flight areas, the creation time, comm and uid.
+HEADER = struct.Struct("<Q8I4Q2IQ" "3Q4I4Q16s2I")
 RING_HEADER = 128
 SLOT = 64
+STATE_SIZE = 32768  # sizeof(struct orbit__seg_state) = 28800, to whole pages
+RINGS_AT = 2 * PAGE + STATE_SIZE
 OUT = os.path.join(os.path.dirname(os.path.abspath(__file__)), "corpus", "segment")
 
 SCOPE_START, SCOPE_STOP, ASYNC_START, ASYNC_STOP = 1, 2, 3, 4
@@ -40,9 +45,12 @@ def stamp(claim, record):
 
 def header(rings, slots, magic=MAGIC, version=2, clock=0):
     stride = RING_HEADER + slots * SLOT
+    end = RINGS_AT + rings * stride
+    pages = (end + PAGE - 1) // PAGE * PAGE  # no page rings, no flight ring
     return HEADER.pack(magic, version, HEADER.size, PAGE, 56, SLOT, RING_HEADER, rings,
-                       slots, PAGE, 2 * PAGE, stride, 2 * PAGE + rings * stride,
-                       4242, clock, 1000)
+                       slots, PAGE, RINGS_AT, stride, pages, 4242, clock, 1000,
+                       2 * PAGE, STATE_SIZE, pages, 0, 0, 0, 0, 0, pages, 0,
+                       1764590000000000000, b"fuzz", 0, 0)
 
 
 def record(kind, ident=0, name=b"", flags=0, length=None, tid=7, time=100):
@@ -79,6 +87,7 @@ def segment(rings, slots, ring_records, cursors=None, **kw):
     img = bytearray(header(rings, slots, **kw))
     img += bytes(PAGE - len(img))
     img += bytes(PAGE)  # control page
+    img += bytes(STATE_SIZE)  # state area: no block complete
     for r in range(rings):
         recs = ring_records[r] if r < len(ring_records) else {}
         cursor = cursors[r] if cursors else (max(recs) + 1 if recs else 0)
@@ -93,6 +102,7 @@ def segment(rings, slots, ring_records, cursors=None, **kw):
             off = RING_HEADER + (claim % slots) * SLOT
             ring[off:off + SLOT] = raw
         img += ring
+    img += bytes(-len(img) % PAGE)
     return bytes(img)
 
 
@@ -176,7 +186,7 @@ def main():
     # A torn copy: claim 5's stamp over words another record wrote.
     torn = sequence([named(INT, c, b"t") for c in range(10)])
     img = bytearray(segment(1, 16, [torn]))
-    off = 2 * PAGE + RING_HEADER + 5 * SLOT + 8
+    off = RINGS_AT + RING_HEADER + 5 * SLOT + 8
     img[off:off + 8] = struct.pack("<Q", 12345)  # time replaced
     write("torn_1x16", bytes(img))
     write("clock_tsc", segment(1, 16, [trace], clock=1))

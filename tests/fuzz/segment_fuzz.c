@@ -109,7 +109,7 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 	memcpy(buf, data, size);
 
 	struct orbit__seg_layout l;
-	int err = orbit__segment_validate(buf, size, &l);
+	int err = orbit__segment_validate(buf, size, &l, NULL);
 	FUZZ_CHECK(err == 0 || err == ORBIT_ENOTINIT || err == ORBIT_EBADSEG ||
 	           err == ORBIT_EVERSION || err == ORBIT_ETRUNC);
 	if (err != 0) {

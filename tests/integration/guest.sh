@@ -137,14 +137,15 @@ capture_busy)
 	"$dump" "$alt" | grep -q "^records 2000, delivered 2000, lost 0" || fail "$alt: $("$dump" "$alt" | tail -n 2)"
 	;;
 capture_fsize)
-	# 512-byte blocks (dash, POSIX): 256 KiB. One small ring keeps the
-	# segment (its object in /dev/shm counts too) under it.
+	# 512-byte blocks (dash, POSIX): 256 KiB. One small ring and the
+	# smallest log page rings keep the segment (its object in /dev/shm
+	# counts too, with its state area and log pages) under it.
 	limit=$((512 * 512))
 	untraced plain 2000000 1000000
 	(
 		ulimit -f 512
 		traced ORBIT_CAPTURE="$dir/app.orbit.zst" ORBIT_RINGS=1 ORBIT_RING_BUDGET=128K \
-			"$host" plain 2000000 1000000
+			ORBIT_PAGE_RING_PAGES=2 "$host" plain 2000000 1000000
 	) || exit 1
 	[ "$(lines "$dir/got.err")" -le 2 ] || fail "want at most two lines: $(cat "$dir/got.err")"
 	grep -q "^orbit: cannot write the capture $dir/app.orbit.zst: File too large (the file size limit, RLIMIT_FSIZE, is $limit bytes); tracing is off$" \

@@ -28,6 +28,7 @@
 #include <unistd.h>
 
 #include "check.h"
+#include "segment_create.h"
 #include "orbit.h"
 #include "record.h"
 #include "scope_ring.h"

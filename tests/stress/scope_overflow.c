@@ -10,6 +10,7 @@
 #include <stdlib.h>
 
 #include "check.h"
+#include "segment_create.h"
 #include "orbit.h"
 #include "record.h"
 #include "scope_ring.h"

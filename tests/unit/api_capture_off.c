@@ -16,7 +16,7 @@
 #include "agent.h"
 #include "check.h"
 #include "orbit.h"
-#include "segment.h"
+#include "segment_create.h"
 
 #include "api_every_macro.h"
 

@@ -14,7 +14,7 @@
 
 #include "agent.h"
 #include "check.h"
-#include "segment.h"
+#include "segment_create.h"
 
 #include "api_every_macro.h"
 

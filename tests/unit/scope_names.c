@@ -29,7 +29,7 @@
 #include "orbit.h"
 #include "reconstruct.h"
 #include "record.h"
-#include "segment.h"
+#include "segment_create.h"
 
 /* ---- the sink: every record, in each ring's claim order ------------------- */
 

@@ -30,7 +30,7 @@
 #include "orbit.h"
 #include "record.h"
 #include "scope_ring.h"
-#include "segment.h"
+#include "segment_create.h"
 
 #define SLOTS 16u
 #define P_ID 0x1a7e1a7e1a7e1a7eull

@@ -21,7 +21,7 @@
 
 #include "check.h"
 #include "orbit.h"
-#include "segment.h"
+#include "segment_create.h"
 
 #define PAGE 4096u
 
@@ -32,15 +32,39 @@ struct image {
 	struct orbit__seg_header *h;
 };
 
+/* The layout orbit__segment_plan gives for these dimensions (no page rings,
+ * no flight ring unless a case adds them). */
+static struct orbit__seg_layout plan_of(uint32_t page, uint32_t rings, uint32_t slots)
+{
+	struct orbit__seg_geometry g = {
+	    .page_size = page, .ring_count = rings, .slots_per_ring = slots};
+	struct orbit__seg_layout l;
+	memset(&l, 0, sizeof l);
+	if (orbit__segment_plan(&g, &l) != 0) {
+		page = page ? page : 1;
+		/* Outside the format's ranges: a layout of the same shape, so that
+		 * only the bad dimension differs. */
+		l.state_offset = 2ull * page;
+		l.state_size = (sizeof(struct orbit__seg_state) + page - 1) / page * page;
+		l.rings_offset = l.state_offset + l.state_size;
+		l.ring_stride = ORBIT__RING_HEADER + (uint64_t)slots * ORBIT__SLOT_SIZE;
+		l.pages_offset =
+		    (l.rings_offset + (uint64_t)rings * l.ring_stride + page - 1) / page * page;
+		l.flight_offset = l.pages_offset;
+		l.total_size = l.flight_offset;
+	}
+	return l;
+}
+
 static uint64_t layout_total(uint32_t page, uint32_t rings, uint32_t slots)
 {
-	return 2ull * page +
-	       (uint64_t)rings * (ORBIT__RING_HEADER + (uint64_t)slots * ORBIT__SLOT_SIZE);
+	return plan_of(page, rings, slots).total_size;
 }
 
 /* A header as orbit__segment_create writes it, for the given dimensions. */
 static void fill_header(struct orbit__seg_header *h, uint32_t page, uint32_t rings, uint32_t slots)
 {
+	struct orbit__seg_layout l = plan_of(page, rings, slots);
 	memset(h, 0, sizeof *h);
 	h->version = ORBIT__SEG_VERSION;
 	h->header_size = sizeof *h;
@@ -51,12 +75,16 @@ static void fill_header(struct orbit__seg_header *h, uint32_t page, uint32_t rin
 	h->ring_count = rings;
 	h->slots_per_ring = slots;
 	h->control_offset = page;
-	h->rings_offset = 2ull * page;
-	h->ring_stride = ORBIT__RING_HEADER + (uint64_t)slots * ORBIT__SLOT_SIZE;
-	h->total_size = layout_total(page, rings, slots);
+	h->rings_offset = l.rings_offset;
+	h->ring_stride = l.ring_stride;
+	h->total_size = l.total_size;
 	h->pid = (uint32_t)getpid();
 	h->clock_source = ORBIT__CLOCK_MONOTONIC;
 	h->start_time = 12345;
+	h->state_offset = l.state_offset;
+	h->state_size = l.state_size;
+	h->pages_offset = l.pages_offset;
+	h->flight_offset = l.flight_offset;
 	atomic_store_explicit(&h->magic, ORBIT__SEG_MAGIC, memory_order_relaxed);
 }
 
@@ -75,7 +103,7 @@ static struct image image_new(uint32_t rings, uint32_t slots)
 static int validate(const struct image *im)
 {
 	struct orbit__seg_layout l;
-	return orbit__segment_validate(im->bytes, im->len, &l);
+	return orbit__segment_validate(im->bytes, im->len, &l, NULL);
 }
 
 /* Expects err from validating im, with a readable report if not. */
@@ -98,7 +126,7 @@ static void check_layout(const struct orbit__seg_layout *l, uint32_t page, uint3
 	CHECK_EQ_U64(l->slots_per_ring, slots);
 	CHECK_EQ_U64(l->pid, pid);
 	CHECK_EQ_U64(l->clock_source, clock);
-	CHECK_EQ_U64(l->rings_offset, 2ull * page);
+	CHECK_EQ_U64(l->rings_offset, plan_of(page, rings, slots).rings_offset);
 	CHECK_EQ_U64(l->ring_stride, ORBIT__RING_HEADER + (uint64_t)slots * ORBIT__SLOT_SIZE);
 	CHECK_EQ_U64(l->total_size, layout_total(page, rings, slots));
 }
@@ -133,7 +161,7 @@ static void case_valid(void)
 
 	struct orbit__seg_layout l;
 	memset(&l, 0xa5, sizeof l);
-	CHECK_EQ_U64(orbit__segment_validate(copy, seg.size, &l), 0);
+	CHECK_EQ_U64(orbit__segment_validate(copy, seg.size, &l, NULL), 0);
 	check_layout(&l, page, 3, 64, (uint32_t)getpid(), ORBIT__CLOCK_MONOTONIC);
 	CHECK_EQ_U64(l.start_time, orbit__process_start_time(getpid()));
 	/* The creator's own layout says the same. */
@@ -142,13 +170,13 @@ static void case_valid(void)
 
 	struct image im = image_new(1, 16);
 	memset(&l, 0, sizeof l);
-	CHECK_EQ_U64(orbit__segment_validate(im.bytes, im.len, &l), 0);
+	CHECK_EQ_U64(orbit__segment_validate(im.bytes, im.len, &l, NULL), 0);
 	check_layout(&l, PAGE, 1, 16, (uint32_t)getpid(), ORBIT__CLOCK_MONOTONIC);
 	CHECK_EQ_U64(l.start_time, 12345);
 	/* A file longer than its layout is fine: the layout is what counts. */
 	struct image big = image_new(2, 16);
 	fill_header(big.h, PAGE, 1, 16);
-	CHECK_EQ_U64(orbit__segment_validate(big.bytes, big.len, &l), 0);
+	CHECK_EQ_U64(orbit__segment_validate(big.bytes, big.len, &l, NULL), 0);
 	CHECK_EQ_U64(l.total_size, layout_total(PAGE, 1, 16));
 	free(big.bytes);
 	/* The extremes of every range pass. */
@@ -180,7 +208,7 @@ static void case_truncated(void)
 		uint8_t *b = malloc(len); /* 16-aligned, exactly len bytes */
 		CHECK(b != NULL || len == 0);
 		memcpy(b, im.bytes, len);
-		int err = orbit__segment_validate(b, len, &l);
+		int err = orbit__segment_validate(b, len, &l, NULL);
 		if (err != ORBIT_ETRUNC) {
 			fprintf(stderr, "mapped_len %zu: got %d, want ORBIT_ETRUNC\n", len, err);
 			exit(1);
@@ -197,14 +225,14 @@ static void case_truncated(void)
 	                       total - ORBIT__SLOT_SIZE,
 	                       total - 1};
 	for (size_t i = 0; i < sizeof cuts / sizeof cuts[0]; i++) {
-		int err = orbit__segment_validate(im.bytes, cuts[i], &l);
+		int err = orbit__segment_validate(im.bytes, cuts[i], &l, NULL);
 		if (err != ORBIT_ETRUNC) {
 			fprintf(stderr, "mapped_len %zu of %zu: got %d, want ORBIT_ETRUNC\n",
 			        cuts[i], total, err);
 			exit(1);
 		}
 	}
-	CHECK_EQ_U64(orbit__segment_validate(im.bytes, total, &l), 0);
+	CHECK_EQ_U64(orbit__segment_validate(im.bytes, total, &l, NULL), 0);
 	free(im.bytes);
 }
 
@@ -339,7 +367,7 @@ static void case_slots_huge(void)
 	    ORBIT__SEG_MAX_SLOTS - 1u};
 	for (size_t i = 0; i < sizeof bad / sizeof bad[0]; i++) {
 		fill_header(im.h, PAGE, 1, bad[i]);
-		int err = orbit__segment_validate(im.bytes, SIZE_MAX, &l);
+		int err = orbit__segment_validate(im.bytes, SIZE_MAX, &l, NULL);
 		if (err != ORBIT_EBADSEG) {
 			fprintf(stderr, "slots %u: got %d, want ORBIT_EBADSEG\n", bad[i], err);
 			exit(1);
@@ -354,23 +382,23 @@ static void case_slots_huge(void)
 /* A consistent header whose layout does not fit in the file. */
 static void case_layout_larger(void)
 {
-	struct image im = image_new(1, 16);
+	struct image im = image_new(1, 64); /* rings of more than a page */
 	struct orbit__seg_layout l;
 	/* The largest layout there is: 128 rings of 2^24 slots (128 GiB). */
 	fill_header(im.h, 65536, ORBIT__SEG_MAX_RINGS, ORBIT__SEG_MAX_SLOTS);
 	EXPECT(&im, ORBIT_ETRUNC);
 	uint64_t total = layout_total(65536, ORBIT__SEG_MAX_RINGS, ORBIT__SEG_MAX_SLOTS);
-	CHECK_EQ_U64(orbit__segment_validate(im.bytes, (size_t)total - 1, &l), ORBIT_ETRUNC);
-	CHECK_EQ_U64(orbit__segment_validate(im.bytes, (size_t)total, &l), 0);
+	CHECK_EQ_U64(orbit__segment_validate(im.bytes, (size_t)total - 1, &l, NULL), ORBIT_ETRUNC);
+	CHECK_EQ_U64(orbit__segment_validate(im.bytes, (size_t)total, &l, NULL), 0);
 	CHECK_EQ_U64(l.total_size, total);
 	/* One ring too many for the bytes there are. */
-	fill_header(im.h, PAGE, 2, 16);
+	fill_header(im.h, PAGE, 2, 64);
 	EXPECT(&im, ORBIT_ETRUNC);
 	/* Twice the slots. */
-	fill_header(im.h, PAGE, 1, 32);
+	fill_header(im.h, PAGE, 1, 128);
 	EXPECT(&im, ORBIT_ETRUNC);
 	/* Bigger pages push the rings past the end. */
-	fill_header(im.h, 8192, 1, 16);
+	fill_header(im.h, 8192, 1, 64);
 	EXPECT(&im, ORBIT_ETRUNC);
 	free(im.bytes);
 }
@@ -426,6 +454,94 @@ static void case_clock(void)
 	}
 	im.h->clock_source = ORBIT__CLOCK_TSC;
 	EXPECT(&im, 0);
+	free(im.bytes);
+}
+
+/* Version 2's areas: the state area, the log page rings, the flight ring.
+ * Every offset must be the plan's, every dimension in range, and the
+ * reader's one line names the field at fault. */
+static void case_areas(void)
+{
+	struct orbit__seg_geometry g = {.page_size = PAGE,
+	                                .ring_count = 2,
+	                                .slots_per_ring = 64,
+	                                .page_ring_count = 3,
+	                                .page_ring_pages = 4,
+	                                .page_ring_page_size = PAGE,
+	                                .flight_size = 1u << 20};
+	struct orbit__seg_layout want, l;
+	CHECK_EQ_U64(orbit__segment_plan(&g, &want), 0);
+	CHECK_EQ_U64(want.pages_offset % PAGE, 0);
+	CHECK_EQ_U64(want.page_ring_stride, 5 * PAGE); /* 4 × (4096 + 64), rounded up */
+	CHECK_EQ_U64(want.flight_offset, want.pages_offset + 3 * want.page_ring_stride);
+	CHECK_EQ_U64(want.total_size, want.flight_offset + (1u << 20));
+	struct image im;
+	im.len = (size_t)want.total_size;
+	im.bytes = aligned_alloc(64, im.len);
+	CHECK(im.bytes != NULL);
+	memset(im.bytes, 0, im.len);
+	im.h = (struct orbit__seg_header *)im.bytes;
+#define FILL()                                                                                     \
+	do {                                                                                       \
+		fill_header(im.h, PAGE, 2, 64);                                                    \
+		im.h->pages_offset = want.pages_offset;                                            \
+		im.h->page_ring_count = 3;                                                         \
+		im.h->page_ring_pages = 4;                                                         \
+		im.h->page_ring_page_size = PAGE;                                                  \
+		im.h->page_ring_stride = want.page_ring_stride;                                    \
+		im.h->flight_offset = want.flight_offset;                                          \
+		im.h->flight_size = 1u << 20;                                                      \
+		im.h->total_size = want.total_size;                                                \
+	} while (0)
+	FILL();
+	EXPECT(&im, 0);
+	CHECK_EQ_U64(orbit__segment_validate(im.bytes, im.len, &l, NULL), 0);
+	CHECK_EQ_U64(l.flight_offset, want.flight_offset);
+	CHECK_EQ_U64(l.page_ring_stride, want.page_ring_stride);
+	/* One field at a time, each refused with its own offset. */
+	struct {
+		size_t at, width;
+		uint64_t value;
+		int err;
+	} bad[] = {
+	    {offsetof(struct orbit__seg_header, state_offset), 8, 3 * PAGE, ORBIT_EBADSEG},
+	    {offsetof(struct orbit__seg_header, state_size), 8, PAGE, ORBIT_EBADSEG},
+	    {offsetof(struct orbit__seg_header, pages_offset), 8, 0, ORBIT_EBADSEG},
+	    {offsetof(struct orbit__seg_header, page_ring_count), 4, 4097, ORBIT_EBADSEG},
+	    {offsetof(struct orbit__seg_header, page_ring_pages), 4, 1, ORBIT_EBADSEG},
+	    {offsetof(struct orbit__seg_header, page_ring_pages), 4, (1u << 20) + 1, ORBIT_EBADSEG},
+	    {offsetof(struct orbit__seg_header, page_ring_page_size), 4, 2 * PAGE, ORBIT_EBADSEG},
+	    {offsetof(struct orbit__seg_header, page_ring_page_size), 4, 100, ORBIT_EBADSEG},
+	    {offsetof(struct orbit__seg_header, page_ring_stride), 8, 0, ORBIT_EBADSEG},
+	    {offsetof(struct orbit__seg_header, flight_offset), 8, 0, ORBIT_EBADSEG},
+	    {offsetof(struct orbit__seg_header, flight_size), 8, (1u << 20) + 8, ORBIT_EBADSEG},
+	    {offsetof(struct orbit__seg_header, flight_size), 8, 1u << 19, ORBIT_EBADSEG},
+	    {offsetof(struct orbit__seg_header, flight_size), 8, 8ull << 30, ORBIT_EBADSEG},
+	    {offsetof(struct orbit__seg_header, flight_size), 8, UINT64_MAX, ORBIT_EBADSEG},
+	    {offsetof(struct orbit__seg_header, flight_size), 8, 2u << 20, ORBIT_EBADSEG},
+	    {offsetof(struct orbit__seg_header, total_size), 8, 0, ORBIT_EBADSEG},
+	};
+	for (size_t i = 0; i < sizeof bad / sizeof bad[0]; i++) {
+		FILL();
+		memcpy(im.bytes + bad[i].at, &bad[i].value, bad[i].width);
+		struct orbit__seg_problem why;
+		memset(&why, 0, sizeof why);
+		int err = orbit__segment_validate(im.bytes, im.len, &l, &why);
+		if (err != bad[i].err || why.what[0] == '\0') {
+			fprintf(stderr, "field at %zu = %llu: got %d (%s), want %d\n", bad[i].at,
+			        (unsigned long long)bad[i].value, err, why.what, bad[i].err);
+			exit(1);
+		}
+		/* The line names a field of the header (or the end of the file). */
+		CHECK(why.offset < sizeof(struct orbit__seg_header) || why.offset == im.len);
+	}
+	/* A flight ring past the file's end: the file is too short. */
+	FILL();
+	struct orbit__seg_problem why;
+	CHECK_EQ_U64(orbit__segment_validate(im.bytes, im.len - 1, &l, &why),
+	             (uint64_t)(int64_t)ORBIT_ETRUNC);
+	CHECK_EQ_U64(why.offset, im.len - 1);
+#undef FILL
 	free(im.bytes);
 }
 
@@ -611,21 +727,14 @@ static const struct {
 	const char *name;
 	void (*fn)(void);
 } cases[] = {
-    {"valid", case_valid},
-    {"truncated", case_truncated},
-    {"magic_zero", case_magic_zero},
-    {"magic_wrong", case_magic_wrong},
-    {"version", case_version},
-    {"sizes", case_sizes},
-    {"ring_count", case_ring_count},
-    {"slots_pow2", case_slots_pow2},
-    {"slots_huge", case_slots_huge},
-    {"layout_larger", case_layout_larger},
-    {"offsets", case_offsets},
-    {"clock", case_clock},
-    {"open_truncated", case_open_truncated},
-    {"readonly", case_readonly},
-    {"strerror", case_strerror},
+    {"valid", case_valid},           {"truncated", case_truncated},
+    {"magic_zero", case_magic_zero}, {"magic_wrong", case_magic_wrong},
+    {"version", case_version},       {"sizes", case_sizes},
+    {"ring_count", case_ring_count}, {"slots_pow2", case_slots_pow2},
+    {"slots_huge", case_slots_huge}, {"layout_larger", case_layout_larger},
+    {"offsets", case_offsets},       {"clock", case_clock},
+    {"areas", case_areas},           {"open_truncated", case_open_truncated},
+    {"readonly", case_readonly},     {"strerror", case_strerror},
 };
 
 int main(int argc, char **argv)

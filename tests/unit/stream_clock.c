@@ -23,7 +23,7 @@
 #include "orbit.pb-c.h"
 #include "record.h"
 #include "scope_ring.h"
-#include "segment.h"
+#include "segment_create.h"
 #include "stream.h"
 
 #define STEP 100000000ull /* a pair every 100 ms */

@@ -1,0 +1,21 @@
+/*
+ * segment_state.h — the agent thread keeps the segment's state area up to
+ * date for orbit-dump (format/segment.h, docs/format.md 1.7): the clock
+ * conversion after each calibration, the thread names once a second.
+ */
+#ifndef ORBIT_AGENT_SEGMENT_STATE_H
+#define ORBIT_AGENT_SEGMENT_STATE_H
+
+#include <stdint.h>
+
+#include "clock.h"
+#include "segment.h"
+
+/* The conversion's points, now (one block write, about 4 KiB). */
+void orbit__segment_state_clock(struct orbit__seg_state *st, const struct orbit__clock_conv *c);
+/* The threads' names, if a second has passed since the last time. */
+void orbit__segment_state_names(struct orbit__seg_state *st, uint64_t now_ns);
+/* The next names call writes at once (a new segment, after fork). */
+void orbit__segment_state_forget(void);
+
+#endif

@@ -1,0 +1,126 @@
+/*
+ * dump.h — orbit-dump: a segment (format/segment.h) to a capture that
+ * orbit-replay reads (docs/replay.md, "orbit-dump"; docs/format.md 1 and
+ * 4.11). The parts:
+ *
+ *   dump_main.c     the command line: a pid or a segment, -o, --list,
+ *                   --remove
+ *   dump_find.c     segments in /dev/shm: by pid, listed, removed
+ *   dump_read.c     the segment through its file descriptor with pread
+ *                   only: never a mapping, so a segment cut or shrunk while
+ *                   it is read costs a short read and one line, never a
+ *                   SIGBUS; every byte checked before it is used
+ *   dump_rings.c    what the scope rings hold that no frame did
+ *   dump_write.c    the capture: the flight ring's frames as they are, then
+ *                   frames of its own for what no frame held
+ *
+ * Exit statuses: 0 a complete dump; 1 usage, or no such segment, or not
+ * ours to read; 2 the segment is damaged (one line says where: the dump
+ * then holds what could be read); 3 the capture could not be written.
+ */
+#ifndef ORBIT_REPLAY_DUMP_H
+#define ORBIT_REPLAY_DUMP_H
+
+#include <stdint.h>
+#include <stdio.h>
+
+#include "capture.h"
+#include "flight.h"
+#include "frame.h"
+#include "segment.h"
+#include "segment_clock.h"
+
+enum orbit_dump_status {
+	ORBIT_DUMP_OK = 0,
+	ORBIT_DUMP_USAGE = 1,
+	ORBIT_DUMP_DAMAGED = 2,
+	ORBIT_DUMP_OUTPUT = 3,
+};
+
+/* Where the capture goes: frames written to fd as they are made. */
+struct orbit_dump_out {
+	int fd;
+	const char *path;
+	int failed; /* a write failed: said once */
+	uint64_t bytes;
+	struct orbit_frame_writer fw;
+	int fw_init;
+};
+
+/* One dump of one segment. */
+struct orbit_dump {
+	const char *name; /* as given, for messages */
+	int fd;
+	uint64_t file_size;
+	FILE *err;
+	int damaged;       /* a problem was said: exit 2 */
+	char problem[260]; /* the first one, for the Dump packet */
+	struct orbit__seg_layout l;
+	int life; /* enum orbit__seg_life */
+	uint64_t now_mono, now_real;
+
+	/* the calibration and the names (state area) */
+	struct orbit__seg_conv conv;
+	int conv_ok;
+	struct orbit__seg_names names;
+	int names_ok;
+
+	/* the flight ring */
+	int flight; /* it had a stream */
+	struct orbit__flight_meta meta;
+	uint64_t kept_frames, damaged_frames, kept_records[ORBIT__SEG_MAX_RINGS];
+	int ended;            /* the stream's end frame was among them */
+	Orbit__Handshake *hs; /* the stream's handshake, decoded (NULL: made up) */
+	uint64_t ring_start[ORBIT__SEG_MAX_RINGS];
+	uint64_t from[ORBIT__SEG_MAX_RINGS]; /* where the rings are read from */
+
+	/* what the dump itself took */
+	uint64_t ring_records, log_pages, untrusted;
+	struct orbit_frame_scratch scratch;
+	struct orbit_dump_out out;
+};
+
+/* Says one line "orbit-dump: NAME: offset N: what" and marks the dump
+ * damaged (the first one is kept for the Dump packet). */
+void orbit__dump_problem(struct orbit_dump *d, uint64_t offset, const char *fmt, ...)
+    __attribute__((format(printf, 3, 4)));
+
+/* pread exactly len bytes at off: 0, or -1 after saying that the segment
+ * ends before (it shrank, or was cut) or that it could not be read. */
+int orbit__dump_pread(struct orbit_dump *d, void *buf, uint64_t len, uint64_t off);
+
+/* Reads the segment open on d->fd and writes its capture to out_path ("-":
+ * stdout). Returns an enum orbit_dump_status. */
+int orbit__dump_run(struct orbit_dump *d, const char *out_path);
+
+/* ---- the scope rings (dump_rings.c) ---- */
+
+/* What the dump read of one scope ring, from d->from[r] (where the flight
+ * ring's frames leave off) to the cursor. */
+struct orbit_dump_ring {
+	uint64_t end;       /* the cursor read: claims below it were made */
+	uint64_t next;      /* where the walk stopped (end, unless the segment was cut) */
+	uint64_t delivered; /* records put in RingBatch packets */
+	uint64_t lapped;    /* overwritten, torn, or a late producer's (Loss.lapped) */
+	uint64_t gone;      /* claimed by the dead process, never published */
+	uint64_t pending;   /* claimed, not published yet in a live process (at_end) */
+};
+
+/* Reads each scope ring's slots of claims d->from[r] .. cursor[r] (at most
+ * one ring's worth, the newest) with pread into a private copy, checks them
+ * with format/scope_slot.h's reader, and writes the records as RingBatch
+ * packets, their times converted with d->conv. */
+void orbit__dump_rings(struct orbit_dump *d, const uint64_t *cursor, struct orbit_dump_ring *res);
+
+/* ---- the capture (dump_write.c) ---- */
+int orbit__dump_out_open(struct orbit_dump_out *o, const char *path, FILE *err);
+/* A frame as it is (from the flight ring). */
+int orbit__dump_out_frame(struct orbit_dump_out *o, const uint8_t *bytes, size_t len);
+/* A packet into the dump's own frame (finished at 128 KiB or by _flush). */
+int orbit__dump_out_packet(struct orbit_dump_out *o, const Orbit__Packet *p);
+/* Room for a packet of len bytes written in place (a ring batch). */
+uint8_t *orbit__dump_out_append(struct orbit_dump_out *o, size_t len);
+int orbit__dump_out_flush(struct orbit_dump_out *o);
+int orbit__dump_out_close(struct orbit_dump_out *o);
+
+#endif
