@@ -27,6 +27,9 @@
 #define KEEPALIVE_MS 30000u       /* well inside the collector's idle timeout */
 #define TRIM_MS 2000u             /* buffers of a stream quiet this long are freed */
 #define SITES_MAX (1u << 16)      /* call sites one stream resolves; later ones stay unnamed */
+#define SITES_FLIGHT_MS 1000u     /* with a flight ring: sites named again this often, */
+#define SITES_FLIGHT_FRAMES 32u   /* or after this many frames, */
+#define SITES_FLIGHT_MIN_MS 100u  /* but not more often than this */
 
 /* The call-site addresses a stream has looked at (resolved and sent, or
  * found bad), an open-addressing set; 0 is never a site. */
@@ -67,9 +70,11 @@ static struct {
 	 * the frame being built (next); output.h, struct orbit__frame. */
 	uint64_t done_end[ORBIT_MAX_RINGS], done_framed[ORBIT_MAX_RINGS];
 	uint64_t next_end[ORBIT_MAX_RINGS], next_framed[ORBIT_MAX_RINGS];
-	uint64_t untrusted0; /* the clock's counts when the stream began */
-	uint64_t resets0;    /*   (EndOfStream sends the differences) */
-	struct sites sites;  /* the call sites this stream has resolved */
+	uint64_t untrusted0;     /* the clock's counts when the stream began */
+	uint64_t resets0;        /*   (EndOfStream sends the differences) */
+	struct sites sites;      /* the call sites this stream has resolved */
+	uint64_t sites_since_ms; /* when they were last forgotten (ORBIT_FLIGHT), */
+	uint64_t sites_seq;      /* and the frame sequence then */
 
 	/* kernel scheduling (ORBIT_SCHED) */
 	int sched_wait;             /* the Handshake waits for orbit__stream_sched */
@@ -751,6 +756,17 @@ void orbit__stream_pass_done(uint64_t now_ms, int cut)
 	if (!S.open)
 		return;
 	S.now_ms = now_ms;
+	/* A flight ring keeps only the newest frames: the stream names its
+	 * sites again every second or 32 frames (at most 10 times a second),
+	 * so that the frames a dump finds name the sites their records carry
+	 * (docs/format.md 4.12). */
+	uint64_t since = now_ms - S.sites_since_ms;
+	if (S.cfg->flight && since >= SITES_FLIGHT_MIN_MS &&
+	    (since >= SITES_FLIGHT_MS || S.seq - S.sites_seq >= SITES_FLIGHT_FRAMES)) {
+		sites_forget();
+		S.sites_since_ms = now_ms;
+		S.sites_seq = S.seq;
+	}
 	send_losses(0);
 	send_page_losses();
 	send_kernel_losses(0);
