@@ -103,6 +103,7 @@ agent_killed)
 	sleep 1
 	kill -9 "$epid"
 	wait "$epid" 2>/dev/null || true
+	rm -f /dev/shm/orbit-"$epid"-* # the dead process's segment, kept as evidence
 	sleep 0.3
 	stop_collector
 	f=$(captures)
