@@ -355,6 +355,20 @@ int orbit__batch_decode(const Orbit__RingBatch *b, uint8_t *records)
 
 /* ---- packets ---- */
 
+/* Every entry names a site, and no text is longer than a writer writes. */
+static int sites_validate(const Orbit__SourceLocations *l)
+{
+	if (l->n_locations > ORBIT_SITES_PER_PACKET)
+		return -EINVAL;
+	for (size_t i = 0; i < l->n_locations; i++) {
+		const Orbit__SourceLocation *e = l->locations[i];
+		if (e->site == 0 || strlen(e->file) > ORBIT_SITE_TEXT_MAX ||
+		    strlen(e->function) > ORBIT_SITE_TEXT_MAX)
+			return -EINVAL;
+	}
+	return 0;
+}
+
 /* Handshake.kernel_sched (docs/format.md 4.10): the limits a reader's
  * decoder applies (replay/replay_sched.h), so that what a collector keeps
  * can be read. */
@@ -419,6 +433,8 @@ int orbit__packet_validate(const Orbit__Packet *p)
 		return 0;
 	case ORBIT__PACKET__BODY_ACK:
 		return p->ack->synced_frames <= p->ack->frames ? 0 : -EINVAL;
+	case ORBIT__PACKET__BODY_SOURCE_LOCATIONS:
+		return sites_validate(p->source_locations);
 	case ORBIT__PACKET__BODY_KERNEL_PAGE:
 		return p->kernel_page->cpu < ORBIT_KERNEL_MAX_CPUS &&
 		               p->kernel_page->page.len >= 16 &&

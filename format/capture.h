@@ -15,6 +15,10 @@
 #define ORBIT_BATCH_COMPACT 2u /* RingBatch.encoding 2: what writers write */
 #define ORBIT_BATCH_MAX 16384u /* records in one batch */
 #define ORBIT_MAX_RINGS 128u
+/* SourceLocations (format.md 4.12): entries in one packet, and bytes of a
+ * file or function name; a writer cuts longer names to this. */
+#define ORBIT_SITES_PER_PACKET 4096u
+#define ORBIT_SITE_TEXT_MAX 4096u
 /* Kernel scheduling (docs/format.md 4.10): CPUs of KernelPage and
  * KernelLoss, event formats in a KernelSched and the bytes of each. */
 #define ORBIT_KERNEL_MAX_CPUS 4096u

@@ -34,6 +34,7 @@ struct open_item { /* an open scope, or an open async span */
 	int has_attrs;
 	uint32_t color;
 	uint64_t group;
+	uint64_t site; /* the head's call site (flag bit 2), 0: none */
 };
 
 struct thread_state {
@@ -174,9 +175,7 @@ static struct thread_state *thread_get(struct orbit_reconstruct *rc, uint32_t ti
 
 static void attrs_of(const struct orbit_record *r, int *has, uint32_t *color, uint64_t *group)
 {
-	*has = (r->flags & ORBIT_REC_FLAG_ATTRS) != 0;
-	*color = *has ? orbit__le32(r->name) : 0;
-	*group = *has ? orbit__le64(r->name + 4) : 0;
+	*has = orbit__record_attrs(r, color, group);
 }
 
 /* end: the stop's time, or for an unfinished item the latest time it is known
@@ -202,6 +201,7 @@ static void emit_item(struct orbit_reconstruct *rc, enum orbit_event_type type,
 	    .has_attrs = it->has_attrs,
 	    .color = it->color,
 	    .group = it->group,
+	    .site = it->site,
 	};
 	if (unfinished)
 		rc->stats.unfinished++;
@@ -250,6 +250,7 @@ static int push_scope(struct orbit_reconstruct *rc, struct thread_state *t,
 	it->incomplete = incomplete;
 	it->untrusted = untrusted;
 	attrs_of(head, &it->has_attrs, &it->color, &it->group);
+	it->site = orbit__record_site(head);
 	memset(name, 0, sizeof *name);
 	t->nopen++;
 	return 0;
@@ -319,6 +320,7 @@ static int open_span(struct orbit_reconstruct *rc, const struct orbit_record *he
 		                       .incomplete = incomplete,
 		                       .untrusted = untrusted};
 		attrs_of(head, &it.has_attrs, &it.color, &it.group);
+		it.site = orbit__record_site(head);
 		emit_item(rc, ORBIT_EVENT_ASYNC, &it, head->time, head->tid, 1, 0);
 		return 0;
 	}
@@ -333,6 +335,7 @@ static int open_span(struct orbit_reconstruct *rc, const struct orbit_record *he
 	n->item.incomplete = incomplete;
 	n->item.untrusted = untrusted;
 	attrs_of(head, &n->item.has_attrs, &n->item.color, &n->item.group);
+	n->item.site = orbit__record_site(head);
 	memset(name, 0, sizeof *name);
 	if (waiting) {
 		n->stop = 0;
@@ -375,6 +378,7 @@ static int complete_head(struct orbit_reconstruct *rc, struct thread_state *t,
 		    .value_bits = head->id,
 		};
 		attrs_of(head, &ev.has_attrs, &ev.color, &ev.group);
+		ev.site = orbit__record_site(head);
 		if (untrusted)
 			rc->stats.untrusted_events++;
 		rc->fn(rc->ctx, &ev);

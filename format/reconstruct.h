@@ -69,6 +69,9 @@ struct orbit_event {
 	int has_attrs;
 	uint32_t color;
 	uint64_t group;
+	uint64_t site;      /* where it was written: the start's or value's call site
+	                     * (record flag bit 2), an address in the traced process
+	                     * that the stream's SourceLocation packets name; 0: none */
 	uint8_t value_kind; /* ORBIT_REC_INT ... ORBIT_REC_DOUBLE */
 	uint64_t value_bits;
 };

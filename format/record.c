@@ -38,14 +38,39 @@ int orbit__record_has_name(uint8_t kind)
 	       kind <= ORBIT_REC_KIND_MAX;
 }
 
+/* Where the parts of a head's name area start. */
+static size_t site_bytes(const struct orbit_record *r)
+{
+	return (r->flags & ORBIT_REC_FLAG_SITE) ? ORBIT_RECORD_SITE : 0;
+}
+
 size_t orbit__record_head_name(const struct orbit_record *r, const uint8_t **name)
 {
 	if (!orbit__record_has_name(r->kind)) {
 		*name = r->name;
 		return 0;
 	}
-	size_t skip = (r->flags & ORBIT_REC_FLAG_ATTRS) ? ORBIT_RECORD_ATTRS : 0;
+	size_t skip = site_bytes(r) + ((r->flags & ORBIT_REC_FLAG_ATTRS) ? ORBIT_RECORD_ATTRS : 0);
 	size_t cap = ORBIT_RECORD_NAME - skip;
 	*name = r->name + skip;
 	return r->len < cap ? r->len : cap;
+}
+
+uint64_t orbit__record_site(const struct orbit_record *r)
+{
+	if (!orbit__record_has_name(r->kind) || !(r->flags & ORBIT_REC_FLAG_SITE))
+		return 0;
+	return orbit__le64(r->name);
+}
+
+int orbit__record_attrs(const struct orbit_record *r, uint32_t *color, uint64_t *group)
+{
+	*color = 0;
+	*group = 0;
+	if (!orbit__record_has_name(r->kind) || !(r->flags & ORBIT_REC_FLAG_ATTRS))
+		return 0;
+	const uint8_t *a = r->name + site_bytes(r);
+	*color = orbit__le32(a);
+	*group = orbit__le64(a + 4);
+	return 1;
 }

@@ -11,10 +11,14 @@
  *   8      8    id    (scope id, async id, or the value's bits)
  *   16     4    tid
  *   20     1    kind  (ORBIT_REC_*)
- *   21     1    flags (bit 0: the name area starts with color u32, group u64;
- *                       bit 1: the agent could not trust the time's conversion)
+ *   21     1    flags (bit 0: the name area has color u32, group u64;
+ *                       bit 1: the agent could not trust the time's conversion;
+ *                       bit 2: the name area starts with the u64 address of
+ *                       the record's call site, a struct orbit__site of the
+ *                       traced process)
  *   22     2    len   (head: whole name length; continuation: part number)
- *   24     32   name  (bytes of the name; unused bytes are zero)
+ *   24     32   name  (a head's name area: [site 8][color 4, group 8][name];
+ *                      unused bytes are zero)
  */
 #ifndef ORBIT_FORMAT_RECORD_H
 #define ORBIT_FORMAT_RECORD_H
@@ -25,6 +29,7 @@
 #define ORBIT_RECORD_SIZE 56u
 #define ORBIT_RECORD_NAME 32u
 #define ORBIT_RECORD_ATTRS 12u
+#define ORBIT_RECORD_SITE 8u
 #define ORBIT_NAME_LIMIT 65535u
 
 enum orbit_rec_kind {
@@ -45,7 +50,9 @@ enum orbit_rec_kind {
 };
 #define ORBIT_REC_FLAG_ATTRS 1u
 #define ORBIT_REC_FLAG_TIME_UNTRUSTED 2u
-#define ORBIT_REC_FLAGS_KNOWN (ORBIT_REC_FLAG_ATTRS | ORBIT_REC_FLAG_TIME_UNTRUSTED)
+#define ORBIT_REC_FLAG_SITE 4u
+#define ORBIT_REC_FLAGS_KNOWN                                                                      \
+	(ORBIT_REC_FLAG_ATTRS | ORBIT_REC_FLAG_TIME_UNTRUSTED | ORBIT_REC_FLAG_SITE)
 
 struct orbit_record {
 	uint64_t time;
@@ -64,8 +71,15 @@ int orbit__record_decode(const uint8_t *bytes, struct orbit_record *out);
 void orbit__record_encode(const struct orbit_record *rec, uint8_t *bytes);
 
 /* Head records: how many name bytes this record carries inline, and where
- * they start. Zero for kinds that carry no name. */
+ * they start (after the site and the attributes). Zero for kinds that carry
+ * no name. */
 size_t orbit__record_head_name(const struct orbit_record *rec, const uint8_t **name);
+
+/* A head record's call site (the address it names, flag bit 2), or 0. */
+uint64_t orbit__record_site(const struct orbit_record *rec);
+
+/* A head record's color and group (flag bit 0): 1 and both, or 0. */
+int orbit__record_attrs(const struct orbit_record *rec, uint32_t *color, uint64_t *group);
 
 /* Whether a record of this kind starts a name (may have continuations). */
 int orbit__record_has_name(uint8_t kind);

@@ -55,6 +55,7 @@ struct orbit_replay_options {
 	int quiet;              /* no summary on stdout */
 	size_t top;             /* rows per table; 0: all */
 	enum orbit_replay_sort sort;
+	int by_location; /* --by location: the summary's tables by source location */
 	int has_thread;
 	uint32_t thread;
 	const char *name; /* substring filter, NULL: none */

@@ -189,6 +189,7 @@ static void on_span(struct orbit_rp_dispatch *d, struct orbit_rp_stream *s,
 	    .self = self,
 	    .name = ev->name,
 	    .name_len = (uint32_t)ev->name_len,
+	    .loc = orbit__rp_sites_get(&s->sites, ev->site),
 	};
 	struct orbit_rp_sched_time st;
 	if (!async && sched_time(th, s, ev->tid, ev->start, end, &st))
@@ -234,6 +235,7 @@ static void on_value(struct orbit_rp_dispatch *d, struct orbit_rp_stream *s,
 	    .bits = ev->value_bits,
 	    .name = ev->name,
 	    .name_len = (uint32_t)ev->name_len,
+	    .loc = orbit__rp_sites_get(&s->sites, ev->site),
 	};
 	for (uint32_t i = 0; i < d->nvalue; i++)
 		d->value[i].fn(d->value[i].x, &v);

@@ -25,6 +25,7 @@ typedef void (*orbit_rp_kernel_cb)(struct orbit_rp_export *x, const struct orbit
 struct orbit_rp_dispatch {
 	struct orbit_rp_threads *threads;
 	struct orbit_rp_names *names;
+	struct orbit_rp_locations *locs;
 	struct orbit_rp_stats *stats;
 	/* the filters: --thread, --name, --from/--to (inclusive) */
 	int filtering;

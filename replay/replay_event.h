@@ -33,9 +33,12 @@ enum orbit_rp_flag {
 /* Where an event was written in the program's source (issue 11). The
  * pointers live for the whole run, so a held event may keep them. */
 struct orbit_rp_location {
-	const char *file, *function;
+	const char *file, *function; /* not NUL-terminated */
 	uint32_t file_len, function_len;
 	uint32_t line;
+	uint32_t id;       /* interned: one per distinct (file, line, function) of the run */
+	const char *label; /* "file:line function", NUL-terminated */
+	uint32_t label_len;
 };
 
 /* Where a scope's time went, from the kernel's sched events (issue 13).

@@ -70,6 +70,7 @@ struct orbit_rp_view {
 	size_t ncaps;
 	uint64_t origin; /* the time origin (docs/replay.md): set before the first event
 	                    with ORBIT_RP_NEED_ORIGIN, and always at end */
+	const struct orbit_rp_locations *locs; /* the source locations, by id */
 };
 
 /* One exporter at work in a run: what its callbacks get. */

@@ -6,12 +6,15 @@
  *                replay_order.c; what is uncertain in args: unfinished (dur
  *                runs to the latest time it is known open), name_incomplete,
  *                time_untrusted; args.color "#rrggbbaa" and args.group when
- *                given; args.oncpu_ns, runnable_ns and blocked_ns with the
+ *                given; args.file, args.line, args.function where the
+ *                capture has the scope's source location
+ *                and args.oncpu_ns, runnable_ns and blocked_ns with the
  *                kernel's scheduling (ORBIT_SCHED)
  *   async spans  "b" / "e" nestable async events, id as a hex string, the
  *                same args on "b"
  *   values       "C" counters, one series per name and process
- *   log lines    "i" instants on their thread, markers with their bytes
+ *   log lines    "i" instants on their thread, markers with their bytes;
+ *                ORBIT_LOG's lines with args.file, line, function
  *   names        "M" process_name (at each stream) and thread_name (at the
  *                end, when every name is known)
  *
@@ -56,6 +59,16 @@ static void put_name(struct orbit_rp_out *o, const char *name, size_t len)
 {
 	orbit__rp_out_s(o, ",\"name\":");
 	orbit__rp_out_json(o, name, len);
+}
+
+/* "file":…,"line":N,"function":… of a source location. */
+static void put_loc(struct orbit_rp_out *o, const struct orbit_rp_location *l)
+{
+	orbit__rp_out_s(o, "\"file\":");
+	orbit__rp_out_json(o, l->file, l->file_len);
+	put_u64(o, ",\"line\":", l->line);
+	orbit__rp_out_s(o, ",\"function\":");
+	orbit__rp_out_json(o, l->function, l->function_len);
 }
 
 static int chrome_begin(struct orbit_rp_export *x)
@@ -104,6 +117,11 @@ static void span_args(struct orbit_rp_out *o, const struct orbit_rp_span *s)
 		orbit__rp_out_s(o, "\",\"group\":\"");
 		orbit__rp_out_u64(o, s->group);
 		orbit__rp_out_c(o, '"');
+		sep = ",";
+	}
+	if (s->loc != NULL) {
+		orbit__rp_out_s(o, sep);
+		put_loc(o, s->loc);
 		sep = ",";
 	}
 	if (s->sched != NULL) { /* where a scope's time went (ORBIT_SCHED) */
@@ -200,6 +218,11 @@ static void chrome_line(struct orbit_rp_export *x, const struct orbit_rp_line *l
 		orbit__rp_out_c(o, '}');
 	} else {
 		put_name(o, l->text, l->len);
+		if (l->loc != NULL) { /* ORBIT_LOG's call site */
+			orbit__rp_out_s(o, ",\"args\":{");
+			put_loc(o, l->loc);
+			orbit__rp_out_c(o, '}');
+		}
 	}
 	orbit__rp_out_c(o, '}');
 }

@@ -13,6 +13,9 @@
  *   time_untrusted  the agent could not trust the conversion of its start's
  *                   or stop's time (its clock counter went backwards or
  *                   jumped around then)
+ * file, line, function: where the macro that started it is written (issue
+ * 11), empty when the capture does not say (an older agent, a site the
+ * agent could not resolve).
  * oncpu_ns, runnable_ns and blocked_ns split a scope's time by what its
  * thread did, from the kernel's scheduling (ORBIT_SCHED): running on a
  * CPU, waiting for one, asleep; what they leave of duration_ns is
@@ -26,7 +29,7 @@ static int csv_begin(struct orbit_rp_export *x)
 	orbit__rp_out_s(
 	    x->out,
 	    "pid,tid,thread_name,depth,name,start_ns,end_ns,duration_ns,kind,color,group_id,"
-	    "marks,oncpu_ns,runnable_ns,blocked_ns\r\n");
+	    "marks,file,line,function,oncpu_ns,runnable_ns,blocked_ns\r\n");
 	return 0;
 }
 
@@ -74,6 +77,17 @@ static void csv_span(struct orbit_rp_export *x, const struct orbit_rp_span *s)
 			orbit__rp_out_s(o, marks[i].word);
 			sep = " ";
 		}
+	}
+	orbit__rp_out_c(o, ',');
+	if (s->loc != NULL) {
+		orbit__rp_out_csv(o, s->loc->file, s->loc->file_len);
+		orbit__rp_out_c(o, ',');
+		orbit__rp_out_u64(o, s->loc->line);
+		orbit__rp_out_c(o, ',');
+		orbit__rp_out_csv(o, s->loc->function, s->loc->function_len);
+	} else {
+		orbit__rp_out_c(o, ',');
+		orbit__rp_out_c(o, ',');
 	}
 	orbit__rp_out_c(o, ',');
 	if (s->sched != NULL) {

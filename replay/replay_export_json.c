@@ -5,7 +5,9 @@
  * cut to --top rows (docs/replay.md, "The summary"). With the kernel's
  * scheduling, a stream's "kernel" says what was recorded and lost, and a
  * scope name's row its split: sched_ns of its time covered, of which
- * oncpu_ns, runnable_ns and blocked_ns.
+ * oncpu_ns, runnable_ns and blocked_ns. With --by location, also
+ * scope_locations[] and async_span_locations[]: the same rows by source
+ * location (file, line, function, and the first name seen there).
  */
 #include <inttypes.h>
 #include <stdlib.h>
@@ -231,16 +233,35 @@ static void json_capture(struct orbit_rp_out *o, const struct orbit_rp_capture *
 	orbit__rp_out_s(o, "]}");
 }
 
-static void json_rows(const struct orbit_rp_view *v, struct orbit_rp_out *o, int async)
+/* The scope or async span table by name, or by source location (loc:
+ * --by location; each row then says its file, line, function, null for
+ * the spans without one, and the first name seen there). */
+static void json_rows(const struct orbit_rp_view *v, struct orbit_rp_out *o, int async, int loc)
 {
 	size_t n;
-	struct orbit_rp_row *r = orbit__rp_stats_rows(v->stats, v->names, async, v->o->sort, &n);
+	struct orbit_rp_row *r =
+	    loc ? orbit__rp_stats_loc_rows(v->stats, v->locs, v->names, async, v->o->sort, &n)
+	        : orbit__rp_stats_rows(v->stats, v->names, async, v->o->sort, &n);
 	size_t k = orbit__rp_top(v->o, n);
 	orbit__rp_out_c(o, '[');
 	for (size_t i = 0; i < k; i++) {
 		const struct orbit_rp_stat *x = r[i].st;
 		int f = 1;
 		orbit__rp_out_s(o, i ? ",\n{" : "\n{");
+		if (loc) {
+			const struct orbit_rp_location *l = r[i].loc;
+			jkey(o, "file", &f);
+			if (l)
+				orbit__rp_out_json(o, l->file, l->file_len);
+			else
+				orbit__rp_out_s(o, "null");
+			ju64(o, "line", l ? l->line : 0, &f);
+			jkey(o, "function", &f);
+			if (l)
+				orbit__rp_out_json(o, l->function, l->function_len);
+			else
+				orbit__rp_out_s(o, "null");
+		}
 		jkey(o, "name", &f);
 		orbit__rp_out_json(o, r[i].name, r[i].len);
 		ju64(o, "count", x->count, &f);
@@ -304,9 +325,15 @@ static void json_end(struct orbit_rp_export *x)
 	}
 	orbit__rp_out_printf(o, "],\n\"origin_ns\":%" PRIu64 ",\n\"sort\":\"%s\",\n\"scopes\":",
 	                     v->origin, by[v->o->sort]);
-	json_rows(v, o, 0);
+	json_rows(v, o, 0, 0);
 	orbit__rp_out_s(o, ",\n\"async_spans\":");
-	json_rows(v, o, 1);
+	json_rows(v, o, 1, 0);
+	if (v->o->by_location) { /* --by location: the same tables by location */
+		orbit__rp_out_s(o, ",\n\"scope_locations\":");
+		json_rows(v, o, 0, 1);
+		orbit__rp_out_s(o, ",\n\"async_span_locations\":");
+		json_rows(v, o, 1, 1);
+	}
 	orbit__rp_out_s(o, ",\n\"threads\":");
 	json_threads(v, o);
 	orbit__rp_out_printf(o,

@@ -16,6 +16,9 @@
  *    iid = name id + 1) the first time they are used; debug annotations
  *    unfinished (the slice ends where it is last known open),
  *    name_incomplete, time_untrusted, and color ("#rrggbbaa") and group
+ *    when the scope was given them; the source location where the capture
+ *    has one (InternedData.source_locations, iid = location id + 1, and
+ *    TrackEvent.source_location_iid); and
  *    when the scope was given them, and oncpu_ns, runnable_ns and
  *    blocked_ns when the run has the kernel's split of the scope (another
  *    output asked for it: Perfetto has the kernel's events themselves);
@@ -52,10 +55,12 @@
 struct perfetto {
 	uint8_t *buf; /* one packed packet */
 	size_t cap;
-	char *text; /* a string made valid UTF-8 without NULs */
-	size_t text_cap;
+	char *text[3]; /* strings made valid UTF-8 without NULs: a name, a file, a function */
+	size_t text_cap[3];
 	uint8_t *interned; /* by name id: emitted on the sequence */
 	uint32_t ninterned;
+	uint8_t *loc_interned; /* by location id: emitted on the sequence */
+	uint32_t nloc_interned;
 	int started;
 	int system_info;    /* the SystemInfo packet is written */
 	struct kevent *kev; /* one bundle's events */
@@ -141,33 +146,41 @@ static void put_packet(struct orbit_rp_export *x, Packet *pk)
 }
 
 /* A NUL-terminated, valid UTF-8 copy of s: protobuf-c strings are C
- * strings, and a viewer expects UTF-8. NUL becomes U+FFFD too. */
-static char *text_of(struct orbit_rp_export *x, const char *s, size_t n)
+ * strings, and a viewer expects UTF-8. NUL becomes U+FFFD too. In buffer
+ * k (0: names, 1 and 2: a location's file and function), valid until the
+ * next call for k. */
+static char *text_in(struct orbit_rp_export *x, int k, const char *s, size_t n)
 {
 	struct perfetto *p = x->state;
-	if (3 * n + 1 > p->text_cap) {
+	if (3 * n + 1 > p->text_cap[k]) {
 		size_t cap = 3 * n + 1 > 256 ? 3 * n + 1 : 256;
-		char *t = realloc(p->text, cap);
+		char *t = realloc(p->text[k], cap);
 		if (t == NULL)
 			return (char *)"";
-		p->text = t;
-		p->text_cap = cap;
+		p->text[k] = t;
+		p->text_cap[k] = cap;
 	}
+	char *text = p->text[k];
 	size_t w = 0;
 	for (size_t i = 0; i < n;) {
-		size_t k = 0;
-		while (i + k < n && s[i + k] != '\0')
-			k++;
-		w += orbit__rp_utf8_fix(s + i, k, p->text + w);
-		i += k;
+		size_t m = 0;
+		while (i + m < n && s[i + m] != '\0')
+			m++;
+		w += orbit__rp_utf8_fix(s + i, m, text + w);
+		i += m;
 		if (i < n) {
-			memcpy(p->text + w, "\xEF\xBF\xBD", 3);
+			memcpy(text + w, "\xEF\xBF\xBD", 3);
 			w += 3;
 			i++;
 		}
 	}
-	p->text[w] = '\0';
-	return p->text;
+	text[w] = '\0';
+	return text;
+}
+
+static char *text_of(struct orbit_rp_export *x, const char *s, size_t n)
+{
+	return text_in(x, 0, s, n);
 }
 
 static void timestamp(Packet *pk, uint64_t t)
@@ -397,6 +410,44 @@ static void event_name(struct orbit_rp_export *x, Packet *pk, Event *ev,
 	pk->interned_data = in;
 }
 
+/* Sets the event's source location, interned (iid = location id + 1; the
+ * SourceLocation goes in the packet's InternedData the first time). */
+static void event_location(struct orbit_rp_export *x, Packet *pk, Event *ev,
+                           Perfetto__Protos__InternedData *in, Perfetto__Protos__SourceLocation *sl,
+                           Perfetto__Protos__SourceLocation **sls,
+                           const struct orbit_rp_location *loc)
+{
+	struct perfetto *p = x->state;
+	uint32_t id = loc->id;
+	if (id >= p->nloc_interned) {
+		uint32_t n = p->nloc_interned ? p->nloc_interned : 256;
+		while (n <= id)
+			n *= 2;
+		uint8_t *b = realloc(p->loc_interned, n);
+		if (b == NULL)
+			return; /* no location rather than one not interned */
+		memset(b + p->nloc_interned, 0, n - p->nloc_interned);
+		p->loc_interned = b;
+		p->nloc_interned = n;
+	}
+	ev->source_location_field_case =
+	    PERFETTO__PROTOS__TRACK_EVENT__SOURCE_LOCATION_FIELD_SOURCE_LOCATION_IID;
+	ev->source_location_iid = (uint64_t)id + 1;
+	if (p->loc_interned[id])
+		return;
+	p->loc_interned[id] = 1;
+	sl->has_iid = 1;
+	sl->iid = (uint64_t)id + 1;
+	sl->file_name = text_in(x, 1, loc->file, loc->file_len);
+	sl->function_name = text_in(x, 2, loc->function, loc->function_len);
+	sl->has_line_number = 1;
+	sl->line_number = loc->line;
+	sls[0] = sl;
+	in->n_source_locations = 1;
+	in->source_locations = sls;
+	pk->interned_data = in;
+}
+
 static void put_event(struct orbit_rp_export *x, Packet *pk, Event *ev, uint64_t t)
 {
 	timestamp(pk, t);
@@ -423,6 +474,7 @@ static void slice(struct orbit_rp_export *x, const struct orbit_rp_span *s, uint
 	Event ev = PERFETTO__PROTOS__TRACK_EVENT__INIT;
 	Perfetto__Protos__InternedData in = PERFETTO__PROTOS__INTERNED_DATA__INIT;
 	Perfetto__Protos__EventName en = PERFETTO__PROTOS__EVENT_NAME__INIT, *ens[1];
+	Perfetto__Protos__SourceLocation sl = PERFETTO__PROTOS__SOURCE_LOCATION__INIT, *sls[1];
 	Perfetto__Protos__DebugAnnotation a[8], *ap[8];
 	for (size_t i = 0; i < 8; i++)
 		perfetto__protos__debug_annotation__init(&a[i]);
@@ -434,6 +486,8 @@ static void slice(struct orbit_rp_export *x, const struct orbit_rp_span *s, uint
 	ev.track_uuid = track;
 	if (!end) {
 		event_name(x, &pk, &ev, &in, &en, ens, s);
+		if (s->loc != NULL)
+			event_location(x, &pk, &ev, &in, &sl, sls, s->loc);
 		size_t na = 0;
 		if (s->flags & ORBIT_RP_UNFINISHED)
 			ap[na] = flag_arg(&a[na], "unfinished"), na++;
@@ -712,7 +766,9 @@ static void perfetto_free(struct orbit_rp_export *x)
 {
 	struct perfetto *p = x->state;
 	free(p->buf);
-	free(p->text);
+	for (int k = 0; k < 3; k++)
+		free(p->text[k]);
+	free(p->loc_interned);
 	free(p->interned);
 	free(p->kev);
 }

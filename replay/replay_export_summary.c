@@ -58,7 +58,10 @@ static void scope_table(const struct orbit_rp_view *v, struct orbit_rp_out *o, i
 {
 	static const char *by[] = {"total time", "self time", "count", "max"};
 	size_t n;
-	struct orbit_rp_row *r = orbit__rp_stats_rows(v->stats, v->names, async, v->o->sort, &n);
+	int loc = v->o->by_location;
+	struct orbit_rp_row *r =
+	    loc ? orbit__rp_stats_loc_rows(v->stats, v->locs, v->names, async, v->o->sort, &n)
+	        : orbit__rp_stats_rows(v->stats, v->names, async, v->o->sort, &n);
 	if (n == 0) {
 		free(r);
 		return;
@@ -67,13 +70,14 @@ static void scope_table(const struct orbit_rp_view *v, struct orbit_rp_out *o, i
 	int sched = 0; /* the kernel's split of the scopes' time, when any has one */
 	for (size_t i = 0; !async && i < n; i++)
 		sched |= r[i].st->sched_count > 0;
-	orbit__rp_out_printf(o, "\n%s by %s (%zu of %zu names)\n", async ? "async spans" : "scopes",
-	                     by[v->o->sort], k, n);
+	orbit__rp_out_printf(o, "\n%s by %s%s (%zu of %zu %s)\n", async ? "async spans" : "scopes",
+	                     loc ? "location, by " : "", by[v->o->sort], k, n,
+	                     loc ? "locations" : "names");
 	orbit__rp_out_printf(o, "%10s %14s %14s %14s %14s %14s %14s %14s %8s", "count", "total",
 	                     async ? "-" : "self", "mean", "p50", "p95", "p99", "max", "unfin.");
 	if (sched)
 		orbit__rp_out_printf(o, " %7s %7s %7s", "on-CPU", "wait", "asleep");
-	orbit__rp_out_s(o, "  name\n");
+	orbit__rp_out_s(o, loc ? "  location  name\n" : "  name\n");
 	for (size_t i = 0; i < k; i++) {
 		const struct orbit_rp_stat *x = r[i].st;
 		int ap = x->hist.approx;
@@ -92,6 +96,10 @@ static void scope_table(const struct orbit_rp_view *v, struct orbit_rp_out *o, i
 		if (sched)
 			sched_shares(o, x);
 		orbit__rp_out_s(o, "  ");
+		if (r[i].label) {
+			orbit__rp_out_text(o, r[i].label, r[i].label_len);
+			orbit__rp_out_s(o, "  ");
+		}
 		out_name(o, r[i].name, r[i].len);
 		orbit__rp_out_c(o, '\n');
 	}

@@ -118,6 +118,22 @@ static inline const struct orbit_rp_name *orbit__rp_name(const struct orbit_rp_n
 	return &t->ents[id];
 }
 
+/* ---- source locations: interned once (replay_locations.c) ---- */
+
+struct orbit_rp_location;
+struct orbit_rp_locations {
+	struct orbit_rp_names keys;     /* (file, line, function) keys */
+	struct orbit_rp_location **all; /* by id */
+	uint32_t cap, n;                /* n: ids given */
+};
+
+/* The run's one location for (file, line, function), added if new; NULL
+ * past the limits or out of memory. */
+const struct orbit_rp_location *orbit__rp_location(struct orbit_rp_locations *t, const char *file,
+                                                   size_t flen, uint32_t line, const char *fn,
+                                                   size_t fnlen);
+void orbit__rp_locations_free(struct orbit_rp_locations *t);
+
 /* ---- log-bucketed histograms ---- */
 
 #define ORBIT_RP_HIST_SUB 6u /* 64 buckets per power of two: under 0.8 % error */
@@ -218,6 +234,7 @@ struct orbit_rp_stat {
 	uint64_t count, total, self, max, min;
 	uint64_t unfinished;
 	struct orbit_rp_hist hist;
+	uint32_t name1; /* by location: the id + 1 of the first name seen there */
 	/* scopes whose time the kernel's scheduling splits (span.sched): how
 	 * many, their total time, and its split; the rest of sched_total is
 	 * unknown (no events there, or lost) */
@@ -228,6 +245,10 @@ struct orbit_rp_stats {
 	struct orbit_rp_stat *scope, *async; /* by name id */
 	uint32_t nscope, nasync;
 	struct orbit_rp_stat other_scope, other_async; /* names past the limit */
+	struct orbit_rp_stat *loc_scope, *loc_async;   /* by location id (--by location) */
+	uint32_t nloc_scope, nloc_async;
+	struct orbit_rp_stat no_loc_scope, no_loc_async; /* spans without a location */
+	int by_location;                                 /* keep the loc_ tables */
 	int64_t hist_budget;
 	uint64_t values, logs;
 };
@@ -241,17 +262,27 @@ uint64_t orbit__rp_self_time(struct orbit_rp_thread *t, uint32_t depth, uint64_t
 void orbit__rp_stats_span(struct orbit_rp_stats *st, const struct orbit_rp_span *s);
 void orbit__rp_stats_free(struct orbit_rp_stats *st);
 
-/* One row of a table by name: its statistics and its name. */
+/* One row of a table by name: its statistics and its name (by location:
+ * the location's label, and the first name seen there in name). */
 struct orbit_rp_row {
 	const struct orbit_rp_stat *st;
 	const char *name;
 	size_t len;
+	const char *label; /* by location; NULL by name */
+	size_t label_len;
+	const struct orbit_rp_location *loc; /* by location; NULL: none, or by name */
 };
 /* The names with something to show (scopes, or async spans), sorted by
  * key, largest first; *n rows, to free. NULL when out of memory. */
 struct orbit_rp_row *orbit__rp_stats_rows(const struct orbit_rp_stats *st,
                                           const struct orbit_rp_names *names, int async,
                                           enum orbit_replay_sort key, size_t *n);
+/* The same by location (--by location): one row per source location,
+ * and one for the spans without one. */
+struct orbit_rp_row *orbit__rp_stats_loc_rows(const struct orbit_rp_stats *st,
+                                              const struct orbit_rp_locations *locs,
+                                              const struct orbit_rp_names *names, int async,
+                                              enum orbit_replay_sort key, size_t *n);
 /* How many of n rows a table shows (--top; 0: all). */
 static inline size_t orbit__rp_top(const struct orbit_replay_options *o, size_t n)
 {

@@ -4,7 +4,8 @@
  * handed to a callback, as the reconstructor hands over events.
  *
  * A record's payload starts like the kernel's common fields: u16 type (1
- * log line, 2 marker), u8 flags, u8 preempt count, s32 tid; then the text
+ * log line, 2 marker, 3 log line with its call site: a u64 address before
+ * the text), u8 flags, u8 preempt count, s32 tid; then the text
  * (up to the first NUL: the ring pads to 4 bytes with zeros) or the
  * marker's bytes (docs/format.md 5.3).
  */
@@ -28,6 +29,13 @@ static void log_record(struct orbit_rp_stream *s, uint32_t ring,
 	uint16_t type = orbit__le16(rec->data);
 	const char *text = (const char *)rec->data + LOG_HEADER;
 	size_t len = rec->len - LOG_HEADER;
+	uint64_t site = 0;
+	if (type == 3 && len >= 8) { /* ORBIT_LOG: its call site, then the text */
+		site = orbit__le64(rec->data + LOG_HEADER);
+		text += 8;
+		len -= 8;
+		type = 1;
+	}
 	if (type == 1) {
 		const char *nul = memchr(text, '\0', len);
 		len = nul ? (size_t)(nul - text) : len;
@@ -49,6 +57,7 @@ static void log_record(struct orbit_rp_stream *s, uint32_t ring,
 	    .time = rec->time,
 	    .text = text,
 	    .len = (uint32_t)len,
+	    .loc = orbit__rp_sites_get(&s->sites, site),
 	};
 	if (fn != NULL)
 		fn(ctx, &l);

@@ -27,6 +27,8 @@ static const char usage_text[] =
     "Output:\n"
     "  --top N          rows per table (default 20; 0: all)\n"
     "  --sort KEY       order scopes by total, self, count or max (default total)\n"
+    "  --by KEY         group the summary's scopes by name (default) or location\n"
+    "                   (file:line function where the scope is written)\n"
     "  --json FILE      the summary as JSON ('-': stdout, instead of the text)\n"
     "  --csv FILE       one row per scope and async span (RFC 4180)\n"
     "  --chrome FILE    Trace Event JSON (Perfetto UI; DevTools' Performance panel\n"
@@ -73,6 +75,7 @@ static const char usage_text[] =
 enum {
 	OPT_TOP = 256,
 	OPT_SORT,
+	OPT_BY,
 	OPT_JSON,
 	OPT_CSV,
 	OPT_CHROME,
@@ -99,6 +102,7 @@ enum {
 static const struct option long_opts[] = {
     {"top", required_argument, NULL, OPT_TOP},
     {"sort", required_argument, NULL, OPT_SORT},
+    {"by", required_argument, NULL, OPT_BY},
     {"json", required_argument, NULL, OPT_JSON},
     {"csv", required_argument, NULL, OPT_CSV},
     {"chrome", required_argument, NULL, OPT_CHROME},
@@ -195,6 +199,12 @@ static int option(struct orbit_replay_options *o, int c, const char *arg)
 		                                      "not '%s'",
 		                                      arg)
 		                              : 0;
+	case OPT_BY:
+		if (strcmp(arg, "name") == 0 || strcmp(arg, "location") == 0) {
+			o->by_location = arg[0] == 'l';
+			return 0;
+		}
+		return usage("--by takes name or location, not '%s'", arg);
 	case OPT_JSON:
 		o->json_path = arg;
 		return 0;

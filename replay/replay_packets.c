@@ -269,6 +269,23 @@ static void on_page_loss(struct orbit_rp_timeline *tl, struct orbit_rp_source *s
 		          l->records - before);
 }
 
+/* Call sites of the stream's records, named once per stream (format.md
+ * 4.12); a later entry for an address replaces an earlier one. */
+static void on_locations(struct orbit_rp_timeline *tl, struct orbit_rp_source *src,
+                         const Orbit__SourceLocations *l)
+{
+	struct orbit_rp_stream *s = stream_of(tl, src);
+	if (s == NULL || tl->d == NULL)
+		return;
+	for (size_t i = 0; i < l->n_locations; i++) {
+		const Orbit__SourceLocation *e = l->locations[i];
+		const struct orbit_rp_location *loc =
+		    orbit__rp_location(tl->d->locs, e->file, strlen(e->file), e->line, e->function,
+		                       strlen(e->function));
+		orbit__rp_sites_put(&s->sites, e->site, loc);
+	}
+}
+
 static int keep_kernel_event(void *ctx, const struct orbit__rp_sched_event *ev)
 {
 	struct orbit_rp_timeline *tl = ctx;
@@ -418,6 +435,9 @@ void orbit__rp_packet(struct orbit_rp_timeline *tl, struct orbit_rp_source *src,
 		break;
 	case ORBIT__PACKET__BODY_PAGE_LOSS:
 		on_page_loss(tl, src, p->page_loss);
+		break;
+	case ORBIT__PACKET__BODY_SOURCE_LOCATIONS:
+		on_locations(tl, src, p->source_locations);
 		break;
 	case ORBIT__PACKET__BODY_KERNEL_PAGE:
 		on_kernel_page(tl, src, p->kernel_page);

@@ -26,6 +26,7 @@ struct run {
 	struct orbit_rp_report rep;
 	struct orbit_rp_out out; /* the run's standard output */
 	struct orbit_rp_names names;
+	struct orbit_rp_locations locs;
 	struct orbit_rp_threads threads;
 	struct orbit_rp_stats stats;
 	struct orbit_rp_dispatch d;
@@ -183,6 +184,7 @@ static void cleanup(struct run *r)
 	orbit__rp_dispatch_free(&r->d);
 	orbit__rp_threads_free(&r->threads);
 	orbit__rp_names_free(&r->names);
+	orbit__rp_locations_free(&r->locs);
 	orbit__rp_stats_free(&r->stats);
 }
 
@@ -194,11 +196,14 @@ int orbit__replay_run(const struct orbit_replay_options *o)
 	r->o = o;
 	r->rep.err = o->err;
 	r->stats.hist_budget = ORBIT_RP_HIST_BUDGET;
+	r->stats.by_location = o->by_location;
 	r->d.threads = &r->threads;
 	r->d.names = &r->names;
+	r->d.locs = &r->locs;
 	r->d.stats = &r->stats;
 	r->d.to = UINT64_MAX;
-	r->view = (struct orbit_rp_view){o, &r->threads, &r->names, &r->stats, NULL, 0, 0};
+	r->view =
+	    (struct orbit_rp_view){o, &r->threads, &r->names, &r->stats, NULL, 0, 0, &r->locs};
 	orbit__rp_out_stream(&r->out, o->out ? o->out : stdout, "stdout");
 	int status = open_exports(r);
 	if (status == 0 && o->pages_path != NULL)

@@ -44,19 +44,20 @@ uint64_t orbit__rp_self_time(struct orbit_rp_thread *t, uint32_t depth, uint64_t
 	return dur > kids ? dur - kids : 0;
 }
 
-static struct orbit_rp_stat *stat_of(struct orbit_rp_stats *st, int async, uint32_t id)
+/* Entry id of the array *a of *n, grown as needed; other when out of
+ * memory or without an id. */
+static struct orbit_rp_stat *stat_in(struct orbit_rp_stat **a, uint32_t *n, uint32_t id,
+                                     struct orbit_rp_stat *other)
 {
 	if (id == ORBIT_RP_NAME_NONE)
-		return async ? &st->other_async : &st->other_scope;
-	struct orbit_rp_stat **a = async ? &st->async : &st->scope;
-	uint32_t *n = async ? &st->nasync : &st->nscope;
+		return other;
 	if (id >= *n) {
 		uint32_t cap = *n ? *n : 256;
 		while (cap <= id)
 			cap *= 2;
 		struct orbit_rp_stat *s = realloc(*a, cap * sizeof *s);
 		if (s == NULL)
-			return async ? &st->other_async : &st->other_scope;
+			return other;
 		memset(s + *n, 0, (cap - *n) * sizeof *s);
 		*a = s;
 		*n = cap;
@@ -64,13 +65,29 @@ static struct orbit_rp_stat *stat_of(struct orbit_rp_stats *st, int async, uint3
 	return &(*a)[id];
 }
 
-void orbit__rp_stats_span(struct orbit_rp_stats *st, const struct orbit_rp_span *s)
+static struct orbit_rp_stat *stat_of(struct orbit_rp_stats *st, int async, uint32_t id)
 {
-	int async = (s->flags & ORBIT_RP_ASYNC) != 0;
-	struct orbit_rp_stat *x = stat_of(st, async, s->name_id);
+	return async ? stat_in(&st->async, &st->nasync, id, &st->other_async)
+	             : stat_in(&st->scope, &st->nscope, id, &st->other_scope);
+}
+
+static struct orbit_rp_stat *loc_stat_of(struct orbit_rp_stats *st, int async,
+                                         const struct orbit_rp_location *loc)
+{
+	uint32_t id = loc ? loc->id : ORBIT_RP_NAME_NONE;
+	return async ? stat_in(&st->loc_async, &st->nloc_async, id, &st->no_loc_async)
+	             : stat_in(&st->loc_scope, &st->nloc_scope, id, &st->no_loc_scope);
+}
+
+/* One finished span's duration into x (0 when unfinished). */
+static int stat_add(struct orbit_rp_stats *st, struct orbit_rp_stat *x,
+                    const struct orbit_rp_span *s)
+{
+	if (x->name1 == 0 && s->name_id != ORBIT_RP_NAME_NONE)
+		x->name1 = s->name_id + 1;
 	if (s->flags & ORBIT_RP_UNFINISHED) {
 		x->unfinished++;
-		return;
+		return 0;
 	}
 	uint64_t d = s->end - s->start;
 	if (x->count == 0 || d < x->min)
@@ -88,6 +105,17 @@ void orbit__rp_stats_span(struct orbit_rp_stats *st, const struct orbit_rp_span 
 		x->runnable += s->sched->runnable_ns;
 		x->blocked += s->sched->blocked_ns;
 	}
+	return 1;
+}
+
+void orbit__rp_stats_span(struct orbit_rp_stats *st, const struct orbit_rp_span *s)
+{
+	int async = (s->flags & ORBIT_RP_ASYNC) != 0;
+	if (st->by_location)
+		stat_add(st, loc_stat_of(st, async, s->loc), s);
+	if (!stat_add(st, stat_of(st, async, s->name_id), s))
+		return;
+	uint64_t d = s->end - s->start;
 	struct orbit_rp_thread *t = s->thread;
 	if (t != NULL && !async) {
 		t->scopes++;
@@ -107,6 +135,10 @@ void orbit__rp_stats_free(struct orbit_rp_stats *st)
 {
 	stat_array_free(st->scope, st->nscope);
 	stat_array_free(st->async, st->nasync);
+	stat_array_free(st->loc_scope, st->nloc_scope);
+	stat_array_free(st->loc_async, st->nloc_async);
+	orbit__rp_hist_free(&st->no_loc_scope.hist);
+	orbit__rp_hist_free(&st->no_loc_async.hist);
 	orbit__rp_hist_free(&st->other_scope.hist);
 	orbit__rp_hist_free(&st->other_async.hist);
 	memset(st, 0, sizeof *st);
@@ -138,6 +170,11 @@ static int row_cmp(const void *a, const void *b)
 		return kx > ky ? -1 : 1;
 	if (x->st->unfinished != y->st->unfinished)
 		return x->st->unfinished > y->st->unfinished ? -1 : 1;
+	if (x->label && y->label) { /* by location: the label decides */
+		int c = strcmp(x->label, y->label);
+		if (c)
+			return c;
+	}
 	size_t n = x->len < y->len ? x->len : y->len;
 	int c = memcmp(x->name, y->name, n);
 	return c ? c : (x->len > y->len) - (x->len < y->len);
@@ -159,11 +196,44 @@ struct orbit_rp_row *orbit__rp_stats_rows(const struct orbit_rp_stats *st,
 		if (a[i].count == 0 && a[i].unfinished == 0)
 			continue;
 		const struct orbit_rp_name *nm = orbit__rp_name(names, i);
-		r[(*n)++] = (struct orbit_rp_row){&a[i], nm->bytes, nm->len};
+		r[(*n)++] = (struct orbit_rp_row){&a[i], nm->bytes, nm->len, NULL, 0, NULL};
 	}
 	const struct orbit_rp_stat *o = async ? &st->other_async : &st->other_scope;
 	if (o->count || o->unfinished)
-		r[(*n)++] = (struct orbit_rp_row){o, "[names past the limit]", 22};
+		r[(*n)++] = (struct orbit_rp_row){o, "[names past the limit]", 22, NULL, 0, NULL};
+	sort_key = key;
+	qsort(r, *n, sizeof *r, row_cmp);
+	return r;
+}
+
+struct orbit_rp_row *orbit__rp_stats_loc_rows(const struct orbit_rp_stats *st,
+                                              const struct orbit_rp_locations *locs,
+                                              const struct orbit_rp_names *names, int async,
+                                              enum orbit_replay_sort key, size_t *n)
+{
+	const struct orbit_rp_stat *a = async ? st->loc_async : st->loc_scope;
+	uint32_t na = async ? st->nloc_async : st->nloc_scope;
+	if (na > locs->n)
+		na = locs->n;
+	struct orbit_rp_row *r = malloc(((size_t)na + 1) * sizeof *r);
+	*n = 0;
+	if (r == NULL)
+		return NULL;
+	for (uint32_t i = 0; i <= na; i++) {
+		const struct orbit_rp_stat *x = i < na  ? &a[i]
+		                                : async ? &st->no_loc_async
+		                                        : &st->no_loc_scope;
+		const struct orbit_rp_location *l = i < na ? locs->all[i] : NULL;
+		if ((x->count == 0 && x->unfinished == 0) || (i < na && l == NULL))
+			continue;
+		struct orbit_rp_row row = {
+		    x, "", 0, l ? l->label : "[no location]", l ? l->label_len : 13, l};
+		if (x->name1 != 0 && x->name1 - 1 < names->n) {
+			row.name = orbit__rp_name(names, x->name1 - 1)->bytes;
+			row.len = orbit__rp_name(names, x->name1 - 1)->len;
+		}
+		r[(*n)++] = row;
+	}
 	sort_key = key;
 	qsort(r, *n, sizeof *r, row_cmp);
 	return r;

@@ -389,6 +389,7 @@ static void stream_free(struct orbit_rp_stream *s)
 		if (accounts[i] == s)
 			accounts[i] = NULL;
 	orbit__reconstruct_free(s->rc);
+	orbit__rp_sites_free(&s->sites);
 	free(s->process);
 	free(s->host);
 	free(s->agent);

@@ -33,6 +33,22 @@ struct orbit_rp_dump {
 #define ORBIT_RP_PAGE_RINGS 4096u
 
 struct orbit_rp_capture;
+struct orbit_rp_location;
+
+/* The call sites a stream's SourceLocations named (replay_locations.c). */
+struct orbit_rp_site {
+	uint64_t addr; /* 0: empty */
+	const struct orbit_rp_location *loc;
+};
+struct orbit_rp_sites {
+	struct orbit_rp_site *all;
+	uint32_t cap, n;
+};
+void orbit__rp_sites_put(struct orbit_rp_sites *m, uint64_t addr,
+                         const struct orbit_rp_location *loc);
+/* The location of a site the stream named, or NULL. */
+const struct orbit_rp_location *orbit__rp_sites_get(const struct orbit_rp_sites *m, uint64_t addr);
+void orbit__rp_sites_free(struct orbit_rp_sites *m);
 struct orbit__rp_sched_decoder;
 struct orbit__rp_sched_timeline;
 
@@ -93,6 +109,7 @@ struct orbit_rp_stream {
 	uint32_t npage, npage_reserved;
 	struct orbit_reconstruct *rc;
 	struct orbit_reconstruct_stats rstats;
+	struct orbit_rp_sites sites; /* call-site addresses to source locations */
 	uint64_t records, scopes, spans, values, thread_names, logs, markers;
 	uint64_t bad_logs;
 	uint32_t threads;

@@ -123,8 +123,10 @@ enum orbit__kind {
 	ORBIT__NAME_CONT = 12,
 	ORBIT__THREAD_END = 13, /* the thread's destructor ran (orbit.c) */
 };
-#define ORBIT__FLAG_ATTRS 1u          /* name area starts with color and group id */
+#define ORBIT__FLAG_ATTRS 1u          /* name area has color and group id */
 #define ORBIT__FLAG_TIME_UNTRUSTED 2u /* set by the agent only (clock.h, guarantee 4) */
+#define ORBIT__FLAG_SITE 4u           /* name area starts with a struct orbit__site's address */
+#define ORBIT__SITE_BYTES 8u
 
 #ifdef __cplusplus
 } /* extern "C" */
@@ -194,10 +196,39 @@ ORBIT_EXPORT extern ORBIT__ATOMIC(uint32_t) orbit__capture_flag;
 ORBIT_EXPORT extern uint32_t orbit__clock_kind;
 ORBIT_EXPORT extern ORBIT__THREAD_LOCAL struct orbit__thread orbit__thread_self;
 
+/*
+ * Where a macro is written: one static descriptor per use of a macro, fixed
+ * at compile time, in read-only data. A record points at it (flag bit 2:
+ * the first 8 bytes of its name area are the descriptor's address) and the
+ * agent, in this process, reads it and sends its contents once per stream
+ * (docs/format.md 4.12). Nothing is registered: a call site is known when a
+ * record naming it is first drained. The agent reads descriptors as bytes
+ * it cannot trust (a record may be corrupt): only a descriptor with this
+ * magic is used.
+ */
+struct orbit__site {
+	uint64_t magic;       /* ORBIT__SITE_MAGIC */
+	const char *file;     /* __FILE__ */
+	const char *function; /* __func__ */
+	uint32_t line;        /* __LINE__ */
+	uint32_t zero;
+};
+#define ORBIT__SITE_MAGIC 0x314554495342524full /* "ORBSITE1" */
+#define ORBIT__SITE_INIT                                                                           \
+	{                                                                                          \
+		ORBIT__SITE_MAGIC, __FILE__, __func__, __LINE__, 0                                 \
+	}
+
 /* Slow paths, out of line. */
 ORBIT_EXPORT struct orbit__thread *orbit__thread_attach(void);
-ORBIT_EXPORT void orbit__emit_named(uint8_t kind, uint64_t id, const char *name, size_t len,
-                                    uint32_t color, uint64_t group, int attrs);
+/* An event whose name does not fit its record, or with color and group;
+ * site may be NULL. */
+ORBIT_EXPORT void orbit__emit_named(uint8_t kind, uint64_t id, const struct orbit__site *site,
+                                    const char *name, size_t len, uint32_t color, uint64_t group,
+                                    int attrs);
+/* ORBIT_LOG's: orbit_log with the call site in the record. */
+ORBIT_EXPORT int orbit__log_at(const struct orbit__site *site, const char *fmt, ...)
+    __attribute__((format(printf, 2, 3)));
 ORBIT_EXPORT uint64_t orbit__monotonic_ns(void);
 
 #if ORBIT_API_ENABLED
@@ -268,8 +299,15 @@ ORBIT__HOT struct orbit__slot *orbit__claim(struct orbit__thread *t, uint64_t *c
 ORBIT__HOT uint64_t orbit__check(uint64_t time, uint64_t id, uint64_t meta,
                                  const uint64_t name[ORBIT__INLINE_NAME / 8])
 {
+	/* With a call site (flag bit 2) the first name word is the site's
+	 * address, a link-time constant the compiler cannot fold: it goes in
+	 * with the meta word (an xor, where a weight of its own would cost the
+	 * writer a multiply); a difference in it alone still changes the sum. */
+	const int site = ((meta >> 40) & ORBIT__FLAG_SITE) != 0;
+	const uint64_t n0 = site ? 0 : name[0];
+	meta ^= site ? name[0] : 0;
 	uint64_t m = time * 0x9e3779b97f4a7c15ull + id * 0xbf58476d1ce4e5b9ull +
-	             meta * 0x94d049bb133111ebull + name[0] * 0xff51afd7ed558ccdull +
+	             meta * 0x94d049bb133111ebull + n0 * 0xff51afd7ed558ccdull +
 	             name[1] * 0xc4ceb9fe1a85ec53ull + name[2] * 0xd6e8feb86659fd93ull +
 	             name[3] * 0xa0761d6478bd642full;
 	return (m & ~0xffffffffull) | ORBIT__CHECK_BIT;
@@ -339,12 +377,42 @@ ORBIT__HOT uint64_t orbit__fill(struct orbit__slot *s, uint64_t time, uint8_t ki
 	return orbit__store(s, time, id, orbit__meta(tid, kind, 0, (uint16_t)len), w);
 }
 
-/* One event whose name fits in its record; anything else goes out of line. */
+/* The payload of an event with its call site: the site's address, then the
+ * name's first 24 bytes (flag bit 2); returns its check. The address is a
+ * link-time constant, one instruction where a name word's immediate was. */
+ORBIT__HOT uint64_t orbit__fill_at(struct orbit__slot *s, uint64_t time, uint8_t kind, uint64_t id,
+                                   uint32_t tid, const struct orbit__site *site, const char *name,
+                                   size_t len)
+{
+	const uint64_t w[ORBIT__INLINE_NAME / 8] = {
+	    (uint64_t)(uintptr_t)site, orbit__word(name, len, 0), orbit__word(name, len, 8),
+	    orbit__word(name, len, 16)};
+	return orbit__store(s, time, id, orbit__meta(tid, kind, ORBIT__FLAG_SITE, (uint16_t)len),
+	                    w);
+}
+
+/* One event with a call site whose name fits in its record; anything else
+ * goes out of line. */
+ORBIT__HOT void orbit__emit_at(struct orbit__thread *t, uint8_t kind, uint64_t id,
+                               const struct orbit__site *site, const char *name, size_t len)
+{
+	if (len > ORBIT__INLINE_NAME - ORBIT__SITE_BYTES) {
+		orbit__emit_named(kind, id, site, name, len, 0, 0, 0);
+		return;
+	}
+	uint64_t time = orbit__ticks();
+	uint64_t claim;
+	struct orbit__slot *s = orbit__claim(t, &claim);
+	orbit__publish(s, claim, orbit__fill_at(s, time, kind, id, t->tid, site, name, len));
+}
+
+/* One event without a call site (stops, thread names) whose name fits in
+ * its record; anything else goes out of line. */
 ORBIT__HOT void orbit__emit_on(struct orbit__thread *t, uint8_t kind, uint64_t id, const char *name,
                                size_t len)
 {
 	if (len > ORBIT__INLINE_NAME) {
-		orbit__emit_named(kind, id, name, len, 0, 0, 0);
+		orbit__emit_named(kind, id, NULL, name, len, 0, 0, 0);
 		return;
 	}
 	uint64_t time = orbit__ticks();
@@ -360,28 +428,37 @@ ORBIT__HOT void orbit__emit(uint8_t kind, uint64_t id, const char *name, size_t 
 		orbit__emit_on(t, kind, id, name, len);
 }
 
+ORBIT__HOT void orbit__emit_site(uint8_t kind, uint64_t id, const struct orbit__site *site,
+                                 const char *name, size_t len)
+{
+	struct orbit__thread *t = orbit__self();
+	if (t != NULL)
+		orbit__emit_at(t, kind, id, site, name, len);
+}
+
 ORBIT__HOT size_t orbit__strlen(const char *s)
 {
 	return s ? __builtin_strlen(s) : 0;
 }
 
-ORBIT__HOT uint64_t orbit__scope_begin(const char *name)
+ORBIT__HOT uint64_t orbit__scope_begin(const struct orbit__site *site, const char *name)
 {
 	struct orbit__thread *t = orbit__self();
 	if (t == NULL)
 		return 0;
 	uint64_t id = ++t->next_id;
-	orbit__emit_on(t, ORBIT__SCOPE_START, id, name, orbit__strlen(name));
+	orbit__emit_at(t, ORBIT__SCOPE_START, id, site, name, orbit__strlen(name));
 	return id;
 }
 
-static inline uint64_t orbit__scope_begin_attrs(const char *name, uint32_t color, uint64_t group)
+static inline uint64_t orbit__scope_begin_attrs(const struct orbit__site *site, const char *name,
+                                                uint32_t color, uint64_t group)
 {
 	struct orbit__thread *t = orbit__self();
 	if (t == NULL)
 		return 0;
 	uint64_t id = ++t->next_id;
-	orbit__emit_named(ORBIT__SCOPE_START, id, name, orbit__strlen(name), color, group, 1);
+	orbit__emit_named(ORBIT__SCOPE_START, id, site, name, orbit__strlen(name), color, group, 1);
 	return id;
 }
 
@@ -410,9 +487,10 @@ ORBIT__HOT void orbit__stop(void)
 	orbit__scope_end(t->open[--t->depth & 63]);
 }
 
-ORBIT__HOT void orbit__value(uint8_t kind, const char *name, uint64_t bits)
+ORBIT__HOT void orbit__value(uint8_t kind, const struct orbit__site *site, const char *name,
+                             uint64_t bits)
 {
-	orbit__emit(kind, bits, name, orbit__strlen(name));
+	orbit__emit_site(kind, bits, site, name, orbit__strlen(name));
 }
 
 static inline uint64_t orbit__bits_i64(int64_t v)
@@ -455,26 +533,38 @@ struct orbit__scope_guard {
 extern "C" {
 #endif
 
-#define ORBIT_SCOPE(name) ORBIT__SCOPE_VAR(orbit__scope_begin(name))
+/* The call site's descriptor, defined where the macro is written. */
+#define ORBIT__SITE ORBIT__CAT(orbit__site_, __LINE__)
+#define ORBIT__SITE_DEF static const struct orbit__site ORBIT__SITE = ORBIT__SITE_INIT
+
+#define ORBIT_SCOPE(name)                                                                          \
+	ORBIT__SITE_DEF;                                                                           \
+	ORBIT__SCOPE_VAR(orbit__scope_begin(&ORBIT__SITE, (name)))
 #define ORBIT_SCOPE_WITH_COLOR(name, color)                                                        \
-	ORBIT__SCOPE_VAR(orbit__scope_begin_attrs((name), (color), 0))
+	ORBIT__SITE_DEF;                                                                           \
+	ORBIT__SCOPE_VAR(orbit__scope_begin_attrs(&ORBIT__SITE, (name), (color), 0))
 #define ORBIT_SCOPE_WITH_GROUP_AND_COLOR(name, group_id, color)                                    \
-	ORBIT__SCOPE_VAR(orbit__scope_begin_attrs((name), (color), (group_id)))
+	ORBIT__SITE_DEF;                                                                           \
+	ORBIT__SCOPE_VAR(orbit__scope_begin_attrs(&ORBIT__SITE, (name), (color), (group_id)))
 
 #define ORBIT_START(name)                                                                          \
 	do {                                                                                       \
+		ORBIT__SITE_DEF;                                                                   \
 		if (orbit__on())                                                                   \
-			orbit__start(orbit__scope_begin(name));                                    \
+			orbit__start(orbit__scope_begin(&ORBIT__SITE, (name)));                    \
 	} while (0)
 #define ORBIT_START_WITH_COLOR(name, color)                                                        \
 	do {                                                                                       \
+		ORBIT__SITE_DEF;                                                                   \
 		if (orbit__on())                                                                   \
-			orbit__start(orbit__scope_begin_attrs((name), (color), 0));                \
+			orbit__start(orbit__scope_begin_attrs(&ORBIT__SITE, (name), (color), 0));  \
 	} while (0)
 #define ORBIT_START_WITH_GROUP_AND_COLOR(name, group_id, color)                                    \
 	do {                                                                                       \
+		ORBIT__SITE_DEF;                                                                   \
 		if (orbit__on())                                                                   \
-			orbit__start(orbit__scope_begin_attrs((name), (color), (group_id)));       \
+			orbit__start(                                                              \
+			    orbit__scope_begin_attrs(&ORBIT__SITE, (name), (color), (group_id)));  \
 	} while (0)
 /* No capture check: a slice started while the capture ran gets its stop even
  * if the capture stopped meanwhile (the open-slice count is the one load). */
@@ -482,18 +572,20 @@ extern "C" {
 
 #define ORBIT_START_ASYNC(name, id)                                                                \
 	do {                                                                                       \
+		ORBIT__SITE_DEF;                                                                   \
 		if (orbit__on()) {                                                                 \
 			const char *orbit__n = (name);                                             \
-			orbit__emit(ORBIT__ASYNC_START, (uint64_t)(id), orbit__n,                  \
-			            orbit__strlen(orbit__n));                                      \
+			orbit__emit_site(ORBIT__ASYNC_START, (uint64_t)(id), &ORBIT__SITE,         \
+			                 orbit__n, orbit__strlen(orbit__n));                       \
 		}                                                                                  \
 	} while (0)
 #define ORBIT_START_ASYNC_WITH_COLOR(name, id, color)                                              \
 	do {                                                                                       \
+		ORBIT__SITE_DEF;                                                                   \
 		if (orbit__on()) {                                                                 \
 			const char *orbit__n = (name);                                             \
-			orbit__emit_named(ORBIT__ASYNC_START, (uint64_t)(id), orbit__n,            \
-			                  orbit__strlen(orbit__n), (color), 0, 1);                 \
+			orbit__emit_named(ORBIT__ASYNC_START, (uint64_t)(id), &ORBIT__SITE,        \
+			                  orbit__n, orbit__strlen(orbit__n), (color), 0, 1);       \
 		}                                                                                  \
 	} while (0)
 #define ORBIT_STOP_ASYNC(id)                                                                       \
@@ -504,8 +596,9 @@ extern "C" {
 
 #define ORBIT__VALUE(kind, name, bits)                                                             \
 	do {                                                                                       \
+		ORBIT__SITE_DEF;                                                                   \
 		if (orbit__on())                                                                   \
-			orbit__value((kind), (name), (bits));                                      \
+			orbit__value((kind), &ORBIT__SITE, (name), (bits));                        \
 	} while (0)
 #define ORBIT_INT(name, value)                                                                     \
 	ORBIT__VALUE(ORBIT__VALUE_INT, name, orbit__bits_i64((int32_t)(value)))
@@ -520,10 +613,11 @@ extern "C" {
 
 #define ORBIT__VALUE_COLOR(kind, name, bits, color)                                                \
 	do {                                                                                       \
+		ORBIT__SITE_DEF;                                                                   \
 		if (orbit__on()) {                                                                 \
 			const char *orbit__n = (name);                                             \
-			orbit__emit_named((kind), (bits), orbit__n, orbit__strlen(orbit__n),       \
-			                  (color), 0, 1);                                          \
+			orbit__emit_named((kind), (bits), &ORBIT__SITE, orbit__n,                  \
+			                  orbit__strlen(orbit__n), (color), 0, 1);                 \
 		}                                                                                  \
 	} while (0)
 #define ORBIT_INT_WITH_COLOR(name, value, color)                                                   \
@@ -639,8 +733,9 @@ ORBIT_EXPORT int orbit_marker(const void *data, size_t len);
 #if ORBIT_API_ENABLED
 #define ORBIT_LOG(fmt, ...)                                                                        \
 	do {                                                                                       \
+		ORBIT__SITE_DEF;                                                                   \
 		if (orbit__on())                                                                   \
-			orbit_log(fmt, ##__VA_ARGS__);                                             \
+			orbit__log_at(&ORBIT__SITE, fmt, ##__VA_ARGS__);                           \
 	} while (0)
 #else
 #define ORBIT_LOG(fmt, ...)                                                                        \

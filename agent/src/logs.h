@@ -6,11 +6,14 @@
  * Records. Each is one page-ring record whose payload starts like the
  * kernel's common fields:
  *
- *	bytes 0..2   u16 event type: ORBIT__LOGS_LINE (1) or ORBIT__LOGS_MARKER (2)
+ *	bytes 0..2   u16 event type: ORBIT__LOGS_LINE (1), ORBIT__LOGS_MARKER (2)
+ *	             or ORBIT__LOGS_LINE_AT (3)
  *	byte  2      u8 flags, 0
  *	byte  3      u8 preempt count, 0
  *	bytes 4..8   s32 tid of the writer
- *	bytes 8..    the log text without its NUL, or the marker's bytes
+ *	bytes 8..    the log text without its NUL, or the marker's bytes; type
+ *	             3 (ORBIT_LOG): the u64 address of its call site
+ *	             (struct orbit__site, orbit.h), then the text
  *
  * The ftrace record length is a multiple of 4 and the ring zeroes the bytes
  * that round it up, so a line's text ends at the first NUL of the payload or
@@ -43,6 +46,7 @@
 enum orbit__logs_type {
 	ORBIT__LOGS_LINE = 1,
 	ORBIT__LOGS_MARKER = 2,
+	ORBIT__LOGS_LINE_AT = 3, /* a line with its call site */
 };
 
 #define ORBIT__LOGS_HEADER 8u /* type, flags, preempt count, tid */

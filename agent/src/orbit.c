@@ -98,9 +98,11 @@ struct orbit__thread *orbit__thread_attach(void)
 	return t;
 }
 
-/* A head record and as many continuations as the name needs. */
-void orbit__emit_named(uint8_t kind, uint64_t id, const char *name, size_t len, uint32_t color,
-                       uint64_t group, int attrs)
+/* A head record and as many continuations as the name needs. The head's
+ * name area holds, in this order, the site's address (with a site), color
+ * and group (attrs), and the name's first bytes (docs/format.md 2). */
+void orbit__emit_named(uint8_t kind, uint64_t id, const struct orbit__site *site, const char *name,
+                       size_t len, uint32_t color, uint64_t group, int attrs)
 {
 	struct orbit__thread *t = orbit__self();
 	if (t == NULL)
@@ -110,21 +112,26 @@ void orbit__emit_named(uint8_t kind, uint64_t id, const char *name, size_t len, 
 	if (len > ORBIT_NAME_MAX)
 		len = ORBIT_NAME_MAX;
 	uint64_t time = orbit__ticks();
-	size_t skip = attrs ? ORBIT__ATTR_BYTES : 0;
+	size_t skip = (site ? ORBIT__SITE_BYTES : 0) + (attrs ? ORBIT__ATTR_BYTES : 0);
 	size_t take = len < ORBIT__INLINE_NAME - skip ? len : ORBIT__INLINE_NAME - skip;
 	uint64_t claim, w[ORBIT__INLINE_NAME / 8] = {0, 0, 0, 0};
 	char *bytes = (char *)w;
+	size_t at = 0;
+	if (site) {
+		uint64_t a = (uint64_t)(uintptr_t)site;
+		memcpy(bytes, &a, 8); /* little-endian, as the format says */
+		at = ORBIT__SITE_BYTES;
+	}
 	if (attrs) {
-		memcpy(bytes, &color, 4); /* little-endian, as the format says */
-		memcpy(bytes + 4, &group, 8);
+		memcpy(bytes + at, &color, 4);
+		memcpy(bytes + at + 4, &group, 8);
 	}
 	memcpy(bytes + skip, name, take);
+	uint8_t flags = (uint8_t)((attrs ? ORBIT__FLAG_ATTRS : 0) | (site ? ORBIT__FLAG_SITE : 0));
 	struct orbit__slot *s = orbit__claim(t, &claim);
 	orbit__publish(
 	    s, claim,
-	    orbit__store(s, time, id,
-	                 orbit__meta(t->tid, kind, attrs ? ORBIT__FLAG_ATTRS : 0, (uint16_t)len),
-	                 w));
+	    orbit__store(s, time, id, orbit__meta(t->tid, kind, flags, (uint16_t)len), w));
 	uint16_t part = 1;
 	for (size_t off = take; off < len; off += ORBIT__INLINE_NAME, part++) {
 		size_t n = len - off < ORBIT__INLINE_NAME ? len - off : ORBIT__INLINE_NAME;

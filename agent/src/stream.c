@@ -16,6 +16,7 @@
 #include "ftrace_page.h"
 #include "logs.h"
 #include "sched_tracefs.h"
+#include "site_resolve.h"
 
 #ifndef ORBIT_VERSION
 #define ORBIT_VERSION "0"
@@ -25,7 +26,19 @@
 #define FRAME_AGE_MS 100u         /* a frame goes out this long after its first packet */
 #define KEEPALIVE_MS 30000u       /* well inside the collector's idle timeout */
 #define TRIM_MS 2000u             /* buffers of a stream quiet this long are freed */
-#define SCHED_TIDS_MAX 4096u      /* KernelSched.tids sent at most (docs/format.md 4.10) */
+#define SITES_MAX (1u << 16)      /* call sites one stream resolves; later ones stay unnamed */
+#define SITES_FLIGHT_MS 1000u     /* with a flight ring: sites named again this often, */
+#define SITES_FLIGHT_FRAMES 32u   /* or after this many frames, */
+#define SITES_FLIGHT_MIN_MS 100u  /* but not more often than this */
+
+/* The call-site addresses a stream has looked at (resolved and sent, or
+ * found bad), an open-addressing set; 0 is never a site. */
+struct sites {
+	uint64_t *addr;
+	uint32_t cap, n; /* cap: a power of two, or 0 */
+};
+
+#define SCHED_TIDS_MAX 4096u /* KernelSched.tids sent at most (docs/format.md 4.10) */
 
 /* One CPU of the kernel recorder in this stream (KernelLoss, 4.10): the
  * counts when the stream began, and what the last KernelLoss said. */
@@ -57,8 +70,11 @@ static struct {
 	 * the frame being built (next); output.h, struct orbit__frame. */
 	uint64_t done_end[ORBIT_MAX_RINGS], done_framed[ORBIT_MAX_RINGS];
 	uint64_t next_end[ORBIT_MAX_RINGS], next_framed[ORBIT_MAX_RINGS];
-	uint64_t untrusted0; /* the clock's counts when the stream began */
-	uint64_t resets0;    /*   (EndOfStream sends the differences) */
+	uint64_t untrusted0;     /* the clock's counts when the stream began */
+	uint64_t resets0;        /*   (EndOfStream sends the differences) */
+	struct sites sites;      /* the call sites this stream has resolved */
+	uint64_t sites_since_ms; /* when they were last forgotten (ORBIT_FLIGHT), */
+	uint64_t sites_seq;      /* and the frame sequence then */
 
 	/* kernel scheduling (ORBIT_SCHED) */
 	int sched_wait;             /* the Handshake waits for orbit__stream_sched */
@@ -69,6 +85,8 @@ static struct {
 	struct kcpu *kcpu; /* cpu_count, while a stream with kernel_sched is open */
 	uint32_t kcpus;
 } S;
+
+static void sites_forget(void);
 
 /* The frame being built is not sent: what it held was never framed. */
 static void forget_framing(void)
@@ -87,6 +105,7 @@ static void finish_frame(enum orbit__frame_kind kind)
 		S.fw.len = 0; /* dropped: its records never leave */
 		S.fw.packets = 0;
 		orbit__ledger_frame_dropped(S.ledger);
+		sites_forget(); /* nor the sites it named */
 		forget_framing();
 		return;
 	}
@@ -102,8 +121,10 @@ static void finish_frame(enum orbit__frame_kind kind)
 	S.framed = 1;
 	/* The ledger knows the frame before any output can settle it. */
 	orbit__ledger_frame_done(S.ledger, f.seq);
-	if (S.sink.frame(S.sink.ctx, &f) != 0)
+	if (S.sink.frame(S.sink.ctx, &f) != 0) {
 		orbit__ledger_lost(S.ledger, f.seq);
+		sites_forget();
+	}
 }
 
 static void note_first(void)
@@ -112,13 +133,15 @@ static void note_first(void)
 		S.frame_since_ms = S.now_ms;
 }
 
-static void add_packet(const Orbit__Packet *p)
+/* 0, or -1 when the packet could not go into the frame (memory). */
+static int add_packet(const Orbit__Packet *p)
 {
 	note_first();
 	if (orbit__frame_add(&S.fw, p) != 0)
-		return;
+		return -1;
 	if (S.fw.len >= FRAME_TARGET)
 		finish_frame(ORBIT__FRAME_DATA);
+	return 0;
 }
 
 /* ---- the handshake ---- */
@@ -334,6 +357,7 @@ static void send_handshake(void)
 	orbit__logs_config(&pages, &page_size, &overwrite);
 	h.page_ring_count = S.ledger->page_rings;
 	h.page_size = page_size;
+	h.source_locations = 1;
 	h.flight_size = S.cfg->flight ? S.drain->seg->layout.flight_size : 0; /* ORBIT_FLIGHT */
 	h.acknowledgements = S.cfg->collector_set ? 1 : 0; /* output_tcp.c reads them */
 	orbit__ledger_handshake(S.ledger, &h);             /* which stream; the last one's fate */
@@ -414,15 +438,146 @@ static void send_thread_names(void)
 		closedir(d);
 }
 
-static uint64_t count_records(const uint8_t *page, size_t len)
+/* ---- call sites (docs/format.md 4.12) ---- */
+
+/* Whether a is new to the stream, which then remembers it; 0 when the set
+ * is full or out of memory (the site stays unnamed). */
+static int site_first(uint64_t a)
+{
+	struct sites *t = &S.sites;
+	if (t->n + 1 > t->cap / 2) {
+		if (t->n >= SITES_MAX)
+			return 0;
+		uint32_t cap = t->cap ? t->cap * 2 : 256;
+		uint64_t *na = calloc(cap, sizeof *na);
+		if (na == NULL)
+			return 0;
+		for (uint32_t i = 0; i < t->cap; i++) {
+			uint64_t v = t->addr[i];
+			if (v == 0)
+				continue;
+			uint32_t j = (uint32_t)((v * 0x9e3779b97f4a7c15ull) >> 32) & (cap - 1);
+			while (na[j] != 0)
+				j = (j + 1) & (cap - 1);
+			na[j] = v;
+		}
+		free(t->addr);
+		t->addr = na;
+		t->cap = cap;
+	}
+	uint32_t j = (uint32_t)((a * 0x9e3779b97f4a7c15ull) >> 32) & (t->cap - 1);
+	while (t->addr[j] != 0) {
+		if (t->addr[j] == a)
+			return 0;
+		j = (j + 1) & (t->cap - 1);
+	}
+	t->addr[j] = a;
+	t->n++;
+	return 1;
+}
+
+/* A new stream, or a frame that will never arrive: every site is sent
+ * again before the next record that names it. */
+static void sites_forget(void)
+{
+	if (S.sites.addr != NULL)
+		memset(S.sites.addr, 0, S.sites.cap * sizeof *S.sites.addr);
+	S.sites.n = 0;
+}
+
+/* The sites a packet's records name for the first time, resolved, as one
+ * SourceLocations packet into the frame before that packet. */
+struct site_list {
+	Orbit__SourceLocation e[8];
+	Orbit__SourceLocation *p[8];
+	struct orbit__site_text text[8];
+	size_t n;
+};
+
+static void sites_flush(struct site_list *l)
+{
+	if (l->n == 0)
+		return;
+	Orbit__SourceLocations m = ORBIT__SOURCE_LOCATIONS__INIT;
+	m.n_locations = l->n;
+	m.locations = l->p;
+	Orbit__Packet p = ORBIT__PACKET__INIT;
+	p.body_case = ORBIT__PACKET__BODY_SOURCE_LOCATIONS;
+	p.source_locations = &m;
+	if (add_packet(&p) != 0)
+		sites_forget(); /* not sent: named again before their next records */
+	l->n = 0;
+}
+
+static void site_note(struct site_list *l, uint64_t a)
+{
+	if (a == 0 || !site_first(a))
+		return;
+	struct orbit__site_text *t = &l->text[l->n];
+	if (orbit__site_resolve(a, t) != 0)
+		return; /* not a descriptor: remembered, never sent */
+	Orbit__SourceLocation *e = &l->e[l->n];
+	orbit__source_location__init(e);
+	e->site = a;
+	e->file = t->file;
+	e->line = t->line;
+	e->function = t->function;
+	l->p[l->n] = e;
+	if (++l->n == sizeof l->e / sizeof l->e[0])
+		sites_flush(l);
+}
+
+static struct site_list *site_list(void)
+{
+	static struct site_list list; /* the agent thread's only */
+	list.n = 0;
+	return &list;
+}
+
+/* Scope-ring records: a head with flag bit 2 names its site in the first 8
+ * bytes of its name area (format/record.h). */
+static void sites_of_records(const uint8_t *records, uint32_t n)
+{
+	struct site_list *l = NULL;
+	uint64_t last = 0;
+	for (uint32_t i = 0; i < n; i++) {
+		const uint8_t *r = records + (size_t)i * ORBIT_RECORD_SIZE;
+		if (!(r[21] & ORBIT_REC_FLAG_SITE) || !orbit__record_has_name(r[20]))
+			continue;
+		uint64_t a = orbit__le64(r + 24);
+		if (a == last)
+			continue;
+		last = a;
+		if (l == NULL)
+			l = site_list();
+		site_note(l, a);
+	}
+	if (l != NULL)
+		sites_flush(l);
+}
+
+/* A page of log records (logs.h): the records it holds, and the sites its
+ * ORBIT_LOG lines name (type 3: the address after the header), sent before
+ * the page when sending is on. */
+static uint64_t page_records(const uint8_t *page, size_t len, int send_sites)
 {
 	struct orbit__ftrace_iter it;
 	struct orbit__ftrace_header h;
 	struct orbit__ftrace_record rec;
+	struct site_list *l = NULL;
 	uint64_t n = 0;
 	if (orbit__ftrace_open(&it, page, len, &h) == 0)
-		while (orbit__ftrace_next(&it, &rec) == 1)
+		while (orbit__ftrace_next(&it, &rec) == 1) {
 			n++;
+			if (!send_sites || rec.len < ORBIT__LOGS_HEADER + 8 ||
+			    orbit__le16(rec.data) != ORBIT__LOGS_LINE_AT)
+				continue;
+			if (l == NULL)
+				l = site_list();
+			site_note(l, orbit__le64(rec.data + ORBIT__LOGS_HEADER));
+		}
+	if (l != NULL)
+		sites_flush(l);
 	return n;
 }
 
@@ -452,6 +607,7 @@ void orbit__stream_free(void)
 	if (S.init)
 		orbit__frame_writer_free(&S.fw);
 	orbit__batch_encoder_free(S.enc);
+	free(S.sites.addr);
 	free(S.kcpu);
 	memset(&S, 0, sizeof S);
 }
@@ -472,6 +628,7 @@ static void begin_now(uint64_t now_ms)
 	forget_framing();
 	S.untrusted0 = orbit__clock_untrusted(S.clock);
 	S.resets0 = orbit__clock_resets(S.clock);
+	sites_forget();
 	send_handshake(); /* it may find the formats too big: S.sched is NULL then */
 	kernel_begin();
 }
@@ -526,6 +683,7 @@ void orbit__stream_abort(void)
 	S.fw.len = 0;
 	S.fw.packets = 0;
 	orbit__ledger_frame_dropped(S.ledger);
+	sites_forget();
 	forget_framing();
 }
 
@@ -568,6 +726,7 @@ void orbit__stream_records(uint32_t ring, uint64_t first, const uint8_t *records
 		orbit__ledger_unsent(S.ledger, ring, n);
 		return;
 	}
+	sites_of_records(records, n);
 	while (n > 0) {
 		uint32_t k = n < ORBIT_BATCH_MAX ? n : ORBIT_BATCH_MAX;
 		add_batch(ring, first, records, k);
@@ -579,7 +738,7 @@ void orbit__stream_records(uint32_t ring, uint64_t first, const uint8_t *records
 
 void orbit__stream_page(uint32_t ring, const uint8_t *page, size_t len)
 {
-	orbit__ledger_page_read(S.ledger, ring, count_records(page, len));
+	orbit__ledger_page_read(S.ledger, ring, page_records(page, len, S.open));
 	if (!S.open)
 		return;
 	Orbit__FtracePage f = ORBIT__FTRACE_PAGE__INIT;
@@ -597,6 +756,17 @@ void orbit__stream_pass_done(uint64_t now_ms, int cut)
 	if (!S.open)
 		return;
 	S.now_ms = now_ms;
+	/* A flight ring keeps only the newest frames: the stream names its
+	 * sites again every second or 32 frames (at most 10 times a second),
+	 * so that the frames a dump finds name the sites their records carry
+	 * (docs/format.md 4.12). */
+	uint64_t since = now_ms - S.sites_since_ms;
+	if (S.cfg->flight && since >= SITES_FLIGHT_MIN_MS &&
+	    (since >= SITES_FLIGHT_MS || S.seq - S.sites_seq >= SITES_FLIGHT_FRAMES)) {
+		sites_forget();
+		S.sites_since_ms = now_ms;
+		S.sites_seq = S.seq;
+	}
 	send_losses(0);
 	send_page_losses();
 	send_kernel_losses(0);

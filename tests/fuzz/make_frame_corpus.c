@@ -267,6 +267,34 @@ static void packets(struct all *a)
 	klp.body_case = ORBIT__PACKET__BODY_KERNEL_LOSS;
 	klp.kernel_loss = &kl;
 	packet_put("kernel_loss", &klp);
+	/* source locations (docs/format.md 4.12), and the ones a reader refuses */
+	Orbit__SourceLocation sl[2] = {ORBIT__SOURCE_LOCATION__INIT, ORBIT__SOURCE_LOCATION__INIT};
+	Orbit__SourceLocation *slp[2] = {&sl[0], &sl[1]};
+	Orbit__SourceLocations sls = ORBIT__SOURCE_LOCATIONS__INIT;
+	Orbit__Packet slpk = ORBIT__PACKET__INIT;
+	static char long_file[ORBIT_SITE_TEXT_MAX + 2];
+	sl[0].site = 0x55d0c0a01230ull;
+	sl[0].file = "src/parse.c";
+	sl[0].line = 42;
+	sl[0].function = "parse_block";
+	sl[1].site = 0x55d0c0a01250ull;
+	sl[1].file = "src/main.c";
+	sl[1].line = 7;
+	sl[1].function = "main";
+	sls.n_locations = 2;
+	sls.locations = slp;
+	slpk.body_case = ORBIT__PACKET__BODY_SOURCE_LOCATIONS;
+	slpk.source_locations = &sls;
+	packet_put("source_locations", &slpk);
+	sl[1].site = 0;
+	packet_put("source_locations_site_zero", &slpk);
+	sl[1].site = 0x55d0c0a01250ull;
+	memset(long_file, 'a', ORBIT_SITE_TEXT_MAX + 1);
+	sl[1].file = long_file;
+	packet_put("source_locations_long_file", &slpk);
+	sl[1].file = "src/main.c";
+	sls.n_locations = 0;
+	packet_put("source_locations_empty", &slpk);
 	/* protobuf-c takes this (field 0, non-minimal tag) as an unknown field
 	 * and packs it as 00, which it then refuses: found by packet_fuzz */
 	const uint8_t field_zero[] = {0x80, 0x00, 0x01};

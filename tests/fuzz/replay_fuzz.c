@@ -13,7 +13,8 @@
  *                many bytes, compressed here into checksummed zstd frames
  *                (the packets, batches, records, pages and the
  *                reconstruction get them);
- *   bit 1        --log as well;  bit 2  filters (--name, --from, --to).
+ *   bit 1        --log as well;  bit 2  filters (--name, --from, --to);
+ *   bit 3        --by location.
  */
 #include <stdint.h>
 #include <stdio.h>
@@ -97,6 +98,7 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 	o.json_path = "/dev/null";
 	o.top = 0;
 	o.log = (mode & 2) != 0;
+	o.by_location = (mode & 8) != 0;
 	if (mode & 4) {
 		o.name = "a";
 		orbit__replay_parse_bound("+1000", &o.from);

@@ -83,7 +83,8 @@ class Page:
         self.lanes = [dict(kind=L["kind"][i], proc=L["proc"][i], tid=L["tid"][i], name=self.s(L["name"][i]),
                            merged=L["mrgd"][i]) for i in range(T["LANE"][0])]
         S = T["SITE"][1]
-        self.sites = [dict(name=self.b(S["name"][i]), color=S["colr"][i], attr=S["attr"][i])
+        self.sites = [dict(name=self.b(S["name"][i]), color=S["colr"][i], attr=S["attr"][i],
+                           file=self.s(S["file"][i]), func=self.s(S["func"][i]), line=S["line"][i])
                       for i in range(T["SITE"][0])]
         self.spans = self._spans()
 

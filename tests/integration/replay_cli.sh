@@ -103,8 +103,8 @@ incomplete)
 	grep -q 'noend.orbit.zst: incomplete capture: no end of stream' "$tmp/err" ||
 		fail "incomplete capture not reported: $(cat "$tmp/err")"
 	grep -q 'INCOMPLETE' "$tmp/out" || fail "summary does not say incomplete"
-	# (no kernel scheduling: its three columns empty)
-	grep -q "$(printf ',done,5000000100,5000000200,100,scope,,,,,,\r$')" "$tmp/x.csv" ||
+	# (no source location, no kernel scheduling: their six columns empty)
+	grep -q "$(printf ',done,5000000100,5000000200,100,scope,,,,,,,,,\r$')" "$tmp/x.csv" ||
 		fail "finished scope lost (or marked)"
 	# Open until its thread's last record: its own start.
 	grep -q ',open,5000000300,5000000300,0,scope,,,unfinished' "$tmp/x.csv" ||

@@ -42,7 +42,7 @@ import time
 
 sys.path.insert(0, os.path.dirname(__file__))
 import clickhouse_harness as ch  # noqa: E402
-from replay_common import as_utf8, check, fail, skip  # noqa: E402
+from replay_common import as_utf8, check, fail, read_csv, skip  # noqa: E402
 
 # Loaded in every case; noend has no EndOfStream (replay exits 2).
 CAPTURES = ["demo.orbit.zst", "demo2.orbit.zst", "hostile.orbit.zst", "names.orbit.zst",
@@ -250,10 +250,29 @@ def where_files(files):
     return names, "capture_id GLOBAL IN (SELECT capture_id FROM captures WHERE %s)" % names
 
 
+def compare_locations(run, server, files, where, what):
+    """The scopes' source locations (issue 11) are the CSV's."""
+    import collections
+    import tempfile
+    with tempfile.TemporaryDirectory() as d:
+        path = os.path.join(d, "l.csv")
+        run.replay("--csv", path, "-q", *files)
+        want = collections.Counter((r["file"], int(r["line"] or 0), r["function"])
+                                   for r in read_csv(path) if r["kind"] == "scope")
+    got = collections.Counter()
+    for r in server.rows("SELECT hex(src_file), src_line, hex(src_function), count() FROM scopes "
+                         "WHERE %s AND %s GROUP BY src_file, src_line, src_function"
+                         % (COMMITTED, where)):
+        got[(text(r[0]), int(r[1]), text(r[2]))] += int(r[3])
+    check(got == want, "%s: scope locations in SQL %s, in the CSV %s" % (
+        what, sorted(got.items())[:5], sorted(want.items())[:5]))
+
+
 def compare(run, server, files, what):
     """Everything SQL says of files equals orbit-replay --json on them."""
     summary = run.summary(files)
     in_captures, where = where_files(files)
+    compare_locations(run, server, files, where, what)
     compare_spans(server, summary, where, what)
     compare_threads(server, summary, where)
     compare_captures(server, summary, in_captures)

@@ -30,6 +30,7 @@
 #include "check.h"
 #include "segment_create.h"
 #include "orbit.h"
+#include "record.h"
 #include "scope_ring.h"
 
 #define EVENTS 10u
@@ -195,8 +196,12 @@ static void on_records(void *ctx, uint32_t ring, uint64_t first, const uint8_t *
 	(void)first;
 	struct count *c = ctx;
 	for (uint32_t i = 0; i < n; i++) {
-		const uint8_t *r = recs + (size_t)i * 56;
-		const char *name = (const char *)r + 24;
+		struct orbit_record rec;
+		static const uint8_t none[ORBIT_RECORD_NAME];
+		const uint8_t *nm = none;
+		if (orbit__record_decode(recs + (size_t)i * ORBIT_RECORD_SIZE, &rec) == 0)
+			orbit__record_head_name(&rec, &nm); /* after the call site, if any */
+		const char *name = (const char *)nm;
 		if (memcmp(name, "stuck", 5) == 0)
 			c->stuck++;
 		else if (memcmp(name, "before", 6) == 0)

@@ -20,9 +20,12 @@
 
 static atomic_int running;
 
-static void name_of(uint64_t id, char name[32])
+/* A name that fills a value's record: the name area after the call site. */
+#define NAME_LEN (ORBIT_RECORD_NAME - ORBIT_RECORD_SITE)
+
+static void name_of(uint64_t id, char name[NAME_LEN])
 {
-	for (int i = 0; i < 32; i++)
+	for (int i = 0; i < (int)NAME_LEN; i++)
 		name[i] = (char)('a' + (id * 7 + (uint64_t)i) % 26);
 }
 
@@ -33,7 +36,7 @@ static void *producer(void *arg)
 	for (uint64_t i = 0; i < PER_THREAD; i++) {
 		uint64_t id = p << 32 | i;
 		name_of(id, name);
-		name[32] = '\0';
+		name[NAME_LEN] = '\0';
 		ORBIT_UINT64(name, id);
 	}
 	atomic_fetch_sub(&running, 1);
@@ -52,7 +55,8 @@ static void on_records(void *ctx, uint32_t ring, uint64_t first, const uint8_t *
 	struct seen *s = ctx;
 	for (uint32_t i = 0; i < n; i++) {
 		struct orbit_record rec;
-		char want[32];
+		char want[NAME_LEN];
+		const uint8_t *nm;
 		int err = orbit__record_decode(recs + (size_t)i * ORBIT_RECORD_SIZE, &rec);
 		if (err == 0 && rec.kind == ORBIT_REC_THREAD_END && rec.id == 0 && rec.len == 0) {
 			s->ends++; /* a producer's last record, if not lapped */
@@ -60,8 +64,9 @@ static void on_records(void *ctx, uint32_t ring, uint64_t first, const uint8_t *
 		}
 		uint64_t p = rec.id >> 32, seq = rec.id & 0xffffffffu;
 		name_of(rec.id, want);
-		if (err || rec.kind != ORBIT_REC_UINT64 || p >= MAX_THREADS || rec.len != 32 ||
-		    memcmp(rec.name, want, 32) != 0) {
+		if (err || rec.kind != ORBIT_REC_UINT64 || p >= MAX_THREADS ||
+		    rec.len != NAME_LEN || orbit__record_head_name(&rec, &nm) != NAME_LEN ||
+		    memcmp(nm, want, NAME_LEN) != 0) {
 			s->bad++;
 			continue;
 		}

@@ -77,20 +77,32 @@ static struct thread_check *thread_of(uint32_t tid)
 	return t;
 }
 
+/* A head record's inline name (after its call site and attributes), as a
+ * C string. */
+static const char *head_name(const struct orbit_record *r, char buf[ORBIT_RECORD_NAME + 1])
+{
+	const uint8_t *p;
+	size_t n = orbit__record_head_name(r, &p);
+	memcpy(buf, p, n);
+	buf[n] = '\0';
+	return buf;
+}
+
 static int fail(const char *what, const struct orbit_record *r)
 {
+	char b[ORBIT_RECORD_NAME + 1];
 	if (S.bad < 20) /* the first ones say it */
-		fprintf(stderr, "emit check: %s (tid %u kind %u id %" PRIu64 " name \"%.*s\")\n",
-		        what, r->tid, r->kind, r->id, (int)(r->len < 32 ? r->len : 32),
-		        (const char *)r->name);
+		fprintf(stderr, "emit check: %s (tid %u kind %u id %" PRIu64 " name \"%s\")\n",
+		        what, r->tid, r->kind, r->id, head_name(r, b));
 	S.bad++;
 	return -1;
 }
 
 static int name_is(const struct orbit_record *r, const char *want)
 {
+	char b[ORBIT_RECORD_NAME + 1];
 	size_t n = strlen(want);
-	return r->len == n && n <= 32 && memcmp(r->name, want, n) == 0;
+	return r->len == n && strcmp(head_name(r, b), want) == 0;
 }
 
 /* The emitter index a name says, checking it against the thread's. */
@@ -99,7 +111,8 @@ static int name_index(struct thread_check *t, const struct orbit_record *r, cons
 {
 	char want[64];
 	int idx;
-	if (r->len > 32 || sscanf((const char *)r->name, fmt, &idx) != 1)
+	char b[ORBIT_RECORD_NAME + 1];
+	if (r->len > 24 || sscanf(head_name(r, b), fmt, &idx) != 1)
 		return fail("unexpected name", r);
 	if (t->t >= 0 && idx != t->t)
 		return fail("another emitter's name on this thread", r);
@@ -238,17 +251,18 @@ static void on_page(const Orbit__FtracePage *f)
 			continue;
 		}
 		uint16_t type = (uint16_t)(rec.data[0] | rec.data[1] << 8);
-		const char *text = (const char *)rec.data + 8;
-		size_t n = strnlen(text, rec.len - 8);
+		size_t at = type == 3 && rec.len >= 16 ? 16 : 8; /* ORBIT_LOG: its site first */
+		const char *text = (const char *)rec.data + at;
+		size_t n = strnlen(text, rec.len - at);
 		if (S.records)
 			printf("log ring %u time %" PRIu64 " type %u text %.*s\n", f->ring,
 			       rec.time, type, (int)n, text);
 		int t;
 		long i;
 		char tail;
-		if (S.emit &&
-		    (type != 1 || (sscanf(text, "t%d at %ld%c", &t, &i, &tail) != 2 &&
-		                   !(sscanf(text, "t%d don%c", &t, &tail) == 2 && tail == 'e'))))
+		if (S.emit && ((type != 1 && type != 3) ||
+		               (sscanf(text, "t%d at %ld%c", &t, &i, &tail) != 2 &&
+		                !(sscanf(text, "t%d don%c", &t, &tail) == 2 && tail == 'e'))))
 			S.log_bad++;
 	}
 	if (err < 0) {

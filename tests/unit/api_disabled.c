@@ -66,7 +66,7 @@ static void case_with_capture(void)
 	CHECK_EQ_U64(claimed(seg), 0);
 	CHECK(orbit__thread_self.ring == NULL);
 
-	orbit__emit_named(ORBIT__THREAD_NAME, 0, "control", 7, 0, 0, 0);
+	orbit__emit_named(ORBIT__THREAD_NAME, 0, NULL, "control", 7, 0, 0, 0);
 	CHECK_EQ_U64(orbit_flush(), 0);
 	CHECK_EQ_U64(records, 1);
 	CHECK_EQ_U64(claimed(seg), 1);

@@ -15,7 +15,7 @@ names=$(printf '%s\n' "$syms" | awk 'NF >= 2 { print $NF }' |
 	grep -v -E '^(__odr_asan[._]|__odr_asan_gen_|__asan_|__ubsan_|__tsan_|__sancov_)' | sort -u)
 
 status=0
-inline_path='^orbit__(capture_flag|clock_kind|thread_self|thread_attach|emit_named|monotonic_ns)$'
+inline_path='^orbit__(capture_flag|clock_kind|thread_self|thread_attach|emit_named|log_at|monotonic_ns)$'
 bad=$(printf '%s\n' "$names" | grep -v -E '^orbit_[a-z0-9]' | grep -v -E "$inline_path" || true)
 if [ -n "$bad" ]; then
 	echo "$lib exports names outside orbit_* (or orbit__ names the header does not need):" >&2
@@ -23,7 +23,7 @@ if [ -n "$bad" ]; then
 	status=1
 fi
 for want in orbit_init orbit_flush orbit_shutdown orbit_strerror orbit__capture_flag \
-	orbit__emit_named orbit__thread_attach orbit__thread_self; do
+	orbit__emit_named orbit__log_at orbit__thread_attach orbit__thread_self; do
 	if ! printf '%s\n' "$names" | grep -qx "$want"; then
 		echo "$lib does not export $want" >&2
 		status=1

@@ -609,6 +609,7 @@ struct one_line {
 	size_t len;
 	uint16_t type;
 	int32_t tid;
+	uint64_t site; /* type 3: the call site's address */
 	int n;
 };
 
@@ -618,8 +619,14 @@ static void grab(void *arg, const struct orbit__ftrace_record *rec)
 
 	memcpy(&o->type, rec->data, 2);
 	memcpy(&o->tid, rec->data + 4, 4);
-	o->len = rec->len - 8;
-	memcpy(o->text, rec->data + 8, o->len);
+	size_t at = 8;
+	o->site = 0;
+	if (o->type == ORBIT__LOGS_LINE_AT) {
+		memcpy(&o->site, rec->data + 8, 8);
+		at = 16;
+	}
+	o->len = rec->len - at;
+	memcpy(o->text, rec->data + at, o->len);
 	o->n++;
 }
 
@@ -671,7 +678,8 @@ static void case_errors(void)
 	memset(&o, 0, sizeof(o));
 	CHECK(orbit__logs_read(live_to_ns, NULL, grab_page, &o, 0) >= 1);
 	CHECK(o.n == 2);
-	CHECK(o.type == ORBIT__LOGS_LINE);
+	CHECK(o.type == ORBIT__LOGS_LINE_AT); /* ORBIT_LOG: with its call site */
+	CHECK(o.site != 0);
 	CHECK(o.tid == (int32_t)syscall(SYS_gettid));
 	CHECK(strncmp(o.text, "plain", o.len) == 0 && o.len == 8); /* padded to 4 */
 
