@@ -3,6 +3,7 @@
  * it was checked here: a reader of a dead or hostile segment copies the
  * bytes first and hands them in. */
 #include "flight.h"
+#include "record.h" /* orbit__le32 and kin */
 
 #include <stdio.h>
 #include <string.h>
@@ -112,11 +113,6 @@ void orbit__flight_iter_init(struct orbit__flight_iter *it, const uint8_t *copy,
 	it->steps = 0;
 }
 
-static uint32_t le32(const uint8_t *p)
-{
-	return (uint32_t)p[0] | (uint32_t)p[1] << 8 | (uint32_t)p[2] << 16 | (uint32_t)p[3] << 24;
-}
-
 int orbit__flight_next(struct orbit__flight_iter *it, struct orbit__flight_entry *e,
                        struct orbit__seg_problem *why)
 {
@@ -133,7 +129,8 @@ int orbit__flight_next(struct orbit__flight_iter *it, struct orbit__flight_entry
 			return ORBIT__SEG_EBADSEG;
 		}
 		const uint8_t *p = it->copy + (it->pos - it->from);
-		uint32_t len = le32(p), kind = le32(p + 4) & 0xffff, check = le32(p + 4) >> 16;
+		uint32_t len = orbit__le32(p), kind = orbit__le32(p + 4) & 0xffff,
+		         check = orbit__le32(p + 4) >> 16;
 		uint64_t seq;
 		memcpy(&seq, p + 8, 8);
 		if (check != ORBIT__FLIGHT_CHECK ||

@@ -8,6 +8,7 @@
 #include <string.h>
 
 #include "ftrace_page.h"
+#include "record.h" /* orbit__le32 and kin */
 
 struct found {
 	uint64_t time;
@@ -22,20 +23,6 @@ static int by_time(const void *a, const void *b)
 	return x->index < y->index ? -1 : x->index > y->index;
 }
 
-static uint64_t le64(const uint8_t *p)
-{
-	uint64_t v;
-	memcpy(&v, p, 8);
-	return v;
-}
-
-static uint32_t le32(const uint8_t *p)
-{
-	uint32_t v;
-	memcpy(&v, p, 4);
-	return v;
-}
-
 int orbit__seg_pages_unread(const uint8_t *mem, uint32_t pages, uint32_t page_size, uint8_t *out,
                             orbit__seg_page_fn fn, void *ctx)
 {
@@ -48,10 +35,10 @@ int orbit__seg_pages_unread(const uint8_t *mem, uint32_t pages, uint32_t page_si
 	const uint32_t area = page_size - ORBIT__FTRACE_HEADER;
 	uint32_t n = 0;
 	for (uint32_t i = 0; i < pages; i++) {
-		uint64_t claim = le64(state + (uint64_t)i * ORBIT__SEG_PAGE_STATE);
+		uint64_t claim = orbit__le64(state + (uint64_t)i * ORBIT__SEG_PAGE_STATE);
 		if ((claim & ORBIT__SEG_PAGE_CLAIM_BYTES) == 0)
 			continue; /* reset: read, or never written */
-		f[n].time = le64(mem + (uint64_t)i * page_size);
+		f[n].time = orbit__le64(mem + (uint64_t)i * page_size);
 		f[n].index = i;
 		n++;
 	}
@@ -61,11 +48,11 @@ int orbit__seg_pages_unread(const uint8_t *mem, uint32_t pages, uint32_t page_si
 		uint32_t i = f[k].index;
 		const uint8_t *page = mem + (uint64_t)i * page_size;
 		const uint8_t *st = state + (uint64_t)i * ORBIT__SEG_PAGE_STATE;
-		uint64_t bytes = le64(st) & ORBIT__SEG_PAGE_CLAIM_BYTES;
+		uint64_t bytes = orbit__le64(st) & ORBIT__SEG_PAGE_CLAIM_BYTES;
 		if (bytes > area)
 			bytes = area; /* hostile: never past the page */
 		uint32_t writers =
-		    le32(st + ORBIT__SEG_PAGE_WRITERS_AT) & ORBIT__SEG_PAGE_WRITERS_IN;
+		    orbit__le32(st + ORBIT__SEG_PAGE_WRITERS_AT) & ORBIT__SEG_PAGE_WRITERS_IN;
 		memcpy(out, page, ORBIT__FTRACE_HEADER + bytes);
 		memset(out + ORBIT__FTRACE_HEADER + bytes, 0, area - bytes);
 		uint64_t commit = bytes;

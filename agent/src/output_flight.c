@@ -30,6 +30,7 @@
 
 #include "flight.h"
 #include "output.h"
+#include "record.h" /* orbit__le32 and kin */
 #include "segment_create.h"
 
 struct flight_output {
@@ -57,15 +58,10 @@ static void publish(struct flight_output *f)
 	atomic_store_explicit(&b->gen_end, g, memory_order_release);
 }
 
-static void put32(uint8_t *p, uint32_t v)
-{
-	memcpy(p, &v, 4);
-}
-
 static void write_header(uint8_t *p, uint32_t len, uint32_t kind, uint64_t seq)
 {
-	put32(p, len);
-	put32(p + 4, kind | ORBIT__FLIGHT_CHECK << 16);
+	orbit__put_le32(p, len);
+	orbit__put_le32(p + 4, kind | ORBIT__FLIGHT_CHECK << 16);
 	memcpy(p + 8, &seq, 8);
 }
 

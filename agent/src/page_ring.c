@@ -144,6 +144,7 @@
  * ambiguous delta. Times stay monotonic on the page even then.
  */
 #include "page_ring.h"
+#include "record.h" /* orbit__le32 and kin */
 
 #include "segment.h" /* the page state as a reader of a segment takes it */
 
@@ -303,32 +304,6 @@ static uint8_t *page_at(const struct orbit__page_ring *ring, uint32_t idx)
 	return ring->pages + (size_t)idx * ring->cfg.page_size;
 }
 
-static void put32(uint8_t *p, uint32_t v)
-{
-	memcpy(p, &v, 4);
-}
-
-static void put64(uint8_t *p, uint64_t v)
-{
-	memcpy(p, &v, 8);
-}
-
-static uint32_t get32(const uint8_t *p)
-{
-	uint32_t v;
-
-	memcpy(&v, p, 4);
-	return v;
-}
-
-static uint64_t get64(const uint8_t *p)
-{
-	uint64_t v;
-
-	memcpy(&v, p, 8);
-	return v;
-}
-
 static uint32_t round4(uint32_t n)
 {
 	return (n + 3) & ~3u;
@@ -356,7 +331,7 @@ static uint64_t count_records(const uint8_t *rec, uint32_t bytes)
 	uint32_t off = 0;
 
 	while (bytes - off >= 4) {
-		uint32_t word = get32(rec + off), type_len = word & 0x1f;
+		uint32_t word = orbit__le32(rec + off), type_len = word & 0x1f;
 
 		if (type_len == TYPE_TIME_EXTEND) {
 			off += 8;
@@ -365,7 +340,7 @@ static uint64_t count_records(const uint8_t *rec, uint32_t bytes)
 		if (type_len == 0) {
 			if (bytes - off < 8)
 				break;
-			off += 4 + get32(rec + off + 4);
+			off += 4 + orbit__le32(rec + off + 4);
 		} else if (type_len <= 28) {
 			off += 4 + type_len * 4;
 		} else {
@@ -437,7 +412,7 @@ static int close_page(struct orbit__page_ring *ring, uint32_t idx)
 
 	if (old & CLAIM_CLOSED)
 		return 0;
-	put64(page_at(ring, idx) + 8, old & CLAIM_OFF_MASK);
+	orbit__put_le64(page_at(ring, idx) + 8, old & CLAIM_OFF_MASK);
 	/* release: pairs with the reader's acquire load of the writer state;
 	 * commit is visible with the records. Also stops new joins. */
 	atomic_fetch_and_explicit(&st->writers, ~WRITERS_OPEN, memory_order_release);
@@ -566,25 +541,26 @@ static void write_record(struct orbit__page_ring *ring, uint32_t idx, uint32_t o
 	uint32_t delta = (uint32_t)s->delta;
 
 	if (off == 0) {
-		put64(page, s->time); /* guarantee 8 */
+		orbit__put_le64(page, s->time); /* guarantee 8 */
 		atomic_store_explicit(&ring->state[idx].first_time, s->time, memory_order_relaxed);
 	}
 	if (s->extend) {
-		put32(rec, TYPE_TIME_EXTEND | (uint32_t)(s->delta & (DELTA_LIMIT - 1)) << 5);
-		put32(rec + 4, (uint32_t)(s->delta >> 27));
+		orbit__put_le32(rec, TYPE_TIME_EXTEND | (uint32_t)(s->delta & (DELTA_LIMIT - 1))
+		                                            << 5);
+		orbit__put_le32(rec + 4, (uint32_t)(s->delta >> 27));
 		rec += 8;
 		delta = 0;
 	}
 	if (len <= MAX_SMALL_PAYLOAD) {
-		put32(rec, round4(len) / 4 | delta << 5);
+		orbit__put_le32(rec, round4(len) / 4 | delta << 5);
 		rec += 4;
 	} else {
-		put32(rec, delta << 5);
-		put32(rec + 4, round4(len) + 4);
+		orbit__put_le32(rec, delta << 5);
+		orbit__put_le32(rec + 4, round4(len) + 4);
 		rec += 8;
 	}
 	if (round4(len) != len)
-		put32(rec + round4(len) - 4, 0); /* no stale bytes in the padding */
+		orbit__put_le32(rec + round4(len) - 4, 0); /* no stale bytes in the padding */
 	res->data = rec;
 	res->len = len;
 	res->page = idx;
@@ -733,7 +709,7 @@ static int take_head(struct orbit__page_ring *ring, uint8_t *buf)
 	}
 	HOOK(ring, ORBIT__PAGE_HOOK_READING);
 	page = page_at(ring, idx);
-	size = (uint32_t)get64(page + 8);
+	size = (uint32_t)orbit__le64(page + 8);
 	if (size > ring->area)
 		size = ring->area; /* cannot happen; never copy past the page */
 	memcpy(buf, page, ORBIT__PAGE_HEADER + size);
@@ -741,7 +717,7 @@ static int take_head(struct orbit__page_ring *ring, uint8_t *buf)
 	commit = size;
 	if (atomic_exchange_explicit(&ring->lost_flag, 0, memory_order_relaxed))
 		commit |= 1ull << 31; /* guarantee 6 */
-	put64(buf + 8, commit);
+	orbit__put_le64(buf + 8, commit);
 	reset_page(ring, idx);
 	atomic_fetch_add_explicit(&ring->pages_read, 1, memory_order_relaxed);
 	/* release: pairs with tail movers' acquire load (the page is reset)
