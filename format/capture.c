@@ -18,24 +18,15 @@ static inline size_t put_varint(uint8_t *p, uint64_t v)
 	return orbit__put_varint(p, v);
 }
 
-/* The bytes used, 0 if the varint is truncated or over 64 bits. */
+/* The bytes used, 0 if the varint is truncated or over 64 bits; the
+ * one-byte case inline, since the compact batch is mostly small values. */
 static inline size_t get_varint(const uint8_t *p, const uint8_t *end, uint64_t *v)
 {
 	if (p < end && p[0] < 0x80) {
 		*v = p[0];
 		return 1;
 	}
-	uint64_t r = 0;
-	for (size_t i = 0; i < 10 && p + i < end; i++) {
-		r |= (uint64_t)(p[i] & 0x7f) << (7 * i);
-		if (!(p[i] & 0x80)) {
-			if (i == 9 && p[i] > 1)
-				return 0;
-			*v = r;
-			return i + 1;
-		}
-	}
-	return 0;
+	return p < end ? orbit__get_varint(p, (size_t)(end - p), v) : 0;
 }
 
 static inline uint64_t zigzag(uint64_t d)

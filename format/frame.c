@@ -51,24 +51,6 @@ static int grow(uint8_t **buf, size_t *cap, size_t need)
 	return 0;
 }
 
-/* ---- varints ---- */
-
-/* Returns the bytes used, 0 if the varint is truncated or over 64 bits. */
-static size_t get_varint(const uint8_t *p, size_t len, uint64_t *v)
-{
-	uint64_t r = 0;
-	for (size_t i = 0; i < len && i < 10; i++) {
-		r |= (uint64_t)(p[i] & 0x7f) << (7 * i);
-		if (!(p[i] & 0x80)) {
-			if (i == 9 && p[i] > 1)
-				return 0;
-			*v = r;
-			return i + 1;
-		}
-	}
-	return 0;
-}
-
 /* ---- writing ---- */
 
 int orbit__frame_writer_init(struct orbit_frame_writer *w, int level)
@@ -216,7 +198,7 @@ int orbit__frame_decompress(struct orbit_frame_scratch *s, const uint8_t *frame,
 	size_t off = 0;
 	while (off < r) {
 		uint64_t n;
-		size_t used = get_varint(s->buf + off, r - off, &n);
+		size_t used = orbit__get_varint(s->buf + off, r - off, &n);
 		if (used == 0 || n > ORBIT_PACKET_MAX || n > r - off - used)
 			return ORBIT_FRAME_EPACKET;
 		off += used + n;
@@ -231,7 +213,7 @@ int orbit__frame_next_packet(const struct orbit_frame_scratch *s, size_t *off,
 	if (*off >= s->len)
 		return 0;
 	uint64_t n = 0; /* lengths were checked by orbit__frame_decompress */
-	size_t used = get_varint(s->buf + *off, s->len - *off, &n);
+	size_t used = orbit__get_varint(s->buf + *off, s->len - *off, &n);
 	*packet = s->buf + *off + used;
 	*len = (size_t)n;
 	*off += used + (size_t)n;

@@ -61,6 +61,23 @@ static inline size_t orbit__put_varint(uint8_t *p, uint64_t v)
 	return n;
 }
 
+/* Reads a varint of at most len bytes: the bytes used, 0 if it is truncated
+ * or over 64 bits. */
+static inline size_t orbit__get_varint(const uint8_t *p, size_t len, uint64_t *v)
+{
+	uint64_t r = 0;
+	for (size_t i = 0; i < len && i < 10; i++) {
+		r |= (uint64_t)(p[i] & 0x7f) << (7 * i);
+		if (!(p[i] & 0x80)) {
+			if (i == 9 && p[i] > 1)
+				return 0;
+			*v = r;
+			return i + 1;
+		}
+	}
+	return 0;
+}
+
 /* Errors of the frame layer (negative, beside -errno). */
 enum orbit_frame_error {
 	ORBIT_FRAME_EMAGIC = -2001,    /* not a zstd frame */

@@ -40,6 +40,7 @@
 #include <time.h>
 #include <unistd.h>
 
+#include "frame.h" /* orbit__put_varint */
 #include "replay_export.h"
 #include "replay_export_clickhouse.h"
 
@@ -141,12 +142,7 @@ static inline void wr_le(struct ch *st, struct buf *u, uint64_t v, unsigned byte
 static void wr_varint(struct ch *st, struct buf *u, uint64_t v)
 {
 	uint8_t tmp[10];
-	unsigned n = 0;
-	do {
-		tmp[n] = (uint8_t)(v & 0x7f);
-		v >>= 7;
-		tmp[n++] |= v ? 0x80u : 0u;
-	} while (v);
+	size_t n = orbit__put_varint(tmp, v);
 	uint8_t *w = room(st, u, n);
 	if (w != NULL)
 		memcpy(w, tmp, n);

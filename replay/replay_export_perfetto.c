@@ -41,6 +41,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "frame.h" /* orbit__put_varint */
 #include "perfetto_subset.pb-c.h"
 #include "replay_export.h"
 
@@ -110,17 +111,6 @@ static uint64_t name_hash(const char *s, size_t n)
 	return h;
 }
 
-static size_t put_varint(uint8_t *p, uint64_t v)
-{
-	size_t n = 0;
-	while (v >= 0x80) {
-		p[n++] = (uint8_t)(v | 0x80);
-		v >>= 7;
-	}
-	p[n++] = (uint8_t)v;
-	return n;
-}
-
 static void put_packet(struct orbit_rp_export *x, Packet *pk)
 {
 	struct perfetto *p = x->state;
@@ -140,7 +130,7 @@ static void put_packet(struct orbit_rp_export *x, Packet *pk)
 	}
 	size_t h = 0;
 	p->buf[h++] = 0x0A; /* Trace.packet, length-delimited */
-	h += put_varint(p->buf + h, n);
+	h += orbit__put_varint(p->buf + h, n);
 	perfetto__protos__trace_packet__pack(pk, p->buf + h);
 	orbit__rp_out_write(x->out, p->buf, h + n);
 }
