@@ -28,10 +28,10 @@
 #include <unistd.h>
 
 #include "check.h"
-#include "segment_create.h"
 #include "orbit.h"
 #include "record.h"
 #include "scope_ring.h"
+#include "segment_create.h"
 
 #define EVENTS 10u
 

@@ -10,10 +10,10 @@
 #include <stdlib.h>
 
 #include "check.h"
-#include "segment_create.h"
 #include "orbit.h"
 #include "record.h"
 #include "scope_ring.h"
+#include "segment_create.h"
 
 #define PER_THREAD 1000000u
 #define MAX_THREADS 4

@@ -9,10 +9,10 @@
 #include <stdlib.h>
 
 #include "check.h"
-#include "segment_create.h"
 #include "orbit.h"
 #include "record.h"
 #include "scope_ring.h"
+#include "segment_create.h"
 
 #define THREADS 8
 #define PER_THREAD 100000u
