@@ -131,7 +131,8 @@ static void keep_dead_bounded(uint32_t self_pid, uint64_t self_start)
 		return;
 	l.dfd = dirfd(d);
 	orbit__segment_list(note_dead, &l);
-	qsort(l.v, l.n, sizeof *l.v, younger_first);
+	if (l.n > 1) /* l.v is NULL when there are none */
+		qsort(l.v, l.n, sizeof *l.v, younger_first);
 	uint64_t bytes = 0;
 	for (size_t i = 0; i < l.n; i++) {
 		bytes += l.v[i].size;

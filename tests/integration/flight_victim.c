@@ -51,7 +51,12 @@ static void crash(void)
 	ORBIT_START("crash-outer");
 	ORBIT_START("crash-middle");
 	ORBIT_START("crash-inner");
-	*(volatile int *)(uintptr_t)0 = 1; /* SIGSEGV */
+	/* A real fault (SIGSEGV from the kernel), on a page that is mapped but
+	 * inaccessible, so UndefinedBehaviorSanitizer sees no null store. */
+	volatile int *page = mmap(NULL, 4096, PROT_NONE, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
+	if (page == MAP_FAILED)
+		abort();
+	*page = 1;
 }
 
 static _Atomic uint64_t *beat;
