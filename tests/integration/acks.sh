@@ -29,48 +29,14 @@
 set -eu
 build=$1
 case_=$2
+test_name=acks
+. "$(dirname "$0")/collector_harness.sh"
 emit=$build/examples/emit
 host=$build/tests/guest_host
 chain=$build/tests/capture_chain
 proxy=$build/tests/tcp_proxy
 peer=$build/tests/fake_peer
-collector=$build/collector/orbit-collector
 replay=$build/replay/orbit-replay
-dir=$(mktemp -d)
-cpid=
-ppid_=
-cleanup() {
-	[ -n "$cpid" ] && kill -9 "$cpid" 2>/dev/null
-	[ -n "$ppid_" ] && kill -9 "$ppid_" 2>/dev/null
-	rm -rf "$dir"
-}
-trap cleanup EXIT
-[ -n "${KEEP:-}" ] && trap "" EXIT
-
-fail() {
-	echo "acks $case_: $*" >&2
-	[ -f "$dir/agent.err" ] && sed 's/^/  agent: /' "$dir/agent.err" >&2
-	[ -f "$dir/collector.log" ] && sed 's/^/  collector: /' "$dir/collector.log" >&2
-	[ -f "$dir/proxy.log" ] && sed 's/^/  proxy: /' "$dir/proxy.log" >&2
-	exit 1
-}
-
-# start_collector LISTEN: sets cpid and addr
-start_collector() {
-	rm -f "$dir/cfifo"
-	mkfifo "$dir/cfifo"
-	"$collector" --listen "$1" --dir "$dir/captures" >"$dir/cfifo" 2>>"$dir/collector.log" &
-	cpid=$!
-	read -r line <"$dir/cfifo" || fail "the collector did not start"
-	addr=${line#listening on }
-	cat "$dir/cfifo" >/dev/null &
-}
-
-stop_collector() {
-	kill -TERM "$cpid"
-	wait "$cpid" || fail "the collector did not exit 0"
-	cpid=
-}
 
 # start_proxy ARGS: sets ppid_ and paddr
 start_proxy() {
@@ -81,10 +47,6 @@ start_proxy() {
 	read -r line <"$dir/pfifo" || fail "the proxy did not start"
 	paddr=${line#listening on }
 	cat "$dir/pfifo" >/dev/null &
-}
-
-captures() {
-	ls "$dir/captures"/*.orbit.zst 2>/dev/null || true
 }
 
 now_ms() {

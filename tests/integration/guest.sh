@@ -27,23 +27,11 @@
 set -eu
 build=$1
 case_=$2
+test_name=guest
+. "$(dirname "$0")/collector_harness.sh"
 docs=${3:-}
 host=$build/tests/guest_host
 dump=$build/tests/capture_dump
-collector=$build/collector/orbit-collector
-dir=$(mktemp -d)
-cpid=
-cleanup() {
-	[ -n "$cpid" ] && kill -9 "$cpid" 2>/dev/null
-	rm -rf "$dir"
-}
-trap cleanup EXIT
-[ -n "${KEEP:-}" ] && trap "" EXIT
-
-fail() {
-	echo "guest $case_: $*" >&2
-	exit 1
-}
 
 lines() {
 	if [ -s "$1" ]; then wc -l <"$1"; else echo 0; fi
@@ -66,16 +54,6 @@ traced() {
 	set -e
 	cmp -s "$dir/want.out" "$dir/got.out" || fail "stdout differs from untraced: $(cat "$dir/got.out")"
 	cmp -s "$dir/want.rc" "$dir/got.rc" || fail "exit status $(cat "$dir/got.rc"), untraced $(cat "$dir/want.rc"); stderr: $(cat "$dir/got.err")"
-}
-
-start_collector() {
-	rm -f "$dir/fifo"
-	mkfifo "$dir/fifo"
-	"$collector" --listen 127.0.0.1:0 --dir "$dir/captures" >"$dir/fifo" 2>>"$dir/collector.log" &
-	cpid=$!
-	read -r line <"$dir/fifo" || fail "the collector did not start"
-	addr=${line#listening on }
-	cat "$dir/fifo" >/dev/null &
 }
 
 case $case_ in

@@ -18,43 +18,10 @@
 set -eu
 build=$1
 case_=$2
+test_name=pipeline
+. "$(dirname "$0")/collector_harness.sh"
 prod=$build/tests/pipeline_producer
 dump=$build/tests/capture_dump
-collector=$build/collector/orbit-collector
-dir=$(mktemp -d)
-cpid=
-cleanup() {
-	[ -n "$cpid" ] && kill -9 "$cpid" 2>/dev/null
-	rm -rf "$dir"
-}
-trap cleanup EXIT
-[ -n "${KEEP:-}" ] && trap "" EXIT
-
-fail() {
-	echo "pipeline $case_: $*" >&2
-	[ -f "$dir/collector.log" ] && sed 's/^/  collector: /' "$dir/collector.log" >&2
-	exit 1
-}
-
-start_collector() {
-	rm -f "$dir/fifo"
-	mkfifo "$dir/fifo"
-	"$collector" --listen 127.0.0.1:0 --dir "$dir/captures" >"$dir/fifo" 2>>"$dir/collector.log" &
-	cpid=$!
-	read -r line <"$dir/fifo" || fail "the collector did not start"
-	addr=${line#listening on }
-	cat "$dir/fifo" >/dev/null &
-}
-
-stop_collector() {
-	kill -TERM "$cpid"
-	wait "$cpid" || fail "the collector did not exit 0"
-	cpid=
-}
-
-captures() {
-	ls "$dir/captures"/*.orbit.zst 2>/dev/null || true
-}
 
 # check_one FILE: a complete capture holding exactly the one scope
 check_one() {

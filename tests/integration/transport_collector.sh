@@ -19,47 +19,10 @@
 set -eu
 build=$1
 case_=$2
+test_name=transport_collector
+. "$(dirname "$0")/collector_harness.sh"
 emit=$build/examples/emit
 dump=$build/tests/capture_dump
-collector=$build/collector/orbit-collector
-dir=$(mktemp -d)
-cpid=
-cleanup() {
-	[ -n "$cpid" ] && kill -9 "$cpid" 2>/dev/null
-	rm -rf "$dir"
-}
-trap cleanup EXIT
-[ -n "${KEEP:-}" ] && trap "" EXIT
-
-fail() {
-	echo "transport_collector $case_: $*" >&2
-	[ -f "$dir/collector.log" ] && sed 's/^/  collector: /' "$dir/collector.log" >&2
-	exit 1
-}
-
-# start_collector LISTEN [options]: sets cpid and addr
-start_collector() {
-	listen=$1
-	shift
-	rm -f "$dir/fifo"
-	mkfifo "$dir/fifo"
-	"$collector" --listen "$listen" --dir "$dir/captures" "$@" >"$dir/fifo" 2>>"$dir/collector.log" &
-	cpid=$!
-	read -r line <"$dir/fifo" || fail "the collector did not start"
-	addr=${line#listening on }
-	# keep its stdout drained
-	cat "$dir/fifo" >/dev/null &
-}
-
-stop_collector() {
-	kill -TERM "$cpid"
-	wait "$cpid" || fail "the collector did not exit 0"
-	cpid=
-}
-
-captures() {
-	ls "$dir/captures"/*.orbit.zst 2>/dev/null || true
-}
 
 ztest() {
 	if command -v zstd >/dev/null; then
