@@ -291,15 +291,16 @@ class Page {
   themeButton() {
     const b = $("theme"), order = ["auto", "light", "dark"], names = { auto: "◐ system", light: "☀ light", dark: "☾ dark" };
     let mode = "auto";
+    const system = window.matchMedia("(prefers-color-scheme: dark)");
     const apply = () => {
-      if (mode === "auto") delete document.documentElement.dataset.theme;
-      else document.documentElement.dataset.theme = mode;
+      /* auto follows the system; the CSS knows only data-theme */
+      document.documentElement.dataset.theme = mode !== "auto" ? mode : system.matches ? "dark" : "light";
       b.textContent = names[mode];
       this.tl.theme();
       if (this.flame.g) this.flame.draw();
     };
     b.addEventListener("click", () => { mode = order[(order.indexOf(mode) + 1) % 3]; apply(); });
-    window.matchMedia("(prefers-color-scheme: dark)").addEventListener("change", apply);
+    system.addEventListener("change", apply);
     apply();
   }
 
