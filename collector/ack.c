@@ -28,6 +28,7 @@
  *     connection (and the Ack with it).
  */
 #include "collector.h"
+#include "reply.h" /* orbit__reply_ack_encode */
 
 #include <inttypes.h>
 #include <stdio.h>
@@ -36,21 +37,8 @@
 size_t orbit__ack_encode(struct orbit_collector *c, uint64_t frames, uint64_t bytes,
                          uint64_t synced, uint32_t end, uint8_t *out)
 {
-	struct orbit_frame_writer *w = &c->ack_writer;
-	Orbit__Ack a = ORBIT__ACK__INIT;
-	Orbit__Packet p = ORBIT__PACKET__INIT;
-
-	a.frames = frames;
-	a.bytes = bytes;
-	a.synced_frames = synced;
-	a.end = end;
-	p.body_case = ORBIT__PACKET__BODY_ACK;
-	p.ack = &a;
-	if (orbit__frame_add(w, &p) != 0 || orbit__frame_finish(w) != 0 || w->out_len == 0 ||
-	    w->out_len > ORBIT_ACK_FRAME_MAX)
-		return 0;
-	memcpy(out, w->out, w->out_len);
-	return w->out_len;
+	struct orbit_ack a = {frames, bytes, synced, end};
+	return orbit__reply_ack_encode(&c->ack_writer, &a, out);
 }
 
 static void on_ack_written(uv_write_t *req, int status)

@@ -114,3 +114,21 @@ void orbit__reply_describe(const uint8_t *buf, size_t len, char *out, size_t out
 	else
 		snprintf(out, outlen, "%zu bytes that are not an Orbit reply", len);
 }
+
+size_t orbit__reply_ack_encode(struct orbit_frame_writer *w, const struct orbit_ack *ack,
+                               uint8_t *out)
+{
+	Orbit__Ack a = ORBIT__ACK__INIT;
+	Orbit__Packet p = ORBIT__PACKET__INIT;
+	a.frames = ack->frames;
+	a.bytes = ack->bytes;
+	a.synced_frames = ack->synced_frames;
+	a.end = ack->end;
+	p.body_case = ORBIT__PACKET__BODY_ACK;
+	p.ack = &a;
+	if (orbit__frame_add(w, &p) != 0 || orbit__frame_finish(w) != 0 || w->out_len == 0 ||
+	    w->out_len > ORBIT_ACK_FRAME_MAX)
+		return 0;
+	memcpy(out, w->out, w->out_len);
+	return w->out_len;
+}

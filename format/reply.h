@@ -41,6 +41,14 @@ int orbit__reply_next(const uint8_t *buf, size_t len, size_t *used, struct orbit
                       char *reason, size_t reasonlen);
 
 /*
+ * Writes one Ack frame (the collector's side of the above) with w into out,
+ * which holds ORBIT_ACK_FRAME_MAX bytes; returns its size, 0 on failure.
+ */
+struct orbit_frame_writer;
+size_t orbit__reply_ack_encode(struct orbit_frame_writer *w, const struct orbit_ack *ack,
+                               uint8_t *out);
+
+/*
  * What a peer that is not an Orbit collector sent, in a few words for a
  * line: "HTTP" (a web server or proxy), its first printable bytes in quotes
  * ("\"SSH-2.0-OpenSSH_9.2\""), or "N bytes that are not an Orbit reply".

@@ -12,6 +12,7 @@
 #include <string.h>
 
 #include "frame.h"
+#include "reply.h"
 
 static const char *root;
 
@@ -30,20 +31,13 @@ static void put(const char *name, uint8_t piece, const void *p, size_t n)
 static size_t ack(uint64_t frames, uint64_t bytes, uint64_t synced, uint32_t end, uint8_t *out)
 {
 	struct orbit_frame_writer w;
-	Orbit__Ack a = ORBIT__ACK__INIT;
-	Orbit__Packet p = ORBIT__PACKET__INIT;
-	a.frames = frames;
-	a.bytes = bytes;
-	a.synced_frames = synced;
-	a.end = end;
-	p.body_case = ORBIT__PACKET__BODY_ACK;
-	p.ack = &a;
-	if (orbit__frame_writer_init(&w, 1) != 0 || orbit__frame_add(&w, &p) != 0 ||
-	    orbit__frame_finish(&w) != 0)
+	struct orbit_ack a = {frames, bytes, synced, end};
+	if (orbit__frame_writer_init(&w, 1) != 0)
 		exit(1);
-	size_t n = w.out_len;
-	memcpy(out, w.out, n);
+	size_t n = orbit__reply_ack_encode(&w, &a, out);
 	orbit__frame_writer_free(&w);
+	if (n == 0)
+		exit(1);
 	return n;
 }
 

@@ -14,19 +14,10 @@
 static size_t ack(uint64_t frames, uint64_t bytes, uint64_t synced, uint32_t end, uint8_t *out)
 {
 	struct orbit_frame_writer w;
-	Orbit__Ack a = ORBIT__ACK__INIT;
-	Orbit__Packet p = ORBIT__PACKET__INIT;
-	a.frames = frames;
-	a.bytes = bytes;
-	a.synced_frames = synced;
-	a.end = end;
-	p.body_case = ORBIT__PACKET__BODY_ACK;
-	p.ack = &a;
+	struct orbit_ack a = {frames, bytes, synced, end};
 	CHECK(orbit__frame_writer_init(&w, 1) == 0);
-	CHECK(orbit__frame_add(&w, &p) == 0 && orbit__frame_finish(&w) == 0);
-	size_t n = w.out_len;
+	size_t n = orbit__reply_ack_encode(&w, &a, out);
 	CHECK(n > 0 && n <= ORBIT_ACK_FRAME_MAX);
-	memcpy(out, w.out, n);
 	orbit__frame_writer_free(&w);
 	return n;
 }
