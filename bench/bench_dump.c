@@ -1,6 +1,6 @@
 /*
  * bench_dump.c — orbit-bench-dump: what orbit-dump costs per MiB of flight
- * ring (issue 14), beside reading the same bytes with pread in the same run.
+ * ring, beside reading the same bytes with pread in the same run.
  * Prints medians; never passes or fails.
  *
  * Usage: orbit-bench-dump [runs] [sizes...]   (default 7 runs; 4M 16M 64M)

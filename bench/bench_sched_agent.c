@@ -23,7 +23,7 @@
  *
  * The parent reads the ORBIT_SCHED=1 capture: the kernel's events on its
  * KernelPage packets within the workload's window (decoded with the
- * formats the capture carries, replay/replay_sched_scan.h), and its
+ * formats the capture carries, replay/sched/replay_sched_scan.h), and its
  * KernelLoss totals. Rows, medians over the runs:
  *
  *   round trip                 the workload's round trip, both settings

@@ -1,5 +1,5 @@
 #!/bin/sh
-# pipeline_acceptance.sh NEW_BUILD BASE_BUILD [RUNS] — issue 8's figures:
+# pipeline_acceptance.sh NEW_BUILD BASE_BUILD [RUNS] — the pipeline's acceptance figures:
 # orbit-bench-pipeline of this tree and of a baseline tree, run after run
 # interleaved (the machine is shared: each figure beside a baseline measured
 # in the same session), every row printed, the medians by pipeline_median.py.

@@ -361,7 +361,7 @@ static int sites_validate(const Orbit__SourceLocations *l)
 }
 
 /* Handshake.kernel_sched (docs/format.md 4.10): the limits a reader's
- * decoder applies (replay/replay_sched.h), so that what a collector keeps
+ * decoder applies (replay/sched/replay_sched.h), so that what a collector keeps
  * can be read. */
 static int kernel_sched_validate(const Orbit__KernelSched *k)
 {

@@ -167,7 +167,7 @@ const char *orbit__ftrace_strerror(int err)
 	return NULL;
 }
 
-/* ---- retiming (issue 3: the agent's tick-to-ns conversion) ---- */
+/* ---- retiming (the agent's tick-to-ns conversion) ---- */
 
 #define DELTA_LIMIT (1ull << ORBIT__FTRACE_TS_BITS)
 #define EXTEND_LIMIT (1ull << 59) /* 27 header bits + the 32-bit argument */

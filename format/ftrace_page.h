@@ -107,7 +107,7 @@ int orbit__ftrace_next(struct orbit__ftrace_iter *it, struct orbit__ftrace_recor
 const char *orbit__ftrace_strerror(int err);
 
 /* Rewrites every time on `page` (`len` bytes) through `to_ns`, in place
- * (issue 3: the agent turns pages stamped in TSC ticks into CLOCK_MONOTONIC
+ * (the agent turns pages stamped in TSC ticks into CLOCK_MONOTONIC
  * ns). The page timestamp becomes to_ns(timestamp); each data record's time
  * becomes to_ns(its decoded time), re-encoded as a delta from the previous
  * record's new time: a delta under 2^27 goes in the record's own header (any

@@ -6,7 +6,7 @@
  * the agent's drain reads the rings of its own live segment with it
  * (agent/src/scope_ring.c, whose overview numbers the guarantees), and
  * orbit-dump a private copy of a ring it took with pread from a segment
- * dead or alive (replay/dump_rings.c).
+ * dead or alive (dump/dump_rings.c).
  *
  * The slots may be written while they are read (the live rings, or a copy
  * pread took of a live segment) and may hold anything (a hostile writer):

@@ -30,7 +30,7 @@ enum orbit_rp_flag {
 	                                     * conversion of a time (record flag bit 1) */
 };
 
-/* Where an event was written in the program's source (issue 11). The
+/* Where an event was written in the program's source. The
  * pointers live for the whole run, so a held event may keep them. */
 struct orbit_rp_location {
 	const char *file, *function; /* not NUL-terminated */
@@ -41,7 +41,7 @@ struct orbit_rp_location {
 	uint32_t label_len;
 };
 
-/* Where a scope's time went, from the kernel's sched events (issue 13).
+/* Where a scope's time went, from the kernel's sched events.
  * The tie order (replay_order.c) copies it when it holds a scope. */
 struct orbit_rp_sched_time {
 	uint64_t oncpu_ns, runnable_ns, blocked_ns;

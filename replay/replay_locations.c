@@ -1,5 +1,5 @@
 /*
- * replay_locations.c — source locations (issue 11): each distinct (file,
+ * replay_locations.c — source locations: each distinct (file,
  * line, function) interned once for the run, so exporters and statistics
  * may compare and keep the pointers; and per stream the map from the
  * call-site addresses its records carry to them, filled by its

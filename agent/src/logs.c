@@ -1,6 +1,6 @@
 /* logs.c — ORBIT_LOG / orbit_marker on per-CPU page rings; see logs.h.
  *
- * How it works (issue 3, "In the agent")
+ * How it works
  * ======================================
  *
  * The first orbit__logs_start creates one page ring (page_ring.c) per

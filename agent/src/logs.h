@@ -1,7 +1,7 @@
 /*
- * logs.h — the agent side of ORBIT_LOG and orbit_marker (issue 3, "In the
- * agent"): one page ring (page_ring.h) per configured CPU, written by
- * whichever thread runs on that CPU, read and retimed by the agent thread.
+ * logs.h — the agent side of ORBIT_LOG and orbit_marker: one page ring
+ * (page_ring.h) per configured CPU, written by whichever thread runs on that
+ * CPU, read and retimed by the agent thread.
  *
  * Records. Each is one page-ring record whose payload starts like the
  * kernel's common fields:

@@ -1,6 +1,6 @@
 /* page_ring.c — lock-free multi-writer ring of ftrace-format pages.
  *
- * How it works (seed 001; issue 3)
+ * How it works (seed 001)
  * ================================
  *
  * The ring is a fixed circle of `pages` pages of `page_size` bytes, each in
@@ -88,7 +88,7 @@
  * A first record never needs a TIME_EXTEND, so any record that fits the
  * record area fits on an empty page.
  *
- * Reader-side flush (issue 3, beyond the seed). The seed lets only a writer
+ * Reader-side flush. The seed lets only a writer
  * whose record does not fit close the tail page, so the newest records wait
  * for the next page to start. orbit__page_flush closes the tail page for
  * the reader by the same path a writer takes: it joins the tail page, checks
@@ -111,7 +111,7 @@
  * decrement, which disable's acquire read of zero synchronises with), and
  * a fetch_add never retries under contention.
  *
- * The guarantees (numbered as in issue 3; tests cite them)
+ * The guarantees (numbered; tests cite them)
  * ========================================================
  *  1. A delivered page's commit equals the bytes of its records, packed
  *     from the start of the record area; bytes past commit are not records

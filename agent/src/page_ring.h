@@ -1,5 +1,5 @@
 /* page_ring.h — lock-free multi-writer ring whose pages are Linux ftrace
- * ring-buffer pages (seed 001, issue 3). The algorithm and its numbered
+ * ring-buffer pages (seed 001). The algorithm and its numbered
  * guarantees are explained at the top of page_ring.c.
  *
  * Roles and their calls:

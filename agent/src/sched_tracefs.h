@@ -1,6 +1,6 @@
 /*
  * sched_tracefs.h — the kernel's scheduling events for the traced process,
- * recorded through a tracefs instance of its own (issue 13, recording side).
+ * recorded through a tracefs instance of its own.
  *
  * What it does. orbit__sched_open creates
  *

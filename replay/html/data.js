@@ -1,6 +1,6 @@
 /* data.js — the page's data block back into typed arrays.
  *
- * The block is base64 (written by replay/replay_export_html_data.c, whose
+ * The block is base64 (written by replay/html/replay_export_html_data.c, whose
  * opening comment is the format): "ORBITPG1", then tables of typed
  * columns, every column 8-byte aligned, so each one is a view of the
  * decoded bytes, never a copy. Texts are indices into the string table

@@ -1,7 +1,7 @@
 /* model.js — the capture as the page draws it: processes, their lanes,
  * the spans of each lane in rows by depth, value tracks, log lines, loss
  * marks, statistics, built once from the data block's tables (data.js;
- * their columns are listed in replay/replay_export_html.c).
+ * their columns are listed in replay/html/replay_export_html.c).
  *
  * Spans are arrays indexed like the SPAN table: sorted by (lane, depth,
  * start), so a row (one lane, one depth) is a range [first, first + count)
@@ -127,8 +127,8 @@ function buildSpans(M, tab) {
 }
 
 /* An unfinished span has no end: it is drawn to the last time its lane
- * shows (issue 9 will give the time it is known to have been open until:
- * then its end is already later than its start and is kept). */
+ * shows (a capture that knows how long it was open gives that end, later
+ * than its start, and it is kept). */
 function extendUnfinished(M) {
   const sp = M.spans;
   for (const row of M.rows) {
@@ -206,7 +206,7 @@ function buildDensity(M, tab) {
   }
 }
 
-/* Thread states (issue 13): intervals per thread lane, when a capture
+/* Thread states: intervals per thread lane, when a capture
  * has them; the timeline then draws a state track under the lane. */
 function buildStates(M, tab) {
   const X = tab("THST"), c = X.cols;
@@ -222,7 +222,7 @@ function buildStates(M, tab) {
   }
 }
 
-/* CPU tracks (issue 13): which of a process's thread lanes ran on each
+/* CPU tracks: which of a process's thread lanes ran on each
  * CPU, rows sorted by (proc, cpu, t0); one track per (process, CPU). */
 function buildCpus(M, tab) {
   const X = tab("CPUS"), c = X.cols;

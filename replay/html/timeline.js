@@ -11,10 +11,10 @@
  *   spans    its scopes, one row per depth
  *   merged   where --html-max-scopes left scopes out, when it did
  *   state    running / runnable / blocked, when the capture has the
- *            kernel's scheduling (THST, issue 13)
+ *            kernel's scheduling (THST)
  *
  * and under the process header, before its lanes, one CPU track per CPU
- * its threads ran on (CPUS, issue 13): which of its threads ran there,
+ * its threads ran on (CPUS): which of its threads ran there,
  * in each thread's colour (see "Adding a track" below).
  *
  * Level of detail: a row's spans are sorted by start, so the visible ones

@@ -1,6 +1,6 @@
 /*
  * clickhouse_reply_fuzz.c — libFuzzer target for what orbit-replay
- * --clickhouse reads from a server (replay/replay_export_clickhouse*.c):
+ * --clickhouse reads from a server (replay/clickhouse/replay_export_clickhouse*.c):
  * an error reply made into one line (orbit__rp_ch_error_of) and the
  * system.columns reply of the schema check (orbit__rp_ch_check_columns).
  * Whatever the bytes: no crash, no undefined behaviour, a NUL-terminated

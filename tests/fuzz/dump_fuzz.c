@@ -1,9 +1,9 @@
 /*
  * dump_fuzz.c — libFuzzer target: hostile bytes as a segment, read by
- * orbit-dump's reader (replay/dump_read.c): the header's validation, the
+ * orbit-dump's reader (dump/dump_read.c): the header's validation, the
  * state area and its calibration, the flight ring (metadata, handshake,
  * entries anywhere), the scope rings past the flight ring's frames
- * (replay/dump_rings.c: hostile cursors and stamps, torn records, through
+ * (dump/dump_rings.c: hostile cursors and stamps, torn records, through
  * format/scope_slot.c), the page rings, and the capture it writes.
  *
  * A segment is megabytes of mostly zeros, so the input describes one as

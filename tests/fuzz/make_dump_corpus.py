@@ -76,7 +76,7 @@ noflight = bytearray(spin)
 noflight[flight:flight + 8] = bytes(8)  # no stream began on it
 write("killed_no_flight", bytes(noflight))
 
-# The scope rings past the flight ring's frames (replay/dump_rings.c):
+# The scope rings past the flight ring's frames (dump/dump_rings.c):
 # records no frame holds, then hostile rings.
 p = subprocess.Popen([victim, "undrained", "300", "40"], env=dict(env, ORBIT_DRAIN_MS="60000"))
 p.wait()

@@ -1,5 +1,5 @@
 /* sched_decode_fuzz.c — libFuzzer target for kernel-sched decoding
- * (replay/replay_sched_decode.c, replay_sched_states.c): hostile formats
+ * (replay/sched/replay_sched_decode.c, replay_sched_states.c): hostile formats
  * (through libtraceevent), hostile pages, then the timeline and its
  * queries. Also run over its corpus as a plain regression test
  * (sched_decode_fuzz_corpus); tests/fuzz/make_sched_corpus.py writes the

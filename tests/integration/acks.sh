@@ -1,7 +1,7 @@
 #!/bin/sh
 # acks.sh BUILD_DIR CASE — delivery the agent can count: the agent reads the
 # collector's acknowledgements, through a bad link made by tcp_proxy, against
-# a real orbit-collector (issue 10, row 5; issue 11.2). In every case the
+# a real orbit-collector. In every case the
 # account is exact: over the captures the collector wrote (capture_chain:
 # complete streams by their equation, streams that died by the account the
 # next stream carries, the last one by the agent's end-of-run line),

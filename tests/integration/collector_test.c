@@ -1382,7 +1382,7 @@ static void token_setup(struct coll *h, char *tokfile, size_t n)
 }
 
 /*
- * Issue 10, rows 6 and 7: 1000 tokenless connections, each sending a 4 MiB
+ * 1000 tokenless connections, each sending a 4 MiB
  * partial first frame, while a good agent streams. The collector's peak
  * memory stays under 64 MiB (it was 4.1 GB), every stranger is closed, and
  * the agent's capture is complete.

@@ -1,5 +1,5 @@
-"""flight_dump.py — ORBIT_FLIGHT and orbit-dump with real processes (issue
-14), and the segment rows of issue 10.
+"""flight_dump.py — ORBIT_FLIGHT and orbit-dump with real processes, and the segment
+as a guest (its size, limits, names and liveness).
 
 usage: flight_dump.py CASE VICTIM ORBIT_DUMP ORBIT_REPLAY
 
@@ -127,7 +127,7 @@ def now_ns():
     return time.clock_gettime_ns(time.CLOCK_MONOTONIC)
 
 
-# ---- issue 14 ----------------------------------------------------------
+# ---- the flight recorder -------------------------------------------------
 
 
 def case_crash():
@@ -401,7 +401,7 @@ def case_leader_exit():
           sum(1 for r in rows if r["name"] == "work"))
 
 
-# ---- issue 10's segment rows ---------------------------------------------
+# ---- the segment as a guest ----------------------------------------------
 
 
 def in_namespace(script, **kw):

@@ -1,6 +1,6 @@
 /*
- * flight_victim.c — the traced processes of flight_dump.py (issue 14 and
- * issue 10's segment rows). Tracing starts by itself (ORBIT_FLIGHT,
+ * flight_victim.c — the traced processes of flight_dump.py (the flight
+ * recorder and the segment's guest rules). Tracing starts by itself (ORBIT_FLIGHT,
  * ORBIT_CAPTURE), except in `late`.
  *
  *   crash            "step" scopes, then crash-outer > crash-middle >

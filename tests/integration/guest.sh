@@ -2,7 +2,7 @@
 # guest.sh BUILD_DIR CASE — the agent is a guest in its host's process: the
 # host exits as it would untraced (same output, same status), with at most
 # one stderr line per problem, whatever the limits, signals and files around
-# it (issue 10, rows 1, 3, 4 and 9; issue 11.7):
+# it:
 #   capture_symlink     ORBIT_CAPTURE names a symbolic link planted at the path,
 #                       pointing at a victim file: the victim is untouched, the
 #                       link too, one line says why (run as root when the tests are)

@@ -1,6 +1,6 @@
 """html_common.py — what the --html tests share: the page's data block
-decoded in Python (the format is in replay/replay_export_html_data.c and
-its tables in replay/replay_export_html.c), independently of the page's
+decoded in Python (the format is in replay/html/replay_export_html_data.c and
+its tables in replay/html/replay_export_html.c), independently of the page's
 own decoder, so a test can compare the page with the CSV."""
 import base64
 import re

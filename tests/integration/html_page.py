@@ -18,7 +18,7 @@ measures are printed (docs/performance.md records them).
                  nothing, fetch nothing, open no dialog and stay text, with
                  the page's Content-Security-Policy and without it
     loss         a capture with lost records: the notice, red on the timeline
-    states       the thread-state track (issue 13's hook): a page given
+    states       the thread-state track: a page given
                  THST rows by the test draws them under the thread's lane
     sched        a real capture with the kernel's scheduling (ORBIT_SCHED=1,
                  root and tracefs, else skip): a state track under each

@@ -1,7 +1,7 @@
 #!/bin/sh
 # install_check.sh SOURCE_DIR BUILD_DIR — installs the build into a temporary
 # prefix with `cmake --install`, then builds and runs a consumer against it
-# twice, as users would (issue 2 §1):
+# twice, as users would:
 #   1. tests/integration/install_consumer with find_package(orbit), linking
 #      orbit::orbit (and orbit::orbit_static, and from C++);
 #   2. main.c compiled with the line docs/api.md gives for a prefix install,

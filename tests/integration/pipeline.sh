@@ -1,6 +1,6 @@
 #!/bin/sh
 # pipeline.sh BUILD_DIR CASE — the pipeline with the defaults, against a real
-# orbit-collector on loopback and real processes (issue 8):
+# orbit-collector on loopback and real processes:
 #   short         20 runs of a program that exits right after one scope, with
 #                 ORBIT_COLLECTOR and ORBIT_CAPTURE: 20 captures holding the
 #                 scope, complete and exact, and 20 local copies, each the same

@@ -251,7 +251,7 @@ def where_files(files):
 
 
 def compare_locations(run, server, files, where, what):
-    """The scopes' source locations (issue 11) are the CSV's."""
+    """The scopes' source locations are the CSV's."""
     import collections
     import tempfile
     with tempfile.TemporaryDirectory() as d:

@@ -63,7 +63,7 @@ def read_csv(path):
             "group_id,marks").split(",")
     sched = ["oncpu_ns", "runnable_ns", "blocked_ns"]
     # The column order both branches agree on: the location columns (issue
-    # 11) before the scheduler's (issue 13), either present or not.
+    # 11) before the scheduler's, either present or not.
     check(header in (base + sched, base + ["file", "line", "function"] + sched),
           "CSV header %r" % header)
     rows = list(csv.DictReader(io.StringIO(text, newline="")))

@@ -1,4 +1,4 @@
-"""replay_locations.py — source locations (issue 11) from a real traced
+"""replay_locations.py — source locations from a real traced
 program (replay_locations.c) into every output: the CSV's file, line and
 function columns, Chrome's args.file/line/function, Perfetto's interned
 SourceLocation (decoded with protoc against perfetto_subset.proto, whose
@@ -83,7 +83,7 @@ def run_traced(rp, program, module, case, collector):
 
 def perfetto_decode(proto_dir, checkout, trace):
     if not checkout:
-        print("Perfetto export decoded with replay/perfetto_subset.proto")
+        print("Perfetto export decoded with replay/export/perfetto_subset.proto")
         return protoc_decode(proto_dir, trace)
     with open(trace, "rb") as f:
         p = subprocess.run(["protoc", "-I" + checkout, "--decode=perfetto.protos.Trace",

@@ -1,5 +1,5 @@
 """replay_marks.py — every output of orbit-replay marks what is uncertain
-(issue 9): on replay_synth's marks capture, whose contents are known, the
+on replay_synth's marks capture, whose contents are known, the
 CSV's marks column, Chrome JSON's args and the summary say exactly which
 scope, span and value has an untrusted time, an incomplete name or no stop,
 and a scope never stopped runs to its thread's end instead of sitting as a

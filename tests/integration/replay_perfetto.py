@@ -1,5 +1,5 @@
 """replay_perfetto.py — orbit-replay --perfetto, decoded with
-`protoc --decode=perfetto.protos.Trace` against replay/perfetto_subset.proto
+`protoc --decode=perfetto.protos.Trace` against replay/export/perfetto_subset.proto
 (Perfetto's own trace processor is not available offline), and its
 structure checked the way the trace processor reads it:
 

@@ -377,7 +377,7 @@ static void scenario_streams(void)
 	end(0, NULL, 0);
 }
 
-/* Marks (issue 9): thread 81 writes a scope whose start's time the agent
+/* Marks: thread 81 writes a scope whose start's time the agent
  * did not trust, one whose stop's it did not, a scope never stopped around
  * a child and a scope whose name lost its continuation (40 bytes, 32
  * arrive), an async span stopped with an untrusted time, a value with one,

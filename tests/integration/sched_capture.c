@@ -1,4 +1,4 @@
-/* sched_capture.c — kernel scheduling end to end (issue 13's acceptance):
+/* sched_capture.c — kernel scheduling end to end:
  * sched_scopes.c, a real program linked against liborbit.so, traced with
  * ORBIT_SCHED=1 through a real orbit-collector or ORBIT_CAPTURE, read back
  * by the real orbit-replay. Root with tracefs (mounted here if it is not,
@@ -19,7 +19,7 @@
  *   perfetto      the capture's --perfetto export decodes with Perfetto's
  *                 own protos where a checkout is given (PERFETTO, cmake's
  *                 ORBIT_PERFETTO_PROTOS), else with replay's subset of
- *                 them (replay/perfetto_subset.proto), protoc --decode, and
+ *                 them (replay/export/perfetto_subset.proto), protoc --decode, and
  *                 holds sched_switch events whose pids are the program's
  *                 threads, in ftrace event bundles of the CPUs
  *   interop       the kernel pages as they arrive in a capture, decoded by
@@ -515,7 +515,7 @@ static void case_perfetto(const char *tracefs)
 		         "< %s 2>&1",
 		         subset_dir, protoc_exe, trace);
 	printf("perfetto: decoding with %s\n",
-	       theirs ? real : "replay/perfetto_subset.proto (no Perfetto checkout given)");
+	       theirs ? real : "replay/export/perfetto_subset.proto (no Perfetto checkout given)");
 	FILE *f = popen(cmd, "r");
 	CHECK(f != NULL);
 	uint64_t bundles = 0, switches = 0, wakings = 0, ours = 0;

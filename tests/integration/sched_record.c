@@ -1,6 +1,6 @@
 /* sched_record.c — kernel scheduling recorded through a real tracefs
  * instance (agent/src/sched_tracefs.c) and decoded by replay
- * (replay/replay_sched_*.c). Root only; skips (77) without tracefs.
+ * (replay/sched/replay_sched_*.c). Root only; skips (77) without tracefs.
  * Guarantees are those numbered in sched_tracefs.h.
  *
  *   states        one thread sleeps 40 ms per interval, one spins 40 ms: the

@@ -1,5 +1,5 @@
 /*
- * scope_hostile.c — issue 9's acceptance, end to end with real processes:
+ * scope_hostile.c — the slot protocol end to end with real processes:
  * eight threads share one small ring (ORBIT_RINGS=1, ORBIT_RING_BUDGET=256K:
  * 4096 slots) so it laps all the time, on however few CPUs the machine has
  * (preemption is real: eight writers on two vCPUs), writing scopes with

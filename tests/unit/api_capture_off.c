@@ -1,6 +1,5 @@
 /*
- * api_capture_off.c — with no capture running the macros do nothing (issue 2
- * §2: "a relaxed load and a not-taken branch"): before orbit_init() they
+ * api_capture_off.c — with no capture running the macros do nothing ("a relaxed load and a not-taken branch"): before orbit_init() they
  * evaluate no argument, attach no thread and create no segment; after
  * orbit_shutdown() they write no record into the segment that stays mapped,
  * and orbit_init() starts a new capture afterwards; in the child of a fork

@@ -1,6 +1,6 @@
 /*
- * api_cpp.cpp — orbit.h compiles as C++ and its macros work there (issue 2
- * §2): ORBIT_SCOPE is an RAII object, so a scope ends wherever its block is
+ * api_cpp.cpp — orbit.h compiles as C++ and its macros work there:
+ * ORBIT_SCOPE is an RAII object, so a scope ends wherever its block is
  * left — fall-through, early return, an exception unwinding through it — and
  * every start pairs with its stop. The records are checked through a sink
  * and the reconstructor (api_capture.c).

@@ -1,6 +1,6 @@
 /*
  * api_disabled.c — with ORBIT_API_ENABLED 0 every macro compiles to nothing
- * (issue 2 §2): it evaluates none of its arguments, attaches no thread,
+ *: it evaluates none of its arguments, attaches no thread,
  * creates no segment and writes no record, even while a capture runs.
  *
  * Usage: api_disabled CASE (one ctest entry per case).

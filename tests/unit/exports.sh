@@ -1,6 +1,6 @@
 #!/bin/sh
-# exports.sh LIB — liborbit.so exports only orbit_* names (issue 2 §1;
-# ARCHITECTURE.md: "exported symbols only orbit_*"): the public API, and the
+# exports.sh LIB — liborbit.so exports only orbit_* names
+# (ARCHITECTURE.md: "exported symbols only orbit_*"): the public API, and the
 # few orbit__ internals that orbit.h's inline write path reaches (listed
 # below, nothing else). The format codecs and protobuf-c's generated code stay
 # hidden, and the public entry points are there. Exits 77 when nm is missing.

@@ -1,5 +1,5 @@
 /* logs_retime.c — orbit__ftrace_retime (ftrace_page.h), the agent's
- * tick-to-ns rewrite of log pages (issue 3, "In the agent"): the identity
+ * tick-to-ns rewrite of log pages: the identity
  * leaves a page byte for byte as it was, a mapping gives exactly the mapped
  * time per record through the parser, TIME_EXTENDs carry what needs them and
  * lose what does not, deltas with no room are clamped and counted, and a

@@ -1,6 +1,6 @@
 /*
  * reconstruct_rules.c — the rules of format/reconstruct.h on records made by
- * hand, so every case is exact (docs/format.md, 2, "A thread's end"; issue 9):
+ * hand, so every case is exact (docs/format.md, 2, "A thread's end"):
  *   unstopped     a start never stopped ends, unfinished, at its thread's end
  *                 record; the scopes after it keep their depth under it
  *   enclosing     a start never stopped ends when the stop of a scope around

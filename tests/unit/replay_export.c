@@ -1,5 +1,5 @@
 /*
- * replay_export.c — the exporter interface (replay/replay_export.h), seen
+ * replay_export.c — the exporter interface (replay/export/replay_export.h), seen
  * from an exporter: a recording exporter is the only one offered to a run
  * of the replay core on real and synthetic captures, and the calls it gets
  * are checked: their order (begin, a stream before its events, stream_end

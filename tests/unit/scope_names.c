@@ -1,6 +1,6 @@
 /*
  * scope_names.c — names, nesting, attributes and values survive the whole
- * in-process path (issue 2 §2 and §3, "Names" in Tests): the macros of orbit.h
+ * in-process path ("Names" in Tests): the macros of orbit.h
  * write records, the agent drains them into a test sink, and the records go
  * through format/'s reconstructor. Every name must come back byte-exact
  * (longer than ORBIT_NAME_MAX: cut to it), every scope at its depth, every
@@ -842,7 +842,7 @@ static void case_migrate(void)
 	finish_and_check();
 }
 
-/* Starts whose stop never comes (issue 9): each costs nothing but itself.
+/* Starts whose stop never comes: each costs nothing but itself.
  * The worker's ends at its thread's end (the thread-end record its exit
  * writes), after the scope inside it; the main thread's at the end of
  * input, after its own last record. Depths after them stay as nested. */

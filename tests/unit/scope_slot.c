@@ -1,6 +1,6 @@
 /*
  * scope_slot.c — the slot protocol against late producers, deterministically
- * (issue 9, faults 1 and 6; scope_ring.c guarantees 2, 4 and 7). One ring of
+ *. One ring of
  * 16 slots in a segment of this process; producer P, a thread of its own,
  * claims a slot with the write path's inline functions (orbit.h) and is held
  * on a barrier, while the main thread laps the ring with the same functions;

@@ -1,6 +1,6 @@
 /*
  * segment_hostile.c — the segment reader assumes the writer is hostile
- * (seed 000, issue 2 §3): every header field is validated against the mapped
+ * (seed 000): every header field is validated against the mapped
  * length before one event is read, and each kind of damage gets its own clear
  * error. Images are built in memory (by hand, or copied from a segment made
  * by orbit__segment_create); the open cases use real shm objects.

@@ -1,5 +1,5 @@
 /*
- * replay_sched.h — kernel scheduling in orbit-replay (issue 13): the pages
+ * replay_sched.h — kernel scheduling in orbit-replay: the pages
  * the agent recorded from its tracefs instance (agent/src/sched_tracefs.h),
  * decoded with the event descriptions shipped beside them, and the states of
  * every thread over time.

@@ -99,7 +99,7 @@ struct orbit_rp_html_span {
 #define ORBIT_RP_HTML_NO_EXTRA UINT32_MAX
 
 /* What few spans carry: a group id, an async span's threads, the split
- * of its time from the kernel's scheduling (issue 13). */
+ * of its time from the kernel's scheduling. */
 struct orbit_rp_html_extra {
 	uint64_t group;
 	uint32_t tid, end_tid; /* end_tid: the free list's link while unused */

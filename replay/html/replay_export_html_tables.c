@@ -23,7 +23,7 @@
  *   SOVR  idx t        DOVR idx dur self     what did not fit in a u32
  *   SEXT  idx gplo gphi stid etid schd oncp runb blkd   group id, an
  *         async span's start and stop threads, where its time went
- *         (issue 13)
+ *        
  *   VROW  lane frst cnt                VALS t v      value samples by track
  *   LOGS  lane t text flag             log lines and markers by lane
  *   LOSS  proc from to cnt ring flag   records lost, where (a ring's
@@ -718,7 +718,7 @@ static void dbin_get(struct orbit_rp_html *h, size_t i, void *row)
 static const struct col dbin_cols[] = {{"c   ", 'I', 0}};
 
 /*
- * THST: thread states (issue 13). One row per span of a thread lane's
+ * THST: thread states. One row per span of a thread lane's
  * states: [t0, t1) in state stat (enum orbit__rp_sched_state of
  * replay_sched.h: 0 unknown, 1 running, 2 runnable, 3 blocked, 4 dead), on
  * CPU cpu when running (0xffff: none), with the kernel's prev_state kst
