@@ -264,7 +264,8 @@ static void read_flight(struct orbit_dump *d, struct kept *k)
 				d->hs = p->handshake;
 				p->handshake = NULL; /* ours now */
 				p->body_case = ORBIT__PACKET__BODY__NOT_SET;
-				orbit__dump_out_frame(&d->out, hb, m1.handshake_len);
+				orbit__sw_copy(d->out.sw, hb, m1.handshake_len,
+				               ORBIT__SW_HANDSHAKE);
 			} else {
 				orbit__dump_problem(
 				    d, base + ORBIT__FLIGHT_HEADER,
@@ -313,7 +314,8 @@ static void read_flight(struct orbit_dump *d, struct kept *k)
 		}
 		orbit__packet__free_unpacked(info.first, NULL);
 		note_packets(d, k);
-		orbit__dump_out_frame(&d->out, e.bytes, e.len);
+		orbit__sw_copy(d->out.sw, e.bytes, e.len,
+		               e.kind == ORBIT__FLIGHT_END ? ORBIT__SW_END : ORBIT__SW_DATA);
 		d->kept_frames++;
 	}
 	if (r < 0)
@@ -348,11 +350,7 @@ static void own_handshake(struct orbit_dump *d, const uint64_t *start)
 	h.page_ring_count = d->l.page_ring_count;
 	h.page_size = d->l.page_ring_page_size;
 	h.flight_size = d->l.flight_size;
-	Orbit__Packet p = ORBIT__PACKET__INIT;
-	p.body_case = ORBIT__PACKET__BODY_HANDSHAKE;
-	p.handshake = &h;
-	orbit__dump_out_packet(&d->out, &p);
-	orbit__dump_out_flush(&d->out); /* alone in the first frame */
+	orbit__sw_handshake(d->out.sw, &h);
 }
 
 /* ---- the page rings ---- */
@@ -382,15 +380,8 @@ static void on_page(void *vctx, const uint8_t *page, uint32_t page_size, uint32_
 	if (c->d->l.clock_source != ORBIT__SEG_CLOCK_MONOTONIC &&
 	    orbit__ftrace_retime(copy, page_size, to_ns, c->d) < 0)
 		return; /* cannot happen: the page decodes (segment_pages.c) */
-	Orbit__FtracePage f = ORBIT__FTRACE_PAGE__INIT;
-	f.ring = c->ring;
-	f.page.data = copy;
-	f.page.len = page_size;
-	Orbit__Packet p = ORBIT__PACKET__INIT;
-	p.body_case = ORBIT__PACKET__BODY_FTRACE_PAGE;
-	p.ftrace_page = &f;
-	orbit__dump_out_packet(&c->d->out, &p);
-	c->d->log_pages++;
+	if (orbit__sw_log_page(c->d->out.sw, c->ring, copy, page_size) == 0)
+		c->d->log_pages++;
 }
 
 static void read_pages(struct orbit_dump *d)
@@ -421,13 +412,7 @@ static void thread_names(struct orbit_dump *d)
 		char name[17];
 		memcpy(name, d->names.entry[i].name, 16);
 		name[16] = '\0';
-		Orbit__ThreadName t = ORBIT__THREAD_NAME__INIT;
-		t.tid = d->names.entry[i].tid;
-		t.name = name;
-		Orbit__Packet p = ORBIT__PACKET__INIT;
-		p.body_case = ORBIT__PACKET__BODY_THREAD_NAME;
-		p.thread_name = &t;
-		orbit__dump_out_packet(&d->out, &p);
+		orbit__sw_thread_name(d->out.sw, d->names.entry[i].tid, name);
 	}
 }
 
@@ -457,10 +442,7 @@ static void finish(struct orbit_dump *d, const struct kept *k, const struct orbi
 		l.flight_dropped = dropped;
 		l.at_end = rr[r].end - rr[r].next + rr[r].pending;
 		claimed[r] = rr[r].end - d->ring_start[r];
-		Orbit__Packet p = ORBIT__PACKET__INIT;
-		p.body_case = ORBIT__PACKET__BODY_LOSS;
-		p.loss = &l;
-		orbit__dump_out_packet(&d->out, &p);
+		orbit__sw_loss(d->out.sw, &l);
 	}
 	Orbit__Dump dp = ORBIT__DUMP__INIT;
 	dp.ended = d->life == ORBIT__SEG_ALIVE ? 1 : 2;
@@ -473,19 +455,13 @@ static void finish(struct orbit_dump *d, const struct kept *k, const struct orbi
 	dp.ring_records = d->ring_records;
 	dp.log_pages = d->log_pages;
 	dp.problem = d->problem;
-	Orbit__Packet p = ORBIT__PACKET__INIT;
-	p.body_case = ORBIT__PACKET__BODY_DUMP;
-	p.dump = &dp;
-	orbit__dump_out_packet(&d->out, &p);
+	orbit__sw_dump(d->out.sw, &dp);
 	Orbit__EndOfStream e = ORBIT__END_OF_STREAM__INIT;
 	e.n_claimed_per_ring = d->l.ring_count;
 	e.claimed_per_ring = claimed;
 	e.untrusted_times = d->untrusted;
 	e.ended = dp.ended;
-	p = (Orbit__Packet)ORBIT__PACKET__INIT;
-	p.body_case = ORBIT__PACKET__BODY_END;
-	p.end = &e;
-	orbit__dump_out_packet(&d->out, &p);
+	orbit__sw_end(d->out.sw, &e);
 }
 
 /* The rings' cursors now: where a dump without a flight ring starts (the
