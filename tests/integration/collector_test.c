@@ -1586,7 +1586,7 @@ static void case_pending_pool(void)
 static void attack_big_handshake(struct coll *h)
 {
 	struct attacker a;
-	struct orbit_frame_writer w;
+	struct stream s;
 	static char name[70000];
 	Orbit__Handshake hs = ORBIT__HANDSHAKE__INIT;
 	Orbit__Packet p = ORBIT__PACKET__INIT;
@@ -1596,13 +1596,14 @@ static void attack_big_handshake(struct coll *h)
 	hs.process_name = name; /* compresses well: its content is the problem */
 	p.body_case = ORBIT__PACKET__BODY_HANDSHAKE;
 	p.handshake = &hs;
-	CHECK(orbit__frame_writer_init(&w, 1) == 0);
-	CHECK(orbit__frame_add(&w, &p) == 0 && orbit__frame_finish(&w) == 0);
-	CHECK(w.out_len < ORBIT_HANDSHAKE_FRAME_MAX);
+	stream_init(&s, "bighandshake", 0);
+	stream_add(&s, &p);
+	stream_flush(&s);
+	CHECK(s.len < ORBIT_HANDSHAKE_FRAME_MAX);
 	attacker_open(&a, h, "bighandshake", 0, 0);
-	attacker_send(&a, w.out, w.out_len);
+	attacker_send(&a, s.bytes, s.len);
 	attacker_expect(&a, h, "the first frame is over 65536 bytes");
-	orbit__frame_writer_free(&w);
+	stream_free(&s);
 }
 
 /* An Ack packet is the collector's: an agent that sends one is closed. */
