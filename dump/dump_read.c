@@ -20,7 +20,7 @@
  * frames of its own: ring batches of what the scope rings hold past the
  * flight ring's last frame, the page rings' unread pages, the thread names,
  * the final Loss packets, a Dump packet and EndOfStream, whose claims add
- * up (docs/format.md 6):
+ * up (docs/format.md 6, format/loss.h):
  *
  *   claimed = end - ring_start = records in kept frames + records read here
  *             + flight_dropped + lapped + writer_gone + backstop + at_end
@@ -36,6 +36,7 @@
 
 #include "dump.h"
 #include "ftrace_page.h"
+#include "loss.h"
 #include "segment_pages.h"
 
 #ifndef ORBIT_VERSION
@@ -188,12 +189,12 @@ static Orbit__Packet *first_packet(struct orbit_dump *d, const uint8_t *bytes, s
 	return info.first;
 }
 
-/* What a kept frame holds, for the accounting: records per ring, the last
- * Loss of each ring, whether it ends the stream. */
+/* What the kept frames hold, for the accounting: records per ring, the
+ * loss they say (format/loss.h: each ring's last Loss), whether they end
+ * the stream. */
 struct kept {
 	uint64_t records[ORBIT__SEG_MAX_RINGS];
-	Orbit__Loss loss[ORBIT__SEG_MAX_RINGS];
-	uint8_t has_loss[ORBIT__SEG_MAX_RINGS];
+	struct orbit__loss_account loss;
 	int ended;
 };
 
@@ -209,12 +210,10 @@ static void note_packets(struct orbit_dump *d, struct kept *k)
 		    pk->ring_batch->ring < d->l.ring_count)
 			k->records[pk->ring_batch->ring] += pk->ring_batch->count;
 		else if (pk->body_case == ORBIT__PACKET__BODY_LOSS &&
-		         pk->loss->ring < d->l.ring_count) {
-			k->loss[pk->loss->ring] = *pk->loss;
-			k->has_loss[pk->loss->ring] = 1;
-		} else if (pk->body_case == ORBIT__PACKET__BODY_END) {
+		         pk->loss->ring < d->l.ring_count)
+			orbit__loss_account_packet(&k->loss, pk); /* no memory: as if none came */
+		else if (pk->body_case == ORBIT__PACKET__BODY_END)
 			k->ended = 1;
-		}
 		orbit__packet__free_unpacked(pk, NULL);
 	}
 }
@@ -425,24 +424,25 @@ static void finish(struct orbit_dump *d, const struct kept *k, const struct orbi
 		uint64_t before = d->from[r] - d->ring_start[r]; /* claims the frames account for */
 		uint64_t dropped = framed - k->records[r];
 		uint64_t lost_before = before - framed;
-		Orbit__Loss l = ORBIT__LOSS__INIT;
-		l.ring = r;
+		struct orbit__loss l = {0};
 		/* Of the claims lost before the last frame, those a kept Loss
 		 * names; the rest the agent lapped (or dropped) after it. */
-		if (k->has_loss[r]) {
-			l.backstop =
-			    k->loss[r].backstop < lost_before ? k->loss[r].backstop : lost_before;
-			l.writer_gone = k->loss[r].writer_gone < lost_before - l.backstop
-			                    ? k->loss[r].writer_gone
+		if (k->loss.ring_seen != NULL && k->loss.ring_seen[r]) {
+			struct orbit__loss was = orbit__loss_account_ring(&k->loss, r);
+			l.backstop = was.backstop < lost_before ? was.backstop : lost_before;
+			l.writer_gone = was.writer_gone < lost_before - l.backstop
+			                    ? was.writer_gone
 			                    : lost_before - l.backstop;
-			l.unsent = k->loss[r].unsent;
+			l.unsent = was.unsent;
 		}
 		l.lapped = lost_before - l.backstop - l.writer_gone + rr[r].lapped;
 		l.writer_gone += rr[r].gone;
 		l.flight_dropped = dropped;
 		l.at_end = rr[r].end - rr[r].next + rr[r].pending;
 		claimed[r] = rr[r].end - d->ring_start[r];
-		orbit__sw_loss(d->out.sw, &l);
+		Orbit__Loss p;
+		orbit__loss_packet(&p, r, &l);
+		orbit__sw_loss(d->out.sw, &p);
 	}
 	Orbit__Dump dp = ORBIT__DUMP__INIT;
 	dp.ended = d->life == ORBIT__SEG_ALIVE ? 1 : 2;
@@ -562,6 +562,8 @@ int orbit__dump_run(struct orbit_dump *d, const char *out_path)
 	read_pages(d);
 	finish(d, k, rr);
 close:
+	if (k != NULL)
+		orbit__loss_account_free(&k->loss);
 	free(k);
 	if (d->hs != NULL)
 		orbit__handshake__free_unpacked(d->hs, NULL);
