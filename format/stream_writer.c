@@ -47,6 +47,17 @@ void orbit__sw_free(struct orbit__sw *w)
 	free(w);
 }
 
+/* The packet whose body is `body`, a message of case c. Every member of
+ * Packet's oneof is a pointer to a message, and all pointers to structures
+ * have one representation (C11 6.2.5), so one member holds any of them. */
+static Orbit__Packet packet_of(Orbit__Packet__BodyCase c, const void *body)
+{
+	Orbit__Packet p = ORBIT__PACKET__INIT;
+	p.body_case = c;
+	p.handshake = (Orbit__Handshake *)body;
+	return p;
+}
+
 /* ---- frames ---- */
 
 /* The frame being built is gone: its records never leave, and the
@@ -157,9 +168,7 @@ int orbit__sw_handshake(struct orbit__sw *w, Orbit__Handshake *h)
 		w->done_end[r] = w->next_end[r] = r < h->n_ring_start ? h->ring_start[r] : 0;
 		w->done_framed[r] = w->next_framed[r] = 0;
 	}
-	Orbit__Packet p = ORBIT__PACKET__INIT;
-	p.body_case = ORBIT__PACKET__BODY_HANDSHAKE;
-	p.handshake = h;
+	Orbit__Packet p = packet_of(ORBIT__PACKET__BODY_HANDSHAKE, h);
 	/* The frame's content is the packet and its length prefix. */
 	const size_t room = ORBIT_HANDSHAKE_FRAME_MAX - 16;
 	int left_out = 0;
@@ -227,16 +236,19 @@ uint32_t orbit__sw_records(struct orbit__sw *w, uint32_t ring, uint64_t first,
 
 /* ---- the other packets ---- */
 
+static int put(struct orbit__sw *w, Orbit__Packet__BodyCase c, const void *body)
+{
+	Orbit__Packet p = packet_of(c, body);
+	return orbit__sw_packet(w, &p);
+}
+
 int orbit__sw_log_page(struct orbit__sw *w, uint32_t ring, const uint8_t *page, size_t len)
 {
 	Orbit__FtracePage f = ORBIT__FTRACE_PAGE__INIT;
 	f.ring = ring;
 	f.page.data = (uint8_t *)page;
 	f.page.len = len;
-	Orbit__Packet p = ORBIT__PACKET__INIT;
-	p.body_case = ORBIT__PACKET__BODY_FTRACE_PAGE;
-	p.ftrace_page = &f;
-	return orbit__sw_packet(w, &p);
+	return put(w, ORBIT__PACKET__BODY_FTRACE_PAGE, &f);
 }
 
 int orbit__sw_kernel_page(struct orbit__sw *w, uint32_t cpu, const uint8_t *page, size_t len)
@@ -245,34 +257,22 @@ int orbit__sw_kernel_page(struct orbit__sw *w, uint32_t cpu, const uint8_t *page
 	k.cpu = cpu;
 	k.page.data = (uint8_t *)page;
 	k.page.len = len;
-	Orbit__Packet p = ORBIT__PACKET__INIT;
-	p.body_case = ORBIT__PACKET__BODY_KERNEL_PAGE;
-	p.kernel_page = &k;
-	return orbit__sw_packet(w, &p);
+	return put(w, ORBIT__PACKET__BODY_KERNEL_PAGE, &k);
 }
 
 int orbit__sw_loss(struct orbit__sw *w, const Orbit__Loss *l)
 {
-	Orbit__Packet p = ORBIT__PACKET__INIT;
-	p.body_case = ORBIT__PACKET__BODY_LOSS;
-	p.loss = (Orbit__Loss *)l;
-	return orbit__sw_packet(w, &p);
+	return put(w, ORBIT__PACKET__BODY_LOSS, l);
 }
 
 int orbit__sw_page_loss(struct orbit__sw *w, const Orbit__PageLoss *l)
 {
-	Orbit__Packet p = ORBIT__PACKET__INIT;
-	p.body_case = ORBIT__PACKET__BODY_PAGE_LOSS;
-	p.page_loss = (Orbit__PageLoss *)l;
-	return orbit__sw_packet(w, &p);
+	return put(w, ORBIT__PACKET__BODY_PAGE_LOSS, l);
 }
 
 int orbit__sw_kernel_loss(struct orbit__sw *w, const Orbit__KernelLoss *l)
 {
-	Orbit__Packet p = ORBIT__PACKET__INIT;
-	p.body_case = ORBIT__PACKET__BODY_KERNEL_LOSS;
-	p.kernel_loss = (Orbit__KernelLoss *)l;
-	return orbit__sw_packet(w, &p);
+	return put(w, ORBIT__PACKET__BODY_KERNEL_LOSS, l);
 }
 
 int orbit__sw_thread_name(struct orbit__sw *w, uint32_t tid, const char *name)
@@ -280,10 +280,7 @@ int orbit__sw_thread_name(struct orbit__sw *w, uint32_t tid, const char *name)
 	Orbit__ThreadName t = ORBIT__THREAD_NAME__INIT;
 	t.tid = tid;
 	t.name = (char *)name;
-	Orbit__Packet p = ORBIT__PACKET__INIT;
-	p.body_case = ORBIT__PACKET__BODY_THREAD_NAME;
-	p.thread_name = &t;
-	return orbit__sw_packet(w, &p);
+	return put(w, ORBIT__PACKET__BODY_THREAD_NAME, &t);
 }
 
 int orbit__sw_locations(struct orbit__sw *w, const Orbit__SourceLocation *const *e, size_t n)
@@ -291,25 +288,17 @@ int orbit__sw_locations(struct orbit__sw *w, const Orbit__SourceLocation *const 
 	Orbit__SourceLocations m = ORBIT__SOURCE_LOCATIONS__INIT;
 	m.n_locations = n;
 	m.locations = (Orbit__SourceLocation **)e;
-	Orbit__Packet p = ORBIT__PACKET__INIT;
-	p.body_case = ORBIT__PACKET__BODY_SOURCE_LOCATIONS;
-	p.source_locations = &m;
-	return orbit__sw_packet(w, &p);
+	return put(w, ORBIT__PACKET__BODY_SOURCE_LOCATIONS, &m);
 }
 
 int orbit__sw_dump(struct orbit__sw *w, const Orbit__Dump *d)
 {
-	Orbit__Packet p = ORBIT__PACKET__INIT;
-	p.body_case = ORBIT__PACKET__BODY_DUMP;
-	p.dump = (Orbit__Dump *)d;
-	return orbit__sw_packet(w, &p);
+	return put(w, ORBIT__PACKET__BODY_DUMP, d);
 }
 
 int orbit__sw_end(struct orbit__sw *w, const Orbit__EndOfStream *e)
 {
-	Orbit__Packet p = ORBIT__PACKET__INIT;
-	p.body_case = ORBIT__PACKET__BODY_END;
-	p.end = (Orbit__EndOfStream *)e;
+	Orbit__Packet p = packet_of(ORBIT__PACKET__BODY_END, e);
 	int err = orbit__frame_add(&w->fw, &p);
 	if (err) { /* what came before it still goes */
 		finish(w, ORBIT__SW_DATA);
