@@ -5,26 +5,24 @@
 #include <stdlib.h>
 #include <string.h>
 
-void orbit__loss_of(struct orbit__loss *l, const Orbit__Loss *p)
+/* The fields the structs keep of Loss and of KernelLoss, named as in the
+ * packets: one list each, for every copy and sum below. */
+#define LOSS_FIELDS(X) X(lapped) X(writer_gone) X(backstop) X(at_end) X(flight_dropped) X(unsent)
+#define KERNEL_FIELDS(X)                                                                           \
+	X(overrun) X(dropped) X(flagged_pages) X(stored_lost) X(read_events) X(unsent_pages)
+#define COPY(f) to->f = from->f;
+#define ADD(f) to->f += from->f;
+
+void orbit__loss_of(struct orbit__loss *to, const Orbit__Loss *from)
 {
-	*l = (struct orbit__loss){.lapped = p->lapped,
-	                          .writer_gone = p->writer_gone,
-	                          .backstop = p->backstop,
-	                          .at_end = p->at_end,
-	                          .flight_dropped = p->flight_dropped,
-	                          .unsent = p->unsent};
+	LOSS_FIELDS(COPY)
 }
 
-void orbit__loss_packet(Orbit__Loss *p, uint32_t ring, const struct orbit__loss *l)
+void orbit__loss_packet(Orbit__Loss *to, uint32_t ring, const struct orbit__loss *from)
 {
-	orbit__loss__init(p);
-	p->ring = ring;
-	p->lapped = l->lapped;
-	p->writer_gone = l->writer_gone;
-	p->backstop = l->backstop;
-	p->at_end = l->at_end;
-	p->flight_dropped = l->flight_dropped;
-	p->unsent = l->unsent;
+	orbit__loss__init(to);
+	to->ring = ring;
+	LOSS_FIELDS(COPY)
 }
 
 uint64_t orbit__loss_sum(const struct orbit__loss *l)
@@ -32,14 +30,9 @@ uint64_t orbit__loss_sum(const struct orbit__loss *l)
 	return l->lapped + l->writer_gone + l->backstop + l->at_end + l->flight_dropped;
 }
 
-void orbit__loss_add(struct orbit__loss *t, const struct orbit__loss *l)
+void orbit__loss_add(struct orbit__loss *to, const struct orbit__loss *from)
 {
-	t->lapped += l->lapped;
-	t->writer_gone += l->writer_gone;
-	t->backstop += l->backstop;
-	t->at_end += l->at_end;
-	t->flight_dropped += l->flight_dropped;
-	t->unsent += l->unsent;
+	LOSS_FIELDS(ADD)
 }
 
 int orbit__loss_holds(uint64_t claimed, uint64_t delivered, const struct orbit__loss *l)
@@ -52,25 +45,13 @@ int orbit__loss_page_holds(uint64_t reserved, uint64_t delivered, uint64_t lost)
 	return reserved == delivered + lost;
 }
 
-void orbit__kernel_loss_of(struct orbit__kernel_loss *k, const Orbit__KernelLoss *p)
+void orbit__kernel_loss_of(struct orbit__kernel_loss *to, const Orbit__KernelLoss *from)
 {
-	*k = (struct orbit__kernel_loss){.overrun = p->overrun,
-	                                 .dropped = p->dropped,
-	                                 .flagged_pages = p->flagged_pages,
-	                                 .stored_lost = p->stored_lost,
-	                                 .read_events = p->read_events,
-	                                 .unsent_pages = p->unsent_pages};
+	KERNEL_FIELDS(COPY)
 }
 
-void orbit__kernel_loss_add(struct orbit__kernel_loss *t, const struct orbit__kernel_loss *k)
-{
-	t->overrun += k->overrun;
-	t->dropped += k->dropped;
-	t->flagged_pages += k->flagged_pages;
-	t->stored_lost += k->stored_lost;
-	t->read_events += k->read_events;
-	t->unsent_pages += k->unsent_pages;
-}
+void orbit__kernel_loss_add(struct orbit__kernel_loss *to,
+                            const struct orbit__kernel_loss *from){KERNEL_FIELDS(ADD)}
 
 uint64_t orbit__kernel_loss_sum(const struct orbit__kernel_loss *k)
 {
