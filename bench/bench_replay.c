@@ -274,7 +274,7 @@ static void handshake(struct gen *g, uint64_t t0)
 	h.record_size = ORBIT_RECORD_SIZE;
 	h.n_ring_start = RINGS;
 	h.ring_start = start;
-	must(orbit__sw_handshake(g->sw, &h));
+	must(orbit__sw_handshake(g->sw, &h, NULL, 0));
 }
 
 static void trailer(struct gen *g)

@@ -349,7 +349,7 @@ static void own_handshake(struct orbit_dump *d, const uint64_t *start)
 	h.page_ring_count = d->l.page_ring_count;
 	h.page_size = d->l.page_ring_page_size;
 	h.flight_size = d->l.flight_size;
-	orbit__sw_handshake(d->out.sw, &h);
+	orbit__sw_handshake(d->out.sw, &h, NULL, 0);
 }
 
 /* ---- the page rings ---- */

@@ -5,24 +5,20 @@
 #include <stdlib.h>
 #include <string.h>
 
-/* The fields the structs keep of Loss and of KernelLoss, named as in the
- * packets: one list each, for every copy and sum below. */
-#define LOSS_FIELDS(X) X(lapped) X(writer_gone) X(backstop) X(at_end) X(flight_dropped) X(unsent)
-#define KERNEL_FIELDS(X)                                                                           \
-	X(overrun) X(dropped) X(flagged_pages) X(stored_lost) X(read_events) X(unsent_pages)
+/* Field by field, over the lists of loss.h. */
 #define COPY(f) to->f = from->f;
 #define ADD(f) to->f += from->f;
 
 void orbit__loss_of(struct orbit__loss *to, const Orbit__Loss *from)
 {
-	LOSS_FIELDS(COPY)
+	ORBIT__LOSS_FIELDS(COPY);
 }
 
 void orbit__loss_packet(Orbit__Loss *to, uint32_t ring, const struct orbit__loss *from)
 {
 	orbit__loss__init(to);
 	to->ring = ring;
-	LOSS_FIELDS(COPY)
+	ORBIT__LOSS_FIELDS(COPY);
 }
 
 uint64_t orbit__loss_sum(const struct orbit__loss *l)
@@ -32,7 +28,7 @@ uint64_t orbit__loss_sum(const struct orbit__loss *l)
 
 void orbit__loss_add(struct orbit__loss *to, const struct orbit__loss *from)
 {
-	LOSS_FIELDS(ADD)
+	ORBIT__LOSS_FIELDS(ADD);
 }
 
 int orbit__loss_holds(uint64_t claimed, uint64_t delivered, const struct orbit__loss *l)
@@ -47,11 +43,13 @@ int orbit__loss_page_holds(uint64_t reserved, uint64_t delivered, uint64_t lost)
 
 void orbit__kernel_loss_of(struct orbit__kernel_loss *to, const Orbit__KernelLoss *from)
 {
-	KERNEL_FIELDS(COPY)
+	ORBIT__KERNEL_LOSS_FIELDS(COPY);
 }
 
-void orbit__kernel_loss_add(struct orbit__kernel_loss *to,
-                            const struct orbit__kernel_loss *from){KERNEL_FIELDS(ADD)}
+void orbit__kernel_loss_add(struct orbit__kernel_loss *to, const struct orbit__kernel_loss *from)
+{
+	ORBIT__KERNEL_LOSS_FIELDS(ADD);
+}
 
 uint64_t orbit__kernel_loss_sum(const struct orbit__kernel_loss *k)
 {

@@ -42,6 +42,13 @@ struct orbit__kernel_loss {
 	uint64_t unsent_pages;               /* read and not sent */
 };
 
+/* The fields of each, named as in the packets: the one list every copy,
+ * sum and report of them goes by (X(field) for each). */
+#define ORBIT__LOSS_FIELDS(X)                                                                      \
+	X(lapped) X(writer_gone) X(backstop) X(at_end) X(unsent) X(flight_dropped)
+#define ORBIT__KERNEL_LOSS_FIELDS(X)                                                               \
+	X(overrun) X(dropped) X(flagged_pages) X(stored_lost) X(read_events) X(unsent_pages)
+
 void orbit__loss_of(struct orbit__loss *l, const Orbit__Loss *p);
 /* The packet of ring `ring` that says l (a writer's). */
 void orbit__loss_packet(Orbit__Loss *p, uint32_t ring, const struct orbit__loss *l);

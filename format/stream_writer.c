@@ -21,7 +21,8 @@ struct orbit__sw {
 	uint64_t done_end[ORBIT_MAX_RINGS], done_framed[ORBIT_MAX_RINGS];
 	uint64_t next_end[ORBIT_MAX_RINGS], next_framed[ORBIT_MAX_RINGS];
 	uint64_t records[ORBIT_MAX_RINGS];
-	char sched_off[160]; /* why a KernelSched was left out */
+	uint64_t sent[ORBIT_MAX_RINGS]; /* the records of the frame at the sink */
+	char sched_off[160];            /* why a KernelSched was left out */
 };
 
 struct orbit__sw *orbit__sw_new(int level, size_t frame_target, const struct orbit__sw_sink *sink)
@@ -83,6 +84,8 @@ static int finish(struct orbit__sw *w, enum orbit__sw_kind kind)
 	}
 	memcpy(w->done_end, w->next_end, sizeof w->done_end);
 	memcpy(w->done_framed, w->next_framed, sizeof w->done_framed);
+	memcpy(w->sent, w->records, sizeof w->sent);
+	memset(w->records, 0, sizeof w->records);
 	struct orbit__sw_frame f = {.bytes = w->fw.out,
 	                            .len = w->fw.out_len,
 	                            .seq = w->seq++,
@@ -90,10 +93,9 @@ static int finish(struct orbit__sw *w, enum orbit__sw_kind kind)
 	                            .rings = w->rings,
 	                            .ring_end = w->done_end,
 	                            .ring_framed = w->done_framed,
-	                            .ring_records = w->records};
-	int err = w->sink.frame(w->sink.ctx, &f);
-	memset(w->records, 0, sizeof w->records);
-	return err;
+	                            .ring_records = w->sent};
+	/* The last use of w: the sink may free it (stream_writer.h). */
+	return w->sink.frame(w->sink.ctx, &f);
 }
 
 /* Cuts the frame once it is big enough (guarantee 3). */
@@ -159,7 +161,7 @@ int orbit__sw_copy(struct orbit__sw *w, const uint8_t *frame, size_t len, enum o
 
 /* ---- the handshake ---- */
 
-int orbit__sw_handshake(struct orbit__sw *w, Orbit__Handshake *h)
+int orbit__sw_handshake(struct orbit__sw *w, Orbit__Handshake *h, char *why, size_t why_len)
 {
 	orbit__sw_abort(w);
 	w->seq = 0;
@@ -175,13 +177,17 @@ int orbit__sw_handshake(struct orbit__sw *w, Orbit__Handshake *h)
 	if (h->kernel_sched != NULL && orbit__packet__get_packed_size(&p) > room)
 		h->kernel_sched->n_tids = 0;
 	if (h->kernel_sched != NULL && orbit__packet__get_packed_size(&p) > room) {
-		snprintf(w->sched_off, sizeof w->sched_off,
+		if (why == NULL) {
+			why = w->sched_off;
+			why_len = sizeof w->sched_off;
+		}
+		snprintf(why, why_len,
 		         "the kernel's event formats do not fit in the handshake (%zu bytes, "
 		         "at most %u)",
 		         orbit__kernel_sched__get_packed_size(h->kernel_sched),
 		         ORBIT_HANDSHAKE_FRAME_MAX);
 		h->kernel_sched = NULL;
-		h->kernel_sched_off = w->sched_off;
+		h->kernel_sched_off = why;
 		left_out = 1;
 	}
 	int err = orbit__frame_add(&w->fw, &p);
@@ -242,22 +248,28 @@ static int put(struct orbit__sw *w, Orbit__Packet__BodyCase c, const void *body)
 	return orbit__sw_packet(w, &p);
 }
 
+/* FtracePage and KernelPage: the same two fields, an index (the ring, the
+ * CPU) and the page. */
+static int page_packet(struct orbit__sw *w, Orbit__Packet__BodyCase c, uint32_t index,
+                       const uint8_t *page, size_t len)
+{
+	const ProtobufCBinaryData bytes = {len, (uint8_t *)page};
+	Orbit__FtracePage f = ORBIT__FTRACE_PAGE__INIT;
+	Orbit__KernelPage k = ORBIT__KERNEL_PAGE__INIT;
+	f.ring = k.cpu = index;
+	f.page = k.page = bytes;
+	return put(w, c,
+	           c == ORBIT__PACKET__BODY_FTRACE_PAGE ? (const void *)&f : (const void *)&k);
+}
+
 int orbit__sw_log_page(struct orbit__sw *w, uint32_t ring, const uint8_t *page, size_t len)
 {
-	Orbit__FtracePage f = ORBIT__FTRACE_PAGE__INIT;
-	f.ring = ring;
-	f.page.data = (uint8_t *)page;
-	f.page.len = len;
-	return put(w, ORBIT__PACKET__BODY_FTRACE_PAGE, &f);
+	return page_packet(w, ORBIT__PACKET__BODY_FTRACE_PAGE, ring, page, len);
 }
 
 int orbit__sw_kernel_page(struct orbit__sw *w, uint32_t cpu, const uint8_t *page, size_t len)
 {
-	Orbit__KernelPage k = ORBIT__KERNEL_PAGE__INIT;
-	k.cpu = cpu;
-	k.page.data = (uint8_t *)page;
-	k.page.len = len;
-	return put(w, ORBIT__PACKET__BODY_KERNEL_PAGE, &k);
+	return page_packet(w, ORBIT__PACKET__BODY_KERNEL_PAGE, cpu, page, len);
 }
 
 int orbit__sw_loss(struct orbit__sw *w, const Orbit__Loss *l)

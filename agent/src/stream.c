@@ -334,8 +334,9 @@ static void send_handshake(void)
 	orbit__ledger_handshake(S.ledger, &h);             /* which stream; the last one's fate */
 	struct kernel_sched ks;
 	handshake_sched(&h, &ks);
-	if (orbit__sw_handshake(S.sw, &h) == 1) { /* the formats did not fit */
-		snprintf(S.sched_off, sizeof S.sched_off, "%s", h.kernel_sched_off);
+	/* The writer may find the formats too big for the frame: it says why
+	 * in S.sched_off, which later Handshakes carry. */
+	if (orbit__sw_handshake(S.sw, &h, S.sched_off, sizeof S.sched_off) == 1) {
 		fprintf(stderr, "orbit: kernel scheduling is off: %s\n", S.sched_off);
 		S.sched = NULL; /* the recorder is the agent's; its pages are not sent */
 	}

@@ -44,12 +44,9 @@ static void json_loss(struct orbit_rp_out *o, const struct orbit_rp_stream *s)
 	orbit__rp_stream_page_loss(s, &pr, &pp, &pd);
 	int f = 1;
 	orbit__rp_out_c(o, '{');
-	ju64(o, "lapped", l.lapped, &f);
-	ju64(o, "writer_gone", l.writer_gone, &f);
-	ju64(o, "backstop", l.backstop, &f);
-	ju64(o, "at_end", l.at_end, &f);
-	ju64(o, "unsent", l.unsent, &f);
-	ju64(o, "flight_dropped", l.flight_dropped, &f);
+#define LOSS_KEY(x) ju64(o, #x, l.x, &f);
+	ORBIT__LOSS_FIELDS(LOSS_KEY);
+#undef LOSS_KEY
 	ju64(o, "log_records", pr, &f);
 	ju64(o, "log_pages", pp, &f);
 	orbit__rp_out_c(o, '}');
@@ -121,12 +118,9 @@ static void json_kernel(struct orbit_rp_out *o, const struct orbit_rp_stream *s)
 	ju64(o, "pages", k->pages, &f);
 	ju64(o, "events", k->records, &f);
 	ju64(o, "bad_pages", k->bad_pages, &f);
-	ju64(o, "overrun", sum.overrun, &f);
-	ju64(o, "dropped", sum.dropped, &f);
-	ju64(o, "flagged_pages", sum.flagged_pages, &f);
-	ju64(o, "stored_lost", sum.stored_lost, &f);
-	ju64(o, "read_events", sum.read_events, &f);
-	ju64(o, "unsent_pages", sum.unsent_pages, &f);
+#define KERNEL_KEY(x) ju64(o, #x, sum.x, &f);
+	ORBIT__KERNEL_LOSS_FIELDS(KERNEL_KEY);
+#undef KERNEL_KEY
 	int e = orbit__rp_kernel_equation(s);
 	jstr(o, "equation", eq[e < 0 ? 2 : e], &f);
 	jkey(o, "states", &f);

@@ -89,7 +89,7 @@ static void generate(const char *path)
 	h.n_ring_start = THREADS;
 	h.ring_start = start;
 	h.monotonic_ns = 1000;
-	CHECK(orbit__sw_handshake(sw, &h) == 0);
+	CHECK(orbit__sw_handshake(sw, &h, NULL, 0) == 0);
 	for (uint32_t t = 0; t < THREADS; t++)
 		time[t] = 1000 + t;
 	uint64_t rng = 1;

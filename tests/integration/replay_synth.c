@@ -86,7 +86,7 @@ static void handshake(uint32_t pid, const char *process)
 	h.ring_start = start;
 	h.page_ring_count = 2;
 	h.page_size = PAGE;
-	must(orbit__sw_handshake(sw, &h), "write");
+	must(orbit__sw_handshake(sw, &h, NULL, 0), "write");
 	memset(claims, 0, sizeof claims);
 }
 

@@ -69,7 +69,7 @@ int main(void)
 		struct orbit__sw *w = orbit__sw_new(1, ORBIT_SW_NO_CUT, &sink);
 		Orbit__Handshake h = ORBIT__HANDSHAKE__INIT;
 		h.protocol_version = ORBIT_PROTOCOL_VERSION;
-		CHECK(w != NULL && orbit__sw_handshake(w, &h) == 0 && kept > 0);
+		CHECK(w != NULL && orbit__sw_handshake(w, &h, NULL, 0) == 0 && kept > 0);
 		CHECK(next(b, kept, &used, &a, reason) == -EPROTO);
 		orbit__sw_free(w);
 	}

@@ -138,7 +138,7 @@ static void case_handshake(void)
 	uint64_t start[4] = {5, 6, 7, 8};
 	Orbit__Handshake h;
 	handshake_of(&h, start);
-	CHECK(orbit__sw_handshake(w, &h) == 0);
+	CHECK(orbit__sw_handshake(w, &h, NULL, 0) == 0);
 	CHECK_EQ_U64(seen.n, 1);
 	CHECK(seen.seq[0] == 0 && seen.kind[0] == ORBIT__SW_HANDSHAKE);
 	size_t n;
@@ -158,7 +158,7 @@ static void case_handshake(void)
 	ks.n_tids = 20000;
 	ks.tids = tids;
 	h.kernel_sched = &ks;
-	CHECK(orbit__sw_handshake(w, &h) == 0);
+	CHECK(orbit__sw_handshake(w, &h, NULL, 0) == 0);
 	CHECK(h.kernel_sched == &ks && ks.n_tids == 0);
 	CHECK(seen.n == 2 && seen.seq[1] == 0); /* a new stream: numbered from 0 */
 	CHECK(seen.len[1] <= ORBIT_HANDSHAKE_FRAME_MAX);
@@ -167,8 +167,9 @@ static void case_handshake(void)
 	memset(big, 'f', sizeof big - 1);
 	ks.header_page = big;
 	ks.n_tids = 20000;
-	CHECK(orbit__sw_handshake(w, &h) == 1);
-	CHECK(h.kernel_sched == NULL && h.kernel_sched_off != NULL);
+	char why[200];
+	CHECK(orbit__sw_handshake(w, &h, why, sizeof why) == 1);
+	CHECK(h.kernel_sched == NULL && h.kernel_sched_off == why);
 	CHECK(strstr(h.kernel_sched_off, "do not fit in the handshake") != NULL);
 	p = packets(2, &n);
 	CHECK(n == 1 && p[0]->handshake->kernel_sched == NULL);
@@ -183,7 +184,7 @@ static void case_batches(void)
 	uint64_t start[4] = {0, 0, 0, 100};
 	Orbit__Handshake h;
 	handshake_of(&h, start);
-	CHECK(orbit__sw_handshake(w, &h) == 0);
+	CHECK(orbit__sw_handshake(w, &h, NULL, 0) == 0);
 	const uint32_t n = 2 * ORBIT_BATCH_MAX + 1000;
 	uint8_t *r = records(n, 77, 100);
 	CHECK_EQ_U64(orbit__sw_records(w, 3, 100, r, n), n);
@@ -221,7 +222,7 @@ static void case_cuts(void)
 	uint64_t start[4] = {0};
 	Orbit__Handshake h;
 	handshake_of(&h, start);
-	CHECK(orbit__sw_handshake(w, &h) == 0);
+	CHECK(orbit__sw_handshake(w, &h, NULL, 0) == 0);
 	static uint8_t page[1000];
 	for (int i = 0; i < 40; i++) /* 40 pages of 1000 bytes: cut by size */
 		CHECK(orbit__sw_log_page(w, 0, page, sizeof page) == 0);
@@ -262,7 +263,7 @@ static void case_positions(void)
 	uint64_t start[4] = {10, 20, 30, 40};
 	Orbit__Handshake h;
 	handshake_of(&h, start);
-	CHECK(orbit__sw_handshake(w, &h) == 0);
+	CHECK(orbit__sw_handshake(w, &h, NULL, 0) == 0);
 	uint8_t *r = records(50, 5, 0);
 	CHECK(orbit__sw_records(w, 1, 20, r, 30) == 30);
 	CHECK(orbit__sw_records(w, 2, 35, r, 5) == 5); /* claims 30..34 lost before */
