@@ -5,8 +5,9 @@
  *
  *   orbit-bench-replay [--records N] [--capture FILE] [--keep] [--runs N]
  *
- * Writes a capture of N records (default 50 M) with format/frame.h's
- * writer, the way the agent does (1 MiB frames, zstd level 1, 16 rings,
+ * Writes a capture of N records (default 50 M) with the format's stream
+ * writer (format/stream_writer.h), as the agent does (1 MiB frames, zstd
+ * level 1, 16 rings,
  * 4096-record batches): 16 threads, one per ring, each repeating a frame of
  * about 90 records: nested scopes (depth up to 6) named from a pool of 300
  * names, a tenth of them longer than a record holds (continuations),
@@ -36,6 +37,7 @@
 #include "frame.h"
 #include "record.h"
 #include "replay.h"
+#include "stream_writer.h"
 
 #define RINGS 16u
 #define THREADS 16u
@@ -72,8 +74,7 @@ struct gen {
 	uint64_t claims[RINGS];
 	uint8_t *ring_buf[RINGS]; /* pending records per ring */
 	uint32_t ring_n[RINGS];
-	uint8_t enc[ORBIT_BATCH_COMPACT_BOUND(BATCH)];
-	struct orbit_frame_writer fw;
+	struct orbit__sw *sw;
 	int fd;
 	uint64_t records, scopes;
 	uint64_t async_id[THREADS]; /* span started by thread i - 1, to stop here */
@@ -95,14 +96,12 @@ static uint64_t now_ns(void)
 	return (uint64_t)ts.tv_sec * 1000000000ull + (uint64_t)ts.tv_nsec;
 }
 
-static void write_frame(struct gen *g)
+/* The writer's sink: each frame into the file. */
+static int write_frame(void *ctx, const struct orbit__sw_frame *f)
 {
-	if (orbit__frame_finish(&g->fw) != 0) {
-		fprintf(stderr, "orbit-bench-replay: compressing failed\n");
-		exit(1);
-	}
-	const uint8_t *p = g->fw.out;
-	size_t n = g->fw.out_len;
+	struct gen *g = ctx;
+	const uint8_t *p = f->bytes;
+	size_t n = f->len;
 	while (n > 0) {
 		ssize_t w = write(g->fd, p, n);
 		if (w < 0) {
@@ -112,16 +111,15 @@ static void write_frame(struct gen *g)
 		p += w;
 		n -= (size_t)w;
 	}
+	return 0;
 }
 
-static void add(struct gen *g, Orbit__Packet *p)
+static void must(int err)
 {
-	if (orbit__frame_add(&g->fw, p) != 0) {
-		fprintf(stderr, "orbit-bench-replay: packet too large\n");
+	if (err != 0) {
+		fprintf(stderr, "orbit-bench-replay: writing the capture failed\n");
 		exit(1);
 	}
-	if (g->fw.len >= FRAME_CONTENT)
-		write_frame(g);
 }
 
 static void flush_ring(struct gen *g, uint32_t ring)
@@ -129,18 +127,7 @@ static void flush_ring(struct gen *g, uint32_t ring)
 	uint32_t n = g->ring_n[ring];
 	if (n == 0)
 		return;
-	size_t len = orbit__batch_encode(g->ring_buf[ring], n, g->enc);
-	Orbit__RingBatch b = ORBIT__RING_BATCH__INIT;
-	b.ring = ring;
-	b.first_claim = g->claims[ring];
-	b.count = n;
-	b.encoding = ORBIT_BATCH_COMPACT;
-	b.records.data = g->enc;
-	b.records.len = len;
-	Orbit__Packet p = ORBIT__PACKET__INIT;
-	p.body_case = ORBIT__PACKET__BODY_RING_BATCH;
-	p.ring_batch = &b;
-	add(g, &p);
+	must(orbit__sw_records(g->sw, ring, g->claims[ring], g->ring_buf[ring], n) != n);
 	g->claims[ring] += n;
 	g->ring_n[ring] = 0;
 }
@@ -287,11 +274,7 @@ static void handshake(struct gen *g, uint64_t t0)
 	h.record_size = ORBIT_RECORD_SIZE;
 	h.n_ring_start = RINGS;
 	h.ring_start = start;
-	Orbit__Packet p = ORBIT__PACKET__INIT;
-	p.body_case = ORBIT__PACKET__BODY_HANDSHAKE;
-	p.handshake = &h;
-	add(g, &p);
-	write_frame(g);
+	must(orbit__sw_handshake(g->sw, &h, NULL, 0));
 }
 
 static void trailer(struct gen *g)
@@ -301,28 +284,19 @@ static void trailer(struct gen *g)
 	for (uint32_t i = 0; i < THREADS; i++) {
 		char name[32];
 		snprintf(name, sizeof name, "worker %u", i);
-		Orbit__ThreadName t = ORBIT__THREAD_NAME__INIT;
-		t.tid = g->th[i].tid;
-		t.name = name;
-		Orbit__Packet p = ORBIT__PACKET__INIT;
-		p.body_case = ORBIT__PACKET__BODY_THREAD_NAME;
-		p.thread_name = &t;
-		add(g, &p);
+		must(orbit__sw_thread_name(g->sw, g->th[i].tid, name));
 	}
 	Orbit__EndOfStream e = ORBIT__END_OF_STREAM__INIT;
 	e.n_claimed_per_ring = RINGS;
 	e.claimed_per_ring = g->claims;
-	Orbit__Packet p = ORBIT__PACKET__INIT;
-	p.body_case = ORBIT__PACKET__BODY_END;
-	p.end = &e;
-	add(g, &p);
-	write_frame(g);
+	must(orbit__sw_end(g->sw, &e));
 }
 
 static void generate(const char *path, uint64_t records)
 {
 	struct gen *g = calloc(1, sizeof *g);
-	if (g == NULL || orbit__frame_writer_init(&g->fw, 1) != 0) {
+	const struct orbit__sw_sink sink = {.ctx = g, .frame = write_frame};
+	if (g == NULL || (g->sw = orbit__sw_new(1, FRAME_CONTENT, &sink)) == NULL) {
 		fprintf(stderr, "orbit-bench-replay: out of memory\n");
 		exit(1);
 	}
@@ -353,7 +327,7 @@ static void generate(const char *path, uint64_t records)
 	       g->scopes);
 	for (uint32_t r = 0; r < RINGS; r++)
 		free(g->ring_buf[r]);
-	orbit__frame_writer_free(&g->fw);
+	orbit__sw_free(g->sw);
 	free(g);
 }
 

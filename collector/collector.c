@@ -52,7 +52,7 @@ static uint64_t conns_lost(const struct orbit_collector *c)
 	uint64_t lost = c->lost_closed;
 
 	for (const struct orbit_conn *k = c->conns; k != NULL; k = k->next)
-		lost += k->lost;
+		lost += orbit__loss_total(&k->loss.total);
 	return lost;
 }
 
@@ -94,7 +94,7 @@ void orbit__collector_conn_gone(struct orbit_collector *c, struct orbit_conn *k)
 	c->nconns--;
 	orbit__pool_release(k);
 	orbit__caps_release(k);
-	c->lost_closed += k->lost;
+	c->lost_closed += orbit__loss_total(&k->loss.total);
 	stop_if_done(c);
 }
 

@@ -52,12 +52,12 @@
 #include <uv.h>
 
 #include "frame.h"
+#include "loss.h"
 
 #define ORBIT_COLLECTOR_READ_CHUNK (64u << 10)
 #define ORBIT_COLLECTOR_BUF_MAX (ORBIT_FRAME_MAX_COMPRESSED + ORBIT_COLLECTOR_READ_CHUNK)
 #define ORBIT_COLLECTOR_TOKEN_MAX 4096u
 #define ORBIT_COLLECTOR_NAME_MAX 64u             /* bytes of a process name in a file name */
-#define ORBIT_COLLECTOR_PAGE_RINGS 4096u         /* page rings whose loss is tracked */
 #define ORBIT_COLLECTOR_CAPTURE_MIN (128u << 10) /* smallest --max-capture-size */
 
 /* Acknowledgements: at most one Ack per ACK_INTERVAL_MS unless ACK_BYTES
@@ -143,10 +143,7 @@ struct orbit_conn {
 	uint64_t accepted_ms, last_byte_ms, partial_since_ms;
 	uint32_t pid;
 	struct orbit_capture_file file;
-	uint64_t *ring_loss;   /* ORBIT_MAX_RINGS latest Loss sums, lazily */
-	uint64_t *page_loss;   /* ORBIT_COLLECTOR_PAGE_RINGS latest PageLoss */
-	uint64_t *kernel_loss; /* ORBIT_KERNEL_MAX_CPUS latest KernelLoss events */
-	uint64_t lost;         /* sum of the three */
+	struct orbit__loss_account loss; /* the stream's, as every reader sums it */
 
 	/* size caps (caps.c) */
 	uint32_t cut;          /* ORBIT_ACK_CAPTURE_CAP or _DIR_CAP: no more frames */

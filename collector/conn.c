@@ -140,35 +140,14 @@ static int handshake_accept(struct orbit_conn *k, const Orbit__Handshake *h, cha
 	return 0;
 }
 
-/* Latest cumulative loss of one ring; keeps k->lost the sum over rings. */
-static void loss_update(uint64_t **table, size_t rings, uint32_t ring, uint64_t value,
-                        uint64_t *total)
-{
-	if (ring >= rings)
-		return;
-	if (*table == NULL && (*table = calloc(rings, sizeof **table)) == NULL)
-		return;
-	*total += value - (*table)[ring];
-	(*table)[ring] = value;
-}
-
+/* What the collector keeps of a stream's packets: its loss (format/loss.h,
+ * the sum every reader makes) and whether it ended. */
 static void packet_account(struct orbit_conn *k, const Orbit__Packet *p)
 {
-	if (p->body_case == ORBIT__PACKET__BODY_LOSS) {
-		const Orbit__Loss *l = p->loss;
-		loss_update(&k->ring_loss, ORBIT_MAX_RINGS, l->ring,
-		            l->lapped + l->writer_gone + l->backstop + l->unsent + l->at_end,
-		            &k->lost);
-	} else if (p->body_case == ORBIT__PACKET__BODY_PAGE_LOSS) {
-		loss_update(&k->page_loss, ORBIT_COLLECTOR_PAGE_RINGS, p->page_loss->ring,
-		            p->page_loss->records + p->page_loss->unsent, &k->lost);
-	} else if (p->body_case == ORBIT__PACKET__BODY_KERNEL_LOSS) {
-		/* The kernel's scheduling events lost on one CPU (format.md 4.10). */
-		loss_update(&k->kernel_loss, ORBIT_KERNEL_MAX_CPUS, p->kernel_loss->cpu,
-		            p->kernel_loss->overrun + p->kernel_loss->dropped, &k->lost);
-	} else if (p->body_case == ORBIT__PACKET__BODY_END) {
+	if (p->body_case == ORBIT__PACKET__BODY_END)
 		k->ended = 1;
-	}
+	else
+		orbit__loss_account_packet(&k->loss, p); /* no memory: that packet is not counted */
 }
 
 /* Checks the packets of the frame decompressed in the scratch. */
@@ -569,15 +548,23 @@ void orbit__conn_start(struct orbit_conn *k)
 static void conn_report(struct orbit_conn *k)
 {
 	struct orbit_collector *c = k->c;
-	char file[sizeof k->c->dir + 512] = "";
+	char file[sizeof k->c->dir + 700] = "";
 
+	const struct orbit__loss_totals *t = &k->loss.total;
+	char lost[160] = "";
+	if (orbit__loss_total(t) != 0)
+		snprintf(lost, sizeof lost,
+		         " (%" PRIu64 " records of the scope rings, %" PRIu64
+		         " log records, %" PRIu64 " kernel events)",
+		         t->records, t->log_records, t->kernel_events);
 	if (k->handshaken)
-		snprintf(file, sizeof file,
-		         "%s/%s: %" PRIu64 " frames, %" PRIu64 " bytes, %" PRIu64 " events lost%s",
-		         c->dir, k->file.name, k->file.frames, k->file.size, k->lost,
-		         k->ended         ? ", end of stream"
-		         : k->marker_done ? ", cut (the file ends with the collector's Ack)"
-		                          : "");
+		snprintf(
+		    file, sizeof file,
+		    "%s/%s: %" PRIu64 " frames, %" PRIu64 " bytes, %" PRIu64 " events lost%s%s",
+		    c->dir, k->file.name, k->file.frames, k->file.size, orbit__loss_total(t), lost,
+		    k->ended         ? ", end of stream"
+		    : k->marker_done ? ", cut (the file ends with the collector's Ack)"
+		                     : "");
 	if (!k->handshaken && k->file_error[0] != '\0')
 		orbit__log(c, 1, "%s/%s: %s; refused %s", c->dir, k->file.name, k->file_error,
 		           k->peer);
@@ -602,9 +589,7 @@ static void conn_maybe_free(struct orbit_conn *k)
 	conn_report(k);
 	orbit__collector_conn_gone(k->c, k);
 	free(k->buf);
-	free(k->ring_loss);
-	free(k->page_loss);
-	free(k->kernel_loss);
+	orbit__loss_account_free(&k->loss);
 	free(k);
 }
 

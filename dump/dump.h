@@ -11,8 +11,9 @@
  *                   it is read costs a short read and one line, never a
  *                   SIGBUS; every byte checked before it is used
  *   dump_rings.c    what the scope rings hold that no frame did
- *   dump_write.c    the capture: the flight ring's frames as they are, then
- *                   frames of its own for what no frame held
+ *   dump_write.c    the capture file: the flight ring's frames as they are,
+ *                   then frames of its own for what no frame held, both
+ *                   through format/stream_writer.h
  *
  * Exit statuses: 0 a complete dump; 1 usage, or no such segment, or not
  * ours to read; 2 the segment is damaged (one line says where: the dump
@@ -29,6 +30,7 @@
 #include "frame.h"
 #include "segment.h"
 #include "segment_clock.h"
+#include "stream_writer.h"
 
 enum orbit_dump_status {
 	ORBIT_DUMP_OK = 0,
@@ -37,14 +39,14 @@ enum orbit_dump_status {
 	ORBIT_DUMP_OUTPUT = 3,
 };
 
-/* Where the capture goes: frames written to fd as they are made. */
+/* Where the capture goes: the stream writer's frames (the flight ring's
+ * copied as they are, then its own), written to fd as they are made. */
 struct orbit_dump_out {
 	int fd;
 	const char *path;
 	int failed; /* a write failed: said once */
 	uint64_t bytes;
-	struct orbit_frame_writer fw;
-	int fw_init;
+	struct orbit__sw *sw;
 };
 
 /* One dump of one segment. */
@@ -113,14 +115,10 @@ struct orbit_dump_ring {
 void orbit__dump_rings(struct orbit_dump *d, const uint64_t *cursor, struct orbit_dump_ring *res);
 
 /* ---- the capture (dump_write.c) ---- */
+/* Opens the file and the writer its frames come from (o->sw: frames cut
+ * at ORBIT_SW_FRAME_TARGET, as the agent's); 0, or -1 after one line. */
 int orbit__dump_out_open(struct orbit_dump_out *o, const char *path, FILE *err);
-/* A frame as it is (from the flight ring). */
-int orbit__dump_out_frame(struct orbit_dump_out *o, const uint8_t *bytes, size_t len);
-/* A packet into the dump's own frame (finished at 128 KiB or by _flush). */
-int orbit__dump_out_packet(struct orbit_dump_out *o, const Orbit__Packet *p);
-/* Room for a packet of len bytes written in place (a ring batch). */
-uint8_t *orbit__dump_out_append(struct orbit_dump_out *o, size_t len);
-int orbit__dump_out_flush(struct orbit_dump_out *o);
+/* The last frame out, then the file closed: 0, or -1 if anything failed. */
 int orbit__dump_out_close(struct orbit_dump_out *o);
 
 #endif

@@ -20,7 +20,7 @@
  * frames of its own: ring batches of what the scope rings hold past the
  * flight ring's last frame, the page rings' unread pages, the thread names,
  * the final Loss packets, a Dump packet and EndOfStream, whose claims add
- * up (docs/format.md 6):
+ * up (docs/format.md 6, format/loss.h):
  *
  *   claimed = end - ring_start = records in kept frames + records read here
  *             + flight_dropped + lapped + writer_gone + backstop + at_end
@@ -36,6 +36,7 @@
 
 #include "dump.h"
 #include "ftrace_page.h"
+#include "loss.h"
 #include "segment_pages.h"
 
 #ifndef ORBIT_VERSION
@@ -188,12 +189,12 @@ static Orbit__Packet *first_packet(struct orbit_dump *d, const uint8_t *bytes, s
 	return info.first;
 }
 
-/* What a kept frame holds, for the accounting: records per ring, the last
- * Loss of each ring, whether it ends the stream. */
+/* What the kept frames hold, for the accounting: records per ring, the
+ * loss they say (format/loss.h: each ring's last Loss), whether they end
+ * the stream. */
 struct kept {
 	uint64_t records[ORBIT__SEG_MAX_RINGS];
-	Orbit__Loss loss[ORBIT__SEG_MAX_RINGS];
-	uint8_t has_loss[ORBIT__SEG_MAX_RINGS];
+	struct orbit__loss_account loss;
 	int ended;
 };
 
@@ -209,12 +210,10 @@ static void note_packets(struct orbit_dump *d, struct kept *k)
 		    pk->ring_batch->ring < d->l.ring_count)
 			k->records[pk->ring_batch->ring] += pk->ring_batch->count;
 		else if (pk->body_case == ORBIT__PACKET__BODY_LOSS &&
-		         pk->loss->ring < d->l.ring_count) {
-			k->loss[pk->loss->ring] = *pk->loss;
-			k->has_loss[pk->loss->ring] = 1;
-		} else if (pk->body_case == ORBIT__PACKET__BODY_END) {
+		         pk->loss->ring < d->l.ring_count)
+			orbit__loss_account_packet(&k->loss, pk); /* no memory: as if none came */
+		else if (pk->body_case == ORBIT__PACKET__BODY_END)
 			k->ended = 1;
-		}
 		orbit__packet__free_unpacked(pk, NULL);
 	}
 }
@@ -264,7 +263,8 @@ static void read_flight(struct orbit_dump *d, struct kept *k)
 				d->hs = p->handshake;
 				p->handshake = NULL; /* ours now */
 				p->body_case = ORBIT__PACKET__BODY__NOT_SET;
-				orbit__dump_out_frame(&d->out, hb, m1.handshake_len);
+				orbit__sw_copy(d->out.sw, hb, m1.handshake_len,
+				               ORBIT__SW_HANDSHAKE);
 			} else {
 				orbit__dump_problem(
 				    d, base + ORBIT__FLIGHT_HEADER,
@@ -313,7 +313,8 @@ static void read_flight(struct orbit_dump *d, struct kept *k)
 		}
 		orbit__packet__free_unpacked(info.first, NULL);
 		note_packets(d, k);
-		orbit__dump_out_frame(&d->out, e.bytes, e.len);
+		orbit__sw_copy(d->out.sw, e.bytes, e.len,
+		               e.kind == ORBIT__FLIGHT_END ? ORBIT__SW_END : ORBIT__SW_DATA);
 		d->kept_frames++;
 	}
 	if (r < 0)
@@ -348,11 +349,7 @@ static void own_handshake(struct orbit_dump *d, const uint64_t *start)
 	h.page_ring_count = d->l.page_ring_count;
 	h.page_size = d->l.page_ring_page_size;
 	h.flight_size = d->l.flight_size;
-	Orbit__Packet p = ORBIT__PACKET__INIT;
-	p.body_case = ORBIT__PACKET__BODY_HANDSHAKE;
-	p.handshake = &h;
-	orbit__dump_out_packet(&d->out, &p);
-	orbit__dump_out_flush(&d->out); /* alone in the first frame */
+	orbit__sw_handshake(d->out.sw, &h, NULL, 0);
 }
 
 /* ---- the page rings ---- */
@@ -382,15 +379,8 @@ static void on_page(void *vctx, const uint8_t *page, uint32_t page_size, uint32_
 	if (c->d->l.clock_source != ORBIT__SEG_CLOCK_MONOTONIC &&
 	    orbit__ftrace_retime(copy, page_size, to_ns, c->d) < 0)
 		return; /* cannot happen: the page decodes (segment_pages.c) */
-	Orbit__FtracePage f = ORBIT__FTRACE_PAGE__INIT;
-	f.ring = c->ring;
-	f.page.data = copy;
-	f.page.len = page_size;
-	Orbit__Packet p = ORBIT__PACKET__INIT;
-	p.body_case = ORBIT__PACKET__BODY_FTRACE_PAGE;
-	p.ftrace_page = &f;
-	orbit__dump_out_packet(&c->d->out, &p);
-	c->d->log_pages++;
+	if (orbit__sw_log_page(c->d->out.sw, c->ring, copy, page_size) == 0)
+		c->d->log_pages++;
 }
 
 static void read_pages(struct orbit_dump *d)
@@ -421,13 +411,7 @@ static void thread_names(struct orbit_dump *d)
 		char name[17];
 		memcpy(name, d->names.entry[i].name, 16);
 		name[16] = '\0';
-		Orbit__ThreadName t = ORBIT__THREAD_NAME__INIT;
-		t.tid = d->names.entry[i].tid;
-		t.name = name;
-		Orbit__Packet p = ORBIT__PACKET__INIT;
-		p.body_case = ORBIT__PACKET__BODY_THREAD_NAME;
-		p.thread_name = &t;
-		orbit__dump_out_packet(&d->out, &p);
+		orbit__sw_thread_name(d->out.sw, d->names.entry[i].tid, name);
 	}
 }
 
@@ -440,27 +424,25 @@ static void finish(struct orbit_dump *d, const struct kept *k, const struct orbi
 		uint64_t before = d->from[r] - d->ring_start[r]; /* claims the frames account for */
 		uint64_t dropped = framed - k->records[r];
 		uint64_t lost_before = before - framed;
-		Orbit__Loss l = ORBIT__LOSS__INIT;
-		l.ring = r;
+		struct orbit__loss l = {0};
 		/* Of the claims lost before the last frame, those a kept Loss
 		 * names; the rest the agent lapped (or dropped) after it. */
-		if (k->has_loss[r]) {
-			l.backstop =
-			    k->loss[r].backstop < lost_before ? k->loss[r].backstop : lost_before;
-			l.writer_gone = k->loss[r].writer_gone < lost_before - l.backstop
-			                    ? k->loss[r].writer_gone
+		if (k->loss.ring_seen != NULL && k->loss.ring_seen[r]) {
+			struct orbit__loss was = orbit__loss_account_ring(&k->loss, r);
+			l.backstop = was.backstop < lost_before ? was.backstop : lost_before;
+			l.writer_gone = was.writer_gone < lost_before - l.backstop
+			                    ? was.writer_gone
 			                    : lost_before - l.backstop;
-			l.unsent = k->loss[r].unsent;
+			l.unsent = was.unsent;
 		}
 		l.lapped = lost_before - l.backstop - l.writer_gone + rr[r].lapped;
 		l.writer_gone += rr[r].gone;
 		l.flight_dropped = dropped;
 		l.at_end = rr[r].end - rr[r].next + rr[r].pending;
 		claimed[r] = rr[r].end - d->ring_start[r];
-		Orbit__Packet p = ORBIT__PACKET__INIT;
-		p.body_case = ORBIT__PACKET__BODY_LOSS;
-		p.loss = &l;
-		orbit__dump_out_packet(&d->out, &p);
+		Orbit__Loss p;
+		orbit__loss_packet(&p, r, &l);
+		orbit__sw_loss(d->out.sw, &p);
 	}
 	Orbit__Dump dp = ORBIT__DUMP__INIT;
 	dp.ended = d->life == ORBIT__SEG_ALIVE ? 1 : 2;
@@ -473,19 +455,13 @@ static void finish(struct orbit_dump *d, const struct kept *k, const struct orbi
 	dp.ring_records = d->ring_records;
 	dp.log_pages = d->log_pages;
 	dp.problem = d->problem;
-	Orbit__Packet p = ORBIT__PACKET__INIT;
-	p.body_case = ORBIT__PACKET__BODY_DUMP;
-	p.dump = &dp;
-	orbit__dump_out_packet(&d->out, &p);
+	orbit__sw_dump(d->out.sw, &dp);
 	Orbit__EndOfStream e = ORBIT__END_OF_STREAM__INIT;
 	e.n_claimed_per_ring = d->l.ring_count;
 	e.claimed_per_ring = claimed;
 	e.untrusted_times = d->untrusted;
 	e.ended = dp.ended;
-	p = (Orbit__Packet)ORBIT__PACKET__INIT;
-	p.body_case = ORBIT__PACKET__BODY_END;
-	p.end = &e;
-	orbit__dump_out_packet(&d->out, &p);
+	orbit__sw_end(d->out.sw, &e);
 }
 
 /* The rings' cursors now: where a dump without a flight ring starts (the
@@ -586,6 +562,8 @@ int orbit__dump_run(struct orbit_dump *d, const char *out_path)
 	read_pages(d);
 	finish(d, k, rr);
 close:
+	if (k != NULL)
+		orbit__loss_account_free(&k->loss);
 	free(k);
 	if (d->hs != NULL)
 		orbit__handshake__free_unpacked(d->hs, NULL);

@@ -46,8 +46,8 @@
 #define RUN 256u /* records in one RingBatch */
 
 /* Converts and encodes n records of ring r from claim first. */
-static void emit(struct orbit_dump *d, struct orbit_batch_encoder *enc, uint32_t ring,
-                 uint64_t first, uint8_t *recs, uint32_t n, struct orbit_dump_ring *res)
+static void emit(struct orbit_dump *d, uint32_t ring, uint64_t first, uint8_t *recs, uint32_t n,
+                 struct orbit_dump_ring *res)
 {
 	for (uint32_t i = 0; i < n; i++) {
 		uint8_t *p = recs + (size_t)i * ORBIT__RECORD_SIZE;
@@ -61,16 +61,10 @@ static void emit(struct orbit_dump *d, struct orbit_batch_encoder *enc, uint32_t
 			d->untrusted++;
 		}
 	}
-	orbit__batch_compact(enc, recs, n);
-	size_t len = orbit__batch_packet_size(enc, ring, first);
-	uint8_t *out = orbit__dump_out_append(&d->out, len);
-	if (out == NULL) { /* out of memory, or the capture failed: said there */
-		res->pending += n;
-		return;
-	}
-	orbit__batch_packet_write(out, enc, ring, first);
-	res->delivered += n;
-	d->ring_records += n;
+	uint32_t framed = orbit__sw_records(d->out.sw, ring, first, recs, n);
+	res->pending += n - framed; /* out of memory: at_end */
+	res->delivered += framed;
+	d->ring_records += framed;
 }
 
 /* The slots of claims next .. end - 1 (at most `slots` of them) into copy,
@@ -89,8 +83,8 @@ static int read_slots(struct orbit_dump *d, uint32_t ring, uint64_t next, uint64
 	return 0;
 }
 
-static void walk(struct orbit_dump *d, struct orbit_batch_encoder *enc, uint32_t ring,
-                 const struct orbit__seg_slot *copy, uint64_t cursor2, struct orbit_dump_ring *res)
+static void walk(struct orbit_dump *d, uint32_t ring, const struct orbit__seg_slot *copy,
+                 uint64_t cursor2, struct orbit_dump_ring *res)
 {
 	const uint64_t slots = d->l.slots_per_ring, mask = slots - 1, end = res->end;
 	uint8_t recs[RUN * ORBIT__RECORD_SIZE];
@@ -101,7 +95,7 @@ static void walk(struct orbit_dump *d, struct orbit_batch_encoder *enc, uint32_t
 		uint32_t n = orbit__slots_copy(copy, mask, next, end, recs, RUN, &why, &stamp);
 		if (n > 0) {
 			clean = orbit__slots_clean(clean, next, n, cursor2, slots);
-			emit(d, enc, ring, next, recs, n, res);
+			emit(d, ring, next, recs, n, res);
 			next += n;
 		}
 		if (why == ORBIT__SLOTS_DONE)
@@ -128,12 +122,11 @@ void orbit__dump_rings(struct orbit_dump *d, const uint64_t *cursor, struct orbi
 {
 	const uint64_t slots = d->l.slots_per_ring;
 	struct orbit__seg_slot *copy = aligned_alloc(64, slots * ORBIT__SLOT_SIZE);
-	struct orbit_batch_encoder *enc = orbit__batch_encoder_new();
 	int cut = 0;
 	for (uint32_t r = 0; r < d->l.ring_count; r++) {
 		struct orbit_dump_ring *rr = &res[r];
 		*rr = (struct orbit_dump_ring){.end = cursor[r], .next = d->from[r]};
-		if (copy == NULL || enc == NULL || cut)
+		if (copy == NULL || cut)
 			continue; /* not read: at_end */
 		uint64_t lo = rr->end > slots ? rr->end - slots : 0;
 		if (rr->next < lo) { /* not resident any more (1.) */
@@ -151,10 +144,9 @@ void orbit__dump_rings(struct orbit_dump *d, const uint64_t *cursor, struct orbi
 		}
 		if (cursor2 < rr->end)
 			cursor2 = rr->end; /* a cursor does not go back: hostile */
-		walk(d, enc, r, copy, cursor2, rr);
+		walk(d, r, copy, cursor2, rr);
 	}
-	if (copy == NULL || enc == NULL)
+	if (copy == NULL)
 		orbit__dump_problem(d, d->l.rings_offset, "out of memory for the scope rings");
 	free(copy);
-	orbit__batch_encoder_free(enc);
 }

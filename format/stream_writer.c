@@ -21,7 +21,8 @@ struct orbit__sw {
 	uint64_t done_end[ORBIT_MAX_RINGS], done_framed[ORBIT_MAX_RINGS];
 	uint64_t next_end[ORBIT_MAX_RINGS], next_framed[ORBIT_MAX_RINGS];
 	uint64_t records[ORBIT_MAX_RINGS];
-	char sched_off[160]; /* why a KernelSched was left out */
+	uint64_t sent[ORBIT_MAX_RINGS]; /* the records of the frame at the sink */
+	char sched_off[160];            /* why a KernelSched was left out */
 };
 
 struct orbit__sw *orbit__sw_new(int level, size_t frame_target, const struct orbit__sw_sink *sink)
@@ -45,6 +46,17 @@ void orbit__sw_free(struct orbit__sw *w)
 	orbit__frame_writer_free(&w->fw);
 	orbit__batch_encoder_free(w->enc);
 	free(w);
+}
+
+/* The packet whose body is `body`, a message of case c. Every member of
+ * Packet's oneof is a pointer to a message, and all pointers to structures
+ * have one representation (C11 6.2.5), so one member holds any of them. */
+static Orbit__Packet packet_of(Orbit__Packet__BodyCase c, const void *body)
+{
+	Orbit__Packet p = ORBIT__PACKET__INIT;
+	p.body_case = c;
+	p.handshake = (Orbit__Handshake *)body;
+	return p;
 }
 
 /* ---- frames ---- */
@@ -72,6 +84,8 @@ static int finish(struct orbit__sw *w, enum orbit__sw_kind kind)
 	}
 	memcpy(w->done_end, w->next_end, sizeof w->done_end);
 	memcpy(w->done_framed, w->next_framed, sizeof w->done_framed);
+	memcpy(w->sent, w->records, sizeof w->sent);
+	memset(w->records, 0, sizeof w->records);
 	struct orbit__sw_frame f = {.bytes = w->fw.out,
 	                            .len = w->fw.out_len,
 	                            .seq = w->seq++,
@@ -79,10 +93,9 @@ static int finish(struct orbit__sw *w, enum orbit__sw_kind kind)
 	                            .rings = w->rings,
 	                            .ring_end = w->done_end,
 	                            .ring_framed = w->done_framed,
-	                            .ring_records = w->records};
-	int err = w->sink.frame(w->sink.ctx, &f);
-	memset(w->records, 0, sizeof w->records);
-	return err;
+	                            .ring_records = w->sent};
+	/* The last use of w: the sink may free it (stream_writer.h). */
+	return w->sink.frame(w->sink.ctx, &f);
 }
 
 /* Cuts the frame once it is big enough (guarantee 3). */
@@ -148,7 +161,7 @@ int orbit__sw_copy(struct orbit__sw *w, const uint8_t *frame, size_t len, enum o
 
 /* ---- the handshake ---- */
 
-int orbit__sw_handshake(struct orbit__sw *w, Orbit__Handshake *h)
+int orbit__sw_handshake(struct orbit__sw *w, Orbit__Handshake *h, char *why, size_t why_len)
 {
 	orbit__sw_abort(w);
 	w->seq = 0;
@@ -157,22 +170,24 @@ int orbit__sw_handshake(struct orbit__sw *w, Orbit__Handshake *h)
 		w->done_end[r] = w->next_end[r] = r < h->n_ring_start ? h->ring_start[r] : 0;
 		w->done_framed[r] = w->next_framed[r] = 0;
 	}
-	Orbit__Packet p = ORBIT__PACKET__INIT;
-	p.body_case = ORBIT__PACKET__BODY_HANDSHAKE;
-	p.handshake = h;
+	Orbit__Packet p = packet_of(ORBIT__PACKET__BODY_HANDSHAKE, h);
 	/* The frame's content is the packet and its length prefix. */
 	const size_t room = ORBIT_HANDSHAKE_FRAME_MAX - 16;
 	int left_out = 0;
 	if (h->kernel_sched != NULL && orbit__packet__get_packed_size(&p) > room)
 		h->kernel_sched->n_tids = 0;
 	if (h->kernel_sched != NULL && orbit__packet__get_packed_size(&p) > room) {
-		snprintf(w->sched_off, sizeof w->sched_off,
+		if (why == NULL) {
+			why = w->sched_off;
+			why_len = sizeof w->sched_off;
+		}
+		snprintf(why, why_len,
 		         "the kernel's event formats do not fit in the handshake (%zu bytes, "
 		         "at most %u)",
 		         orbit__kernel_sched__get_packed_size(h->kernel_sched),
 		         ORBIT_HANDSHAKE_FRAME_MAX);
 		h->kernel_sched = NULL;
-		h->kernel_sched_off = w->sched_off;
+		h->kernel_sched_off = why;
 		left_out = 1;
 	}
 	int err = orbit__frame_add(&w->fw, &p);
@@ -227,52 +242,49 @@ uint32_t orbit__sw_records(struct orbit__sw *w, uint32_t ring, uint64_t first,
 
 /* ---- the other packets ---- */
 
+static int put(struct orbit__sw *w, Orbit__Packet__BodyCase c, const void *body)
+{
+	Orbit__Packet p = packet_of(c, body);
+	return orbit__sw_packet(w, &p);
+}
+
+/* FtracePage and KernelPage: the same two fields, an index (the ring, the
+ * CPU) and the page. */
+static int page_packet(struct orbit__sw *w, Orbit__Packet__BodyCase c, uint32_t index,
+                       const uint8_t *page, size_t len)
+{
+	const ProtobufCBinaryData bytes = {len, (uint8_t *)page};
+	Orbit__FtracePage f = ORBIT__FTRACE_PAGE__INIT;
+	Orbit__KernelPage k = ORBIT__KERNEL_PAGE__INIT;
+	f.ring = k.cpu = index;
+	f.page = k.page = bytes;
+	return put(w, c,
+	           c == ORBIT__PACKET__BODY_FTRACE_PAGE ? (const void *)&f : (const void *)&k);
+}
+
 int orbit__sw_log_page(struct orbit__sw *w, uint32_t ring, const uint8_t *page, size_t len)
 {
-	Orbit__FtracePage f = ORBIT__FTRACE_PAGE__INIT;
-	f.ring = ring;
-	f.page.data = (uint8_t *)page;
-	f.page.len = len;
-	Orbit__Packet p = ORBIT__PACKET__INIT;
-	p.body_case = ORBIT__PACKET__BODY_FTRACE_PAGE;
-	p.ftrace_page = &f;
-	return orbit__sw_packet(w, &p);
+	return page_packet(w, ORBIT__PACKET__BODY_FTRACE_PAGE, ring, page, len);
 }
 
 int orbit__sw_kernel_page(struct orbit__sw *w, uint32_t cpu, const uint8_t *page, size_t len)
 {
-	Orbit__KernelPage k = ORBIT__KERNEL_PAGE__INIT;
-	k.cpu = cpu;
-	k.page.data = (uint8_t *)page;
-	k.page.len = len;
-	Orbit__Packet p = ORBIT__PACKET__INIT;
-	p.body_case = ORBIT__PACKET__BODY_KERNEL_PAGE;
-	p.kernel_page = &k;
-	return orbit__sw_packet(w, &p);
+	return page_packet(w, ORBIT__PACKET__BODY_KERNEL_PAGE, cpu, page, len);
 }
 
 int orbit__sw_loss(struct orbit__sw *w, const Orbit__Loss *l)
 {
-	Orbit__Packet p = ORBIT__PACKET__INIT;
-	p.body_case = ORBIT__PACKET__BODY_LOSS;
-	p.loss = (Orbit__Loss *)l;
-	return orbit__sw_packet(w, &p);
+	return put(w, ORBIT__PACKET__BODY_LOSS, l);
 }
 
 int orbit__sw_page_loss(struct orbit__sw *w, const Orbit__PageLoss *l)
 {
-	Orbit__Packet p = ORBIT__PACKET__INIT;
-	p.body_case = ORBIT__PACKET__BODY_PAGE_LOSS;
-	p.page_loss = (Orbit__PageLoss *)l;
-	return orbit__sw_packet(w, &p);
+	return put(w, ORBIT__PACKET__BODY_PAGE_LOSS, l);
 }
 
 int orbit__sw_kernel_loss(struct orbit__sw *w, const Orbit__KernelLoss *l)
 {
-	Orbit__Packet p = ORBIT__PACKET__INIT;
-	p.body_case = ORBIT__PACKET__BODY_KERNEL_LOSS;
-	p.kernel_loss = (Orbit__KernelLoss *)l;
-	return orbit__sw_packet(w, &p);
+	return put(w, ORBIT__PACKET__BODY_KERNEL_LOSS, l);
 }
 
 int orbit__sw_thread_name(struct orbit__sw *w, uint32_t tid, const char *name)
@@ -280,10 +292,7 @@ int orbit__sw_thread_name(struct orbit__sw *w, uint32_t tid, const char *name)
 	Orbit__ThreadName t = ORBIT__THREAD_NAME__INIT;
 	t.tid = tid;
 	t.name = (char *)name;
-	Orbit__Packet p = ORBIT__PACKET__INIT;
-	p.body_case = ORBIT__PACKET__BODY_THREAD_NAME;
-	p.thread_name = &t;
-	return orbit__sw_packet(w, &p);
+	return put(w, ORBIT__PACKET__BODY_THREAD_NAME, &t);
 }
 
 int orbit__sw_locations(struct orbit__sw *w, const Orbit__SourceLocation *const *e, size_t n)
@@ -291,25 +300,17 @@ int orbit__sw_locations(struct orbit__sw *w, const Orbit__SourceLocation *const 
 	Orbit__SourceLocations m = ORBIT__SOURCE_LOCATIONS__INIT;
 	m.n_locations = n;
 	m.locations = (Orbit__SourceLocation **)e;
-	Orbit__Packet p = ORBIT__PACKET__INIT;
-	p.body_case = ORBIT__PACKET__BODY_SOURCE_LOCATIONS;
-	p.source_locations = &m;
-	return orbit__sw_packet(w, &p);
+	return put(w, ORBIT__PACKET__BODY_SOURCE_LOCATIONS, &m);
 }
 
 int orbit__sw_dump(struct orbit__sw *w, const Orbit__Dump *d)
 {
-	Orbit__Packet p = ORBIT__PACKET__INIT;
-	p.body_case = ORBIT__PACKET__BODY_DUMP;
-	p.dump = (Orbit__Dump *)d;
-	return orbit__sw_packet(w, &p);
+	return put(w, ORBIT__PACKET__BODY_DUMP, d);
 }
 
 int orbit__sw_end(struct orbit__sw *w, const Orbit__EndOfStream *e)
 {
-	Orbit__Packet p = ORBIT__PACKET__INIT;
-	p.body_case = ORBIT__PACKET__BODY_END;
-	p.end = (Orbit__EndOfStream *)e;
+	Orbit__Packet p = packet_of(ORBIT__PACKET__BODY_END, e);
 	int err = orbit__frame_add(&w->fw, &p);
 	if (err) { /* what came before it still goes */
 		finish(w, ORBIT__SW_DATA);

@@ -71,7 +71,11 @@ struct orbit__sw_frame {
 /* Where a writer's frames go: callbacks down to its owner. */
 struct orbit__sw_sink {
 	void *ctx;
-	/* A finished frame: 0 taken, or a negative errno (not taken). */
+	/* A finished frame: 0 taken, or a negative errno (not taken). It may
+	 * free the writer when f is the Handshake frame or the END frame (the
+	 * agent's stop can complete inside it): the writer touches nothing of
+	 * itself after the call, and the call that finished that frame
+	 * returns at once. */
 	int (*frame)(void *ctx, const struct orbit__sw_frame *f);
 	/* The frame being built will never be finished: records[r] records
 	 * of ring r (rings of them) were in it. May be NULL. */
@@ -89,10 +93,11 @@ void orbit__sw_free(struct orbit__sw *w);
 /* A stream begins: what is being built is abandoned (lost()), frames are
  * numbered from 0 again, each ring's position is h->ring_start, and h goes
  * alone into frame 0 (guarantee 1: h->kernel_sched may be changed, and
- * h->kernel_sched_off then points at the writer's own text, valid until
- * the next call). Returns 0, 1 when the KernelSched was left out, or a
- * negative errno (the frame was lost, or not taken). */
-int orbit__sw_handshake(struct orbit__sw *w, Orbit__Handshake *h);
+ * h->kernel_sched_off then points at why, where the reason is written, at
+ * most why_len bytes; why NULL: the writer's own text, valid until its next
+ * call). Returns 0, 1 when the KernelSched was left out, or a negative
+ * errno (the frame was lost, or not taken). */
+int orbit__sw_handshake(struct orbit__sw *w, Orbit__Handshake *h, char *why, size_t why_len);
 
 /* n records of ring (ring < ORBIT_MAX_RINGS) from claim first, times
  * already CLOCK_MONOTONIC ns, as RingBatch packets (guarantee 2). Returns

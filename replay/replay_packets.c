@@ -204,8 +204,7 @@ static void on_loss(struct orbit_rp_timeline *tl, struct orbit_rp_source *src, c
 	struct orbit_rp_stream *s = stream_of(tl, src);
 	if (s == NULL)
 		return;
-	s->loss[l->ring] = (struct orbit_rp_loss){l->lapped, l->writer_gone, l->backstop,
-	                                          l->unsent, l->at_end,      l->flight_dropped};
+	orbit__loss_of(&s->loss[l->ring], l);
 }
 
 static void on_end(struct orbit_rp_timeline *tl, struct orbit_rp_source *src,

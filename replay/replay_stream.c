@@ -152,40 +152,31 @@ int orbit__rp_stream_kernel_loss(struct orbit_rp_stream *s, const Orbit__KernelL
 		return -1;
 	if (l->cpu >= k->nloss) {
 		uint32_t n = l->cpu + 1 > 8 ? l->cpu + 1 : 8;
-		uint64_t(*a)[6] = realloc(k->loss, n * sizeof *a);
+		struct orbit__kernel_loss *a = realloc(k->loss, n * sizeof *a);
 		if (a == NULL)
 			return -1;
 		memset(a + k->nloss, 0, (n - k->nloss) * sizeof *a);
 		k->loss = a;
 		k->nloss = n;
 	}
-	uint64_t *v = k->loss[l->cpu];
-	v[0] = l->overrun;
-	v[1] = l->dropped;
-	v[2] = l->flagged_pages;
-	v[3] = l->stored_lost;
-	v[4] = l->read_events;
-	v[5] = l->unsent_pages;
+	orbit__kernel_loss_of(&k->loss[l->cpu], l);
 	return 0;
 }
 
-void orbit__rp_stream_kernel_sums(const struct orbit_rp_stream *s, uint64_t sum[6])
+struct orbit__kernel_loss orbit__rp_stream_kernel_sums(const struct orbit_rp_stream *s)
 {
-	memset(sum, 0, 6 * sizeof *sum);
+	struct orbit__kernel_loss t = {0};
 	for (uint32_t c = 0; c < s->kernel.nloss; c++)
-		for (int i = 0; i < 6; i++)
-			sum[i] += s->kernel.loss[c][i];
+		orbit__kernel_loss_add(&t, &s->kernel.loss[c]);
+	return t;
 }
 
 int orbit__rp_kernel_equation(const struct orbit_rp_stream *s)
 {
-	uint64_t sum[6];
 	if (!s->kernel.on || !s->ended)
 		return -1;
-	orbit__rp_stream_kernel_sums(s, sum);
-	if (sum[5] != 0) /* pages the agent read and did not send: records unknown */
-		return -1;
-	return sum[4] == s->kernel.records;
+	struct orbit__kernel_loss t = orbit__rp_stream_kernel_sums(s);
+	return orbit__kernel_loss_holds(&t, s->kernel.records);
 }
 
 static void *grow_zero(void *p, size_t old, size_t n, size_t size)
@@ -238,7 +229,7 @@ static uint64_t claimed_of(const struct orbit_rp_stream *s, uint32_t r)
 
 int orbit__rp_ring_holds(const struct orbit_rp_stream *s, uint32_t r)
 {
-	return claimed_of(s, r) == s->delivered[r] + orbit__rp_loss_sum(&s->loss[r]);
+	return orbit__loss_holds(claimed_of(s, r), s->delivered[r], &s->loss[r]);
 }
 
 /* A stream without its end, by the account a later stream gave of it. */
@@ -271,7 +262,7 @@ void orbit__rp_stream_equation(const struct orbit_rp_stream *s, struct orbit_rp_
 	*eq = (struct orbit_rp_equation){0, 0, 0, s->ended ? 1 : -1, 0, 0};
 	for (uint32_t r = 0; r < ORBIT_MAX_RINGS; r++) {
 		eq->delivered += s->delivered[r];
-		eq->lost += orbit__rp_loss_sum(&s->loss[r]);
+		eq->lost += orbit__loss_sum(&s->loss[r]);
 		eq->claimed += claimed_of(s, r);
 		if (s->ended && eq->holds == 1 && !orbit__rp_ring_holds(s, r)) {
 			eq->holds = 0;
@@ -286,28 +277,22 @@ int orbit__rp_page_equation(const struct orbit_rp_stream *s)
 	 * not in the segment. */
 	if (!s->ended || (s->ended_by != 0 && s->npage_reserved == 0))
 		return -1;
-	for (uint32_t r = 0; r < s->npage_reserved; r++) {
-		uint64_t got = r < s->npage ? s->page_delivered[r] + s->page_lost[r] : 0;
-		if (s->page_reserved[r] != got)
+	uint32_t n = s->npage > s->npage_reserved ? s->npage : s->npage_reserved;
+	for (uint32_t r = 0; r < n; r++) {
+		uint64_t reserved = r < s->npage_reserved ? s->page_reserved[r] : 0;
+		uint64_t delivered = r < s->npage ? s->page_delivered[r] : 0;
+		uint64_t lost = r < s->npage ? s->page_lost[r] : 0;
+		if (!orbit__loss_page_holds(reserved, delivered, lost))
 			return 0;
 	}
-	for (uint32_t r = s->npage_reserved; r < s->npage; r++)
-		if (s->page_delivered[r] + s->page_lost[r] != 0)
-			return 0;
 	return 1;
 }
 
-struct orbit_rp_loss orbit__rp_stream_loss(const struct orbit_rp_stream *s)
+struct orbit__loss orbit__rp_stream_loss(const struct orbit_rp_stream *s)
 {
-	struct orbit_rp_loss t = {0, 0, 0, 0, 0, 0};
-	for (uint32_t r = 0; r < ORBIT_MAX_RINGS; r++) {
-		t.lapped += s->loss[r].lapped;
-		t.gone += s->loss[r].gone;
-		t.backstop += s->loss[r].backstop;
-		t.unsent += s->loss[r].unsent;
-		t.at_end += s->loss[r].at_end;
-		t.flight += s->loss[r].flight;
-	}
+	struct orbit__loss t = {0};
+	for (uint32_t r = 0; r < ORBIT_MAX_RINGS; r++)
+		orbit__loss_add(&t, &s->loss[r]);
 	return t;
 }
 
@@ -346,7 +331,7 @@ void orbit__rp_stream_check(const struct orbit_rp_stream *s, struct orbit_rp_rep
 			                  "%s: ring %" PRIu32 ": claimed %" PRIu64
 			                  " != delivered %" PRIu64 " + lost %" PRIu64,
 			                  path, r, claimed_of(s, r), s->delivered[r],
-			                  orbit__rp_loss_sum(&s->loss[r]));
+			                  orbit__loss_sum(&s->loss[r]));
 	if (s->rstats.bad_records)
 		orbit__rp_problem(rep, "%s: %" PRIu64 " records of unknown kind or flags", path,
 		                  s->rstats.bad_records);

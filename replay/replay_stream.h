@@ -10,16 +10,12 @@
 #include <stdint.h>
 
 #include "capture.h"
+#include "loss.h"
 #include "reconstruct.h"
 #include "replay_open.h"
 
 struct orbit_rp_report;
 struct orbit_rp_dispatch;
-
-struct orbit_rp_loss {
-	uint64_t lapped, gone, backstop, unsent, at_end;
-	uint64_t flight; /* Loss.flight_dropped: frames the flight ring overwrote */
-};
 
 /* What orbit-dump says of a capture it made (its Dump packet). */
 struct orbit_rp_dump {
@@ -67,9 +63,7 @@ struct orbit_rp_kernel {
 	uint64_t pages, records;            /* KernelPage packets and their records */
 	uint64_t bad_pages;                 /* pages the page parser rejects */
 	uint64_t events;                    /* records decoded, when an exporter took them */
-	/* the last KernelLoss of each CPU (cumulative): overrun, dropped,
-	 * flagged_pages, stored_lost, read_events, unsent_pages */
-	uint64_t (*loss)[6];
+	struct orbit__kernel_loss *loss;    /* the last KernelLoss of each CPU (cumulative) */
 	uint32_t nloss;
 	struct orbit__rp_sched_decoder *dec;       /* for exporters of kernel events */
 	const struct orbit__rp_sched_timeline *tl; /* the states (the scan's), or NULL */
@@ -89,8 +83,8 @@ struct orbit_rp_stream {
 	uint32_t ring_count, page_ring_count, page_size;
 	uint64_t ring_start[ORBIT_MAX_RINGS];
 	uint64_t delivered[ORBIT_MAX_RINGS];
-	struct orbit_rp_loss loss[ORBIT_MAX_RINGS];
-	uint64_t ring_time[ORBIT_MAX_RINGS];  /* last record time read from each ring */
+	struct orbit__loss loss[ORBIT_MAX_RINGS]; /* each ring's last Loss (format/loss.h) */
+	uint64_t ring_time[ORBIT_MAX_RINGS];      /* last record time read from each ring */
 	uint64_t next_claim[ORBIT_MAX_RINGS]; /* the claim each ring's next batch should start at */
 	uint8_t claim_known[ORBIT_MAX_RINGS]; /* next_claim is known (from the handshake) */
 	uint64_t claimed[ORBIT_MAX_RINGS];
@@ -153,23 +147,15 @@ void orbit__rp_capture_free(struct orbit_rp_capture *cap);
 void orbit__rp_stream_kernel(struct orbit_rp_stream *s, const Orbit__Handshake *h);
 /* A KernelLoss packet; 0 or -1 (a CPU past the stream's, or no memory). */
 int orbit__rp_stream_kernel_loss(struct orbit_rp_stream *s, const Orbit__KernelLoss *l);
-/* The kernel's loss of every CPU added up: overrun + dropped events, and
- * the other fields of KernelLoss in the same order (sum[6]). */
-void orbit__rp_stream_kernel_sums(const struct orbit_rp_stream *s, uint64_t sum[6]);
-/* The kernel equation (format.md 4.10): read_events == records on the
- * stream's KernelPage packets, for a complete stream whose agent sent
- * every page it read. 1 holds, 0 fails, -1 unknown. */
+/* The kernel's loss of every CPU added up (its lost events:
+ * orbit__kernel_loss_sum). */
+struct orbit__kernel_loss orbit__rp_stream_kernel_sums(const struct orbit_rp_stream *s);
+/* The kernel equation (format.md 4.10, orbit__kernel_loss_holds) for a
+ * complete stream: 1 holds, 0 fails, -1 unknown. */
 int orbit__rp_kernel_equation(const struct orbit_rp_stream *s);
 
-/* The records a ring's Loss counts as lost (the equation's terms). */
-static inline uint64_t orbit__rp_loss_sum(const struct orbit_rp_loss *l)
-{
-	return l->lapped + l->gone + l->backstop + l->at_end + l->flight;
-}
-
-/* The scope-ring equation of a stream, over all its rings:
- * claimed == delivered + lapped + writer_gone + backstop + at_end
- *            + flight_dropped. */
+/* The scope-ring equation of a stream (format/loss.h), over all its rings:
+ * claimed == delivered + orbit__loss_sum. */
 struct orbit_rp_equation {
 	uint64_t claimed, delivered, lost;
 	int holds;         /* 1 holds, 0 fails, -1 unknown (no end of stream) */
@@ -184,8 +170,8 @@ int orbit__rp_ring_holds(const struct orbit_rp_stream *s, uint32_t r);
 /* Page rings: reserved == delivered + lost, for every ring: 1 holds, 0
  * fails, -1 unknown (no end of stream). */
 int orbit__rp_page_equation(const struct orbit_rp_stream *s);
-/* The loss of all rings added up. */
-struct orbit_rp_loss orbit__rp_stream_loss(const struct orbit_rp_stream *s);
+/* The loss of all rings added up (orbit__loss_sum of it: the records lost). */
+struct orbit__loss orbit__rp_stream_loss(const struct orbit_rp_stream *s);
 /* Page rings: records and pages lost, records delivered. */
 void orbit__rp_stream_page_loss(const struct orbit_rp_stream *s, uint64_t *records, uint64_t *pages,
                                 uint64_t *delivered);

@@ -21,13 +21,13 @@
 #define ORBIT_VERSION "0"
 #endif
 
-#define FRAME_AGE_MS 100u         /* a frame goes out this long after its first packet */
-#define KEEPALIVE_MS 30000u       /* well inside the collector's idle timeout */
-#define TRIM_MS 2000u             /* buffers of a stream quiet this long are freed */
-#define SITES_MAX (1u << 16)      /* call sites one stream resolves; later ones stay unnamed */
-#define SITES_FLIGHT_MS 1000u     /* with a flight ring: sites named again this often, */
-#define SITES_FLIGHT_FRAMES 32u   /* or after this many frames, */
-#define SITES_FLIGHT_MIN_MS 100u  /* but not more often than this */
+#define FRAME_AGE_MS 100u        /* a frame goes out this long after its first packet */
+#define KEEPALIVE_MS 30000u      /* well inside the collector's idle timeout */
+#define TRIM_MS 2000u            /* buffers of a stream quiet this long are freed */
+#define SITES_MAX (1u << 16)     /* call sites one stream resolves; later ones stay unnamed */
+#define SITES_FLIGHT_MS 1000u    /* with a flight ring: sites named again this often, */
+#define SITES_FLIGHT_FRAMES 32u  /* or after this many frames, */
+#define SITES_FLIGHT_MIN_MS 100u /* but not more often than this */
 
 /* The call-site addresses a stream has looked at (resolved and sent, or
  * found bad), an open-addressing set; 0 is never a site. */
@@ -334,8 +334,9 @@ static void send_handshake(void)
 	orbit__ledger_handshake(S.ledger, &h);             /* which stream; the last one's fate */
 	struct kernel_sched ks;
 	handshake_sched(&h, &ks);
-	if (orbit__sw_handshake(S.sw, &h) == 1) { /* the formats did not fit */
-		snprintf(S.sched_off, sizeof S.sched_off, "%s", h.kernel_sched_off);
+	/* The writer may find the formats too big for the frame: it says why
+	 * in S.sched_off, which later Handshakes carry. */
+	if (orbit__sw_handshake(S.sw, &h, S.sched_off, sizeof S.sched_off) == 1) {
 		fprintf(stderr, "orbit: kernel scheduling is off: %s\n", S.sched_off);
 		S.sched = NULL; /* the recorder is the agent's; its pages are not sent */
 	}
@@ -654,7 +655,8 @@ void orbit__stream_pass_done(uint64_t now_ms, int cut)
 	 * (docs/format.md 4.12). */
 	uint64_t since = now_ms - S.sites_since_ms;
 	if (S.cfg->flight && since >= SITES_FLIGHT_MIN_MS &&
-	    (since >= SITES_FLIGHT_MS || orbit__sw_seq(S.sw) - S.sites_seq >= SITES_FLIGHT_FRAMES)) {
+	    (since >= SITES_FLIGHT_MS ||
+	     orbit__sw_seq(S.sw) - S.sites_seq >= SITES_FLIGHT_FRAMES)) {
 		sites_forget();
 		S.sites_since_ms = now_ms;
 		S.sites_seq = orbit__sw_seq(S.sw);

@@ -590,7 +590,7 @@ static void capture_row(struct ch *st, const struct orbit_rp_stream *s)
 	orbit__rp_stream_span(s, &first, &last);
 	struct orbit_rp_equation eq;
 	orbit__rp_stream_equation(s, &eq);
-	struct orbit_rp_loss l = orbit__rp_stream_loss(s);
+	struct orbit__loss l = orbit__rp_stream_loss(s);
 	orbit__rp_stream_page_loss(s, &pr, &pp, &pd);
 	int64_t offset = s->handshake ? (int64_t)s->realtime_ns - (int64_t)s->monotonic_ns : 0;
 	const struct orbit_reconstruct_stats *r = &s->rstats;
@@ -622,7 +622,7 @@ static void capture_row(struct ch *st, const struct orbit_rp_stream *s)
 	U64(eq.delivered);
 	U64(eq.lost);
 	U64(l.lapped);
-	U64(l.gone);
+	U64(l.writer_gone);
 	U64(l.backstop);
 	U64(l.at_end);
 	U64(l.unsent);

@@ -39,17 +39,14 @@ static void jstr(struct orbit_rp_out *o, const char *k, const char *v, int *firs
 
 static void json_loss(struct orbit_rp_out *o, const struct orbit_rp_stream *s)
 {
-	struct orbit_rp_loss l = orbit__rp_stream_loss(s);
+	struct orbit__loss l = orbit__rp_stream_loss(s);
 	uint64_t pr, pp, pd;
 	orbit__rp_stream_page_loss(s, &pr, &pp, &pd);
 	int f = 1;
 	orbit__rp_out_c(o, '{');
-	ju64(o, "lapped", l.lapped, &f);
-	ju64(o, "writer_gone", l.gone, &f);
-	ju64(o, "backstop", l.backstop, &f);
-	ju64(o, "at_end", l.at_end, &f);
-	ju64(o, "unsent", l.unsent, &f);
-	ju64(o, "flight_dropped", l.flight, &f);
+#define LOSS_KEY(x) ju64(o, #x, l.x, &f);
+	ORBIT__LOSS_FIELDS(LOSS_KEY);
+#undef LOSS_KEY
 	ju64(o, "log_records", pr, &f);
 	ju64(o, "log_pages", pp, &f);
 	orbit__rp_out_c(o, '}');
@@ -101,7 +98,6 @@ static void json_kernel(struct orbit_rp_out *o, const struct orbit_rp_stream *s)
 {
 	static const char *eq[] = {"fails", "holds", "unknown"};
 	const struct orbit_rp_kernel *k = &s->kernel;
-	uint64_t sum[6];
 	int f = 1;
 	if (!k->on && k->off == NULL) {
 		orbit__rp_out_s(o, "null");
@@ -115,19 +111,16 @@ static void json_kernel(struct orbit_rp_out *o, const struct orbit_rp_stream *s)
 		orbit__rp_out_c(o, '}');
 		return;
 	}
-	orbit__rp_stream_kernel_sums(s, sum);
+	struct orbit__kernel_loss sum = orbit__rp_stream_kernel_sums(s);
 	jstr(o, "instance", k->instance, &f);
 	ju64(o, "cpus", k->cpus, &f);
 	ju64(o, "buffer_kb", k->buffer_kb, &f);
 	ju64(o, "pages", k->pages, &f);
 	ju64(o, "events", k->records, &f);
 	ju64(o, "bad_pages", k->bad_pages, &f);
-	ju64(o, "overrun", sum[0], &f);
-	ju64(o, "dropped", sum[1], &f);
-	ju64(o, "flagged_pages", sum[2], &f);
-	ju64(o, "stored_lost", sum[3], &f);
-	ju64(o, "read_events", sum[4], &f);
-	ju64(o, "unsent_pages", sum[5], &f);
+#define KERNEL_KEY(x) ju64(o, #x, sum.x, &f);
+	ORBIT__KERNEL_LOSS_FIELDS(KERNEL_KEY);
+#undef KERNEL_KEY
 	int e = orbit__rp_kernel_equation(s);
 	jstr(o, "equation", eq[e < 0 ? 2 : e], &f);
 	jkey(o, "states", &f);

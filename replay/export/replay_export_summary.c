@@ -132,21 +132,21 @@ static void thread_table(const struct orbit_rp_view *v, struct orbit_rp_out *o)
 
 static void stream_loss_text(struct orbit_rp_out *o, const struct orbit_rp_stream *s)
 {
-	struct orbit_rp_loss l = orbit__rp_stream_loss(s);
+	struct orbit__loss l = orbit__rp_stream_loss(s);
 	uint64_t pr, pp, pd;
 	orbit__rp_stream_page_loss(s, &pr, &pp, &pd);
-	if (orbit__rp_loss_sum(&l) + l.unsent + pr + pp == 0) {
+	if (orbit__loss_sum(&l) + l.unsent + pr + pp == 0) {
 		orbit__rp_out_s(o, "  loss       none\n");
 		return;
 	}
 	orbit__rp_out_printf(o,
 	                     "  loss       %" PRIu64 " records: lapped %" PRIu64
 	                     ", writer gone %" PRIu64 ", backstop %" PRIu64 ", at end %" PRIu64,
-	                     orbit__rp_loss_sum(&l), l.lapped, l.gone, l.backstop, l.at_end);
-	if (l.flight)
-		orbit__rp_out_printf(o, ", flight ring %" PRIu64, l.flight);
+	                     orbit__loss_sum(&l), l.lapped, l.writer_gone, l.backstop, l.at_end);
+	if (l.flight_dropped)
+		orbit__rp_out_printf(o, ", flight ring %" PRIu64, l.flight_dropped);
 	orbit__rp_out_c(o, '\n');
-	if (l.flight)
+	if (l.flight_dropped)
 		orbit__rp_out_s(o,
 		                "             flight ring: in frames it overwrote with newer ones "
 		                "before the dump; ORBIT_FLIGHT in the traced process keeps more\n");
@@ -296,20 +296,20 @@ static void stream_kernel_text(struct orbit_rp_out *o, const struct orbit_rp_str
 		}
 		return;
 	}
-	uint64_t sum[6];
-	orbit__rp_stream_kernel_sums(s, sum);
-	orbit__rp_out_printf(
-	    o,
-	    "  kernel     %" PRIu64 " scheduling events on %" PRIu64 " pages from %" PRIu32
-	    " CPUs; lost %" PRIu64 " (overwritten %" PRIu64 ", dropped %" PRIu64 "), %" PRIu64
-	    " pages with a gap, %" PRIu64 " pages not sent\n",
-	    k->records, k->pages, k->cpus, sum[0] + sum[1], sum[0], sum[1], sum[2], sum[5]);
+	struct orbit__kernel_loss sum = orbit__rp_stream_kernel_sums(s);
+	orbit__rp_out_printf(o,
+	                     "  kernel     %" PRIu64 " scheduling events on %" PRIu64
+	                     " pages from %" PRIu32 " CPUs; lost %" PRIu64 " (overwritten %" PRIu64
+	                     ", dropped %" PRIu64 "), %" PRIu64 " pages with a gap, %" PRIu64
+	                     " pages not sent\n",
+	                     k->records, k->pages, k->cpus, orbit__kernel_loss_sum(&sum),
+	                     sum.overrun, sum.dropped, sum.flagged_pages, sum.unsent_pages);
 	int eq = orbit__rp_kernel_equation(s);
 	if (eq >= 0)
 		orbit__rp_out_printf(o,
 		                     "  kernel     read %" PRIu64 " == delivered %" PRIu64 ": %s\n",
-		                     sum[4], k->records, eq ? "holds" : "DOES NOT HOLD");
-	if (sum[0] + sum[1])
+		                     sum.read_events, k->records, eq ? "holds" : "DOES NOT HOLD");
+	if (orbit__kernel_loss_sum(&sum))
 		orbit__rp_out_s(o, "             lost: the agent read the kernel's buffers too "
 		                   "late; where, the threads' states are unknown\n");
 }

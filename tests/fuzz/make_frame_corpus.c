@@ -15,6 +15,8 @@
 #include "capture.h"
 #include "frame.h"
 #include "record.h"
+#include "reply.h"
+#include "stream_writer.h"
 
 static const char *root;
 
@@ -303,15 +305,30 @@ static void packets(struct all *a)
 
 /* ---- frames ---- */
 
-static uint8_t *frame_of(struct orbit_frame_writer *w, const Orbit__Packet *p, int n, size_t *len)
+/* The last frame the stream writer made. */
+static uint8_t last_frame[8192];
+static size_t last_len;
+
+static int keep_frame(void *ctx, const struct orbit__sw_frame *f)
+{
+	(void)ctx;
+	if (f->len > sizeof last_frame)
+		exit(1);
+	memcpy(last_frame, f->bytes, f->len);
+	last_len = f->len;
+	return 0;
+}
+
+/* Packets p[0..n-1] as one frame of a stream, as every writer makes it. */
+static uint8_t *frame_of(struct orbit__sw *w, const Orbit__Packet *p, int n, size_t *len)
 {
 	for (int i = 0; i < n; i++)
-		if (orbit__frame_add(w, &p[i]) != 0)
+		if (orbit__sw_packet(w, &p[i]) != 0)
 			exit(1);
-	if (orbit__frame_finish(w) != 0)
+	if (orbit__sw_cut(w) != 0)
 		exit(1);
-	*len = w->out_len;
-	return w->out;
+	*len = last_len;
+	return last_frame;
 }
 
 static void raw_frame(const char *name, const uint8_t *content, size_t n, int checksum,
@@ -331,36 +348,36 @@ static void raw_frame(const char *name, const uint8_t *content, size_t n, int ch
 
 static void frames(struct all *a)
 {
-	struct orbit_frame_writer w;
-	uint8_t two[8192], *f;
+	const struct orbit__sw_sink sink = {.frame = keep_frame};
+	struct orbit__sw *w = orbit__sw_new(1, ORBIT_SW_NO_CUT, &sink);
+	struct orbit_frame_writer aw;
+	uint8_t two[16384], *f, ackf[ORBIT_ACK_FRAME_MAX];
 	size_t len, len2;
 
-	if (orbit__frame_writer_init(&w, 1) != 0)
+	if (w == NULL || orbit__frame_writer_init(&aw, 1) != 0)
 		exit(1);
-	f = frame_of(&w, &a->p[0], 1, &len);
+	f = frame_of(w, &a->p[0], 1, &len);
 	put("frame", "handshake", f, len);
 	memcpy(two, f, len);
-	f = frame_of(&w, &a->p[1], 6, &len2);
+	f = frame_of(w, &a->p[1], 6, &len2);
 	put("frame", "stream", f, len2);
 	memcpy(two + len, f, len2);
 	put("frame", "handshake_then_stream", two, len + len2);
 	put("frame", "truncated", two, len + len2 / 2);
 	two[len + len2 - 1] ^= 1;
 	put("frame", "bad_checksum", two + len, len2);
-	f = frame_of(&w, &a->p[1], 1, &len);
+	f = frame_of(w, &a->p[1], 1, &len);
 	put("frame", "batch", f, len);
-	f = frame_of(&w, &a->p[3], 1, &len);
+	f = frame_of(w, &a->p[3], 1, &len);
 	put("frame", "thread_name", f, len);
-	Orbit__Ack ack = ORBIT__ACK__INIT;
-	Orbit__Packet ap = ORBIT__PACKET__INIT;
-	ack.frames = 3;
-	ack.bytes = 4096;
-	ack.synced_frames = 2;
-	ap.body_case = ORBIT__PACKET__BODY_ACK;
-	ap.ack = &ack;
-	f = frame_of(&w, &ap, 1, &len);
-	put("frame", "ack", f, len);
-	orbit__frame_writer_free(&w);
+	/* a collector's Ack frame (format/reply.h writes them) */
+	const struct orbit_ack ack = {.frames = 3, .bytes = 4096, .synced_frames = 2};
+	len = orbit__reply_ack_encode(&aw, &ack, ackf);
+	if (len == 0)
+		exit(1);
+	put("frame", "ack", ackf, len);
+	orbit__frame_writer_free(&aw);
+	orbit__sw_free(w);
 
 	uint8_t content[64];
 	size_t n = orbit__packet__get_packed_size(&a->p[3]);

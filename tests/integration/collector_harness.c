@@ -425,13 +425,44 @@ int wait_closed(int fd, int timeout_ms)
 
 /* ---- streams ---- */
 
+/* The writer's sink: a frame is recorded as good, and sent when connected. */
+static int stream_frame(void *ctx, const struct orbit__sw_frame *f)
+{
+	struct stream *s = ctx;
+
+	if (s->len + f->len > s->cap) {
+		s->cap = (s->len + f->len) * 2;
+		s->bytes = realloc(s->bytes, s->cap);
+		CHECK(s->bytes != NULL);
+	}
+	memcpy(s->bytes + s->len, f->bytes, f->len);
+	s->len += f->len;
+	s->frame_end = realloc(s->frame_end, (s->frames + 1) * sizeof *s->frame_end);
+	s->frame_packets = realloc(s->frame_packets, (s->frames + 1) * sizeof *s->frame_packets);
+	CHECK(s->frame_end != NULL && s->frame_packets != NULL);
+	s->frame_end[s->frames] = s->len;
+	s->frame_packets[s->frames++] = s->packets;
+	s->pending = 0;
+	if (s->fd >= 0) {
+		int err = send_all(s->fd, f->bytes, f->len);
+		if (err) {
+			fprintf(stderr, "%s: send: %s\n", s->name, strerror(-err));
+			exit(1);
+		}
+	}
+	return 0;
+}
+
 void stream_init(struct stream *s, const char *name, uint32_t pid)
 {
+	const struct orbit__sw_sink sink = {.ctx = s, .frame = stream_frame};
+
 	memset(s, 0, sizeof *s);
 	s->fd = -1;
 	snprintf(s->name, sizeof s->name, "%s", name);
 	s->pid = pid;
-	CHECK(orbit__frame_writer_init(&s->w, 1) == 0);
+	s->w = orbit__sw_new(1, ORBIT_SW_NO_CUT, &sink);
+	CHECK(s->w != NULL);
 }
 
 void stream_open(struct stream *s, const struct coll *h, const char *name, uint32_t pid)
@@ -445,7 +476,7 @@ void stream_add(struct stream *s, const Orbit__Packet *p)
 {
 	size_t n = orbit__packet__get_packed_size(p);
 
-	CHECK(orbit__frame_add(&s->w, p) == 0);
+	CHECK(orbit__sw_packet(s->w, p) == 0);
 	s->packet = realloc(s->packet, (s->packets + 1) * sizeof *s->packet);
 	s->packet_len = realloc(s->packet_len, (s->packets + 1) * sizeof *s->packet_len);
 	CHECK(s->packet != NULL && s->packet_len != NULL);
@@ -458,28 +489,10 @@ void stream_add(struct stream *s, const Orbit__Packet *p)
 
 void stream_flush(struct stream *s)
 {
-	CHECK(orbit__frame_finish(&s->w) == 0);
-	CHECK(s->w.out_len > 0);
-	if (s->len + s->w.out_len > s->cap) {
-		s->cap = (s->len + s->w.out_len) * 2;
-		s->bytes = realloc(s->bytes, s->cap);
-		CHECK(s->bytes != NULL);
-	}
-	memcpy(s->bytes + s->len, s->w.out, s->w.out_len);
-	s->len += s->w.out_len;
-	s->frame_end = realloc(s->frame_end, (s->frames + 1) * sizeof *s->frame_end);
-	s->frame_packets = realloc(s->frame_packets, (s->frames + 1) * sizeof *s->frame_packets);
-	CHECK(s->frame_end != NULL && s->frame_packets != NULL);
-	s->frame_end[s->frames] = s->len;
-	s->frame_packets[s->frames++] = s->packets;
-	s->pending = 0;
-	if (s->fd >= 0) {
-		int err = send_all(s->fd, s->w.out, s->w.out_len);
-		if (err) {
-			fprintf(stderr, "%s: send: %s\n", s->name, strerror(-err));
-			exit(1);
-		}
-	}
+	size_t frames = s->frames;
+
+	CHECK(orbit__sw_cut(s->w) == 0);
+	CHECK(s->frames == frames + 1); /* a frame went out: it held something */
 }
 
 void stream_handshake(struct stream *s, uint32_t version, const char *token)
@@ -632,7 +645,7 @@ void stream_free(struct stream *s)
 {
 	if (s->fd >= 0)
 		close(s->fd);
-	orbit__frame_writer_free(&s->w);
+	orbit__sw_free(s->w);
 	for (size_t i = 0; i < s->packets; i++)
 		free(s->packet[i]);
 	free(s->packet);

@@ -1,8 +1,8 @@
 /*
  * collector_harness.h — what the orbit-collector tests share: a collector
  * started on port 0 in a fresh directory (its stderr in a log file), clients
- * that stream frames made with orbit__frame_writer_*, and checks on the
- * capture files they leave.
+ * that stream frames made with the format's stream writer
+ * (format/stream_writer.h), and checks on the capture files they leave.
  */
 #ifndef ORBIT_TEST_COLLECTOR_HARNESS_H
 #define ORBIT_TEST_COLLECTOR_HARNESS_H
@@ -13,6 +13,7 @@
 
 #include "capture.h"
 #include "frame.h"
+#include "stream_writer.h"
 
 #if defined(__SANITIZE_ADDRESS__)
 #define HARNESS_ASAN 1
@@ -46,8 +47,8 @@ struct stream {
 	char name[96];
 	uint32_t pid;
 	int local_port;
-	struct orbit_frame_writer w;
-	uint8_t *bytes; /* the good frames sent, back to back */
+	struct orbit__sw *w; /* frames end only at stream_flush */
+	uint8_t *bytes;      /* the good frames sent, back to back */
 	size_t len, cap;
 	size_t *frame_end;     /* end offset of each good frame in bytes */
 	size_t *frame_packets; /* packets sent up to and including that frame */

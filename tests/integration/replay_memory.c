@@ -20,45 +20,29 @@
 #include "capture.h"
 #include "check.h"
 #include "frame.h"
+#include "stream_writer.h"
 
 #define THREADS 16u
 #define RECORDS (2ull << 30) / ORBIT_RECORD_SIZE
 #define BATCH 4096u
 #define LIMIT_KIB (64 * 1024)
 
-static struct orbit_frame_writer fw;
+static struct orbit__sw *sw; /* frames of 1 MiB of content */
 static int fd;
-static uint8_t recs[THREADS][BATCH * ORBIT_RECORD_SIZE], enc[ORBIT_BATCH_COMPACT_BOUND(BATCH)];
+static uint8_t recs[THREADS][BATCH * ORBIT_RECORD_SIZE];
 static uint32_t nrec[THREADS];
 static uint64_t claims[THREADS], total;
 
-static void frame(void)
+static int write_frame(void *ctx, const struct orbit__sw_frame *f)
 {
-	CHECK(orbit__frame_finish(&fw) == 0);
-	CHECK(write(fd, fw.out, fw.out_len) == (ssize_t)fw.out_len);
-}
-
-static void add(Orbit__Packet *p)
-{
-	CHECK(orbit__frame_add(&fw, p) == 0);
-	if (fw.len >= (1u << 20))
-		frame();
+	(void)ctx;
+	CHECK(write(fd, f->bytes, f->len) == (ssize_t)f->len);
+	return 0;
 }
 
 static void flush(uint32_t t)
 {
-	size_t len = orbit__batch_encode(recs[t], nrec[t], enc);
-	Orbit__RingBatch b = ORBIT__RING_BATCH__INIT;
-	b.ring = t;
-	b.first_claim = claims[t];
-	b.count = nrec[t];
-	b.encoding = ORBIT_BATCH_COMPACT;
-	b.records.data = enc;
-	b.records.len = len;
-	Orbit__Packet p = ORBIT__PACKET__INIT;
-	p.body_case = ORBIT__PACKET__BODY_RING_BATCH;
-	p.ring_batch = &b;
-	add(&p);
+	CHECK(orbit__sw_records(sw, t, claims[t], recs[t], nrec[t]) == nrec[t]);
 	claims[t] += nrec[t];
 	nrec[t] = 0;
 }
@@ -94,7 +78,9 @@ static void generate(const char *path)
 	                              "net"};
 	uint64_t start[THREADS] = {0}, time[THREADS], id[THREADS] = {0};
 	fd = open(path, O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0600);
-	CHECK(fd >= 0 && orbit__frame_writer_init(&fw, 1) == 0);
+	const struct orbit__sw_sink sink = {.frame = write_frame};
+	sw = orbit__sw_new(1, 1u << 20, &sink);
+	CHECK(fd >= 0 && sw != NULL);
 	Orbit__Handshake h = ORBIT__HANDSHAKE__INIT;
 	h.protocol_version = ORBIT_PROTOCOL_VERSION;
 	h.pid = 99;
@@ -103,11 +89,7 @@ static void generate(const char *path)
 	h.n_ring_start = THREADS;
 	h.ring_start = start;
 	h.monotonic_ns = 1000;
-	Orbit__Packet p = ORBIT__PACKET__INIT;
-	p.body_case = ORBIT__PACKET__BODY_HANDSHAKE;
-	p.handshake = &h;
-	add(&p);
-	frame();
+	CHECK(orbit__sw_handshake(sw, &h, NULL, 0) == 0);
 	for (uint32_t t = 0; t < THREADS; t++)
 		time[t] = 1000 + t;
 	uint64_t rng = 1;
@@ -136,11 +118,8 @@ static void generate(const char *path)
 	Orbit__EndOfStream e = ORBIT__END_OF_STREAM__INIT;
 	e.n_claimed_per_ring = THREADS;
 	e.claimed_per_ring = claims;
-	p.body_case = ORBIT__PACKET__BODY_END;
-	p.end = &e;
-	add(&p);
-	frame();
-	orbit__frame_writer_free(&fw);
+	CHECK(orbit__sw_end(sw, &e) == 0);
+	orbit__sw_free(sw);
 	close(fd);
 }
 

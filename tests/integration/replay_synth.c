@@ -2,8 +2,9 @@
  * replay_synth.c — writes small captures with exactly known contents for
  * the orbit-replay tests: what real runs rarely make on demand (hostile
  * names, timestamp ties, log pages of several rings out of order, loss,
- * streams cut short). Frames are written with format/frame.h's writer, as
- * the agent does; log pages are built in the ftrace page layout.
+ * streams cut short). Streams are written with the format's stream writer
+ * (format/stream_writer.h), as the agent does; log pages are built in the
+ * ftrace page layout.
  *
  *   replay_synth SCENARIO OUT
  *
@@ -19,6 +20,7 @@
  *            lost name continuation, a scope never stopped ended by its
  *            thread's end record
  */
+#include <errno.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -26,29 +28,39 @@
 #include "capture.h"
 #include "frame.h"
 #include "record.h"
+#include "stream_writer.h"
 
 #define PID 777u
 #define T0 5000000000ull
 #define PAGE 4096u
 
-static struct orbit_frame_writer fw;
+static struct orbit__sw *sw; /* frames end where a scenario says */
 static FILE *out;
 static uint64_t claims[ORBIT_MAX_RINGS];
 
-static void frame(void)
+static void must(int err, const char *what)
 {
-	if (orbit__frame_finish(&fw) != 0 || fwrite(fw.out, 1, fw.out_len, out) != fw.out_len) {
-		fprintf(stderr, "replay_synth: write failed\n");
+	if (err != 0) {
+		fprintf(stderr, "replay_synth: %s failed\n", what);
 		exit(1);
 	}
 }
 
-static void add(Orbit__Packet *p)
+static int write_frame(void *ctx, const struct orbit__sw_frame *f)
 {
-	if (orbit__frame_add(&fw, p) != 0) {
-		fprintf(stderr, "replay_synth: packet too large\n");
-		exit(1);
-	}
+	(void)ctx;
+	return fwrite(f->bytes, 1, f->len, out) == f->len ? 0 : -EIO;
+}
+
+static struct orbit__sw *writer_new(void)
+{
+	const struct orbit__sw_sink sink = {.frame = write_frame};
+	return orbit__sw_new(3, ORBIT_SW_NO_CUT, &sink);
+}
+
+static void frame(void)
+{
+	must(orbit__sw_cut(sw), "write");
 }
 
 static void handshake(uint32_t pid, const char *process)
@@ -74,11 +86,7 @@ static void handshake(uint32_t pid, const char *process)
 	h.ring_start = start;
 	h.page_ring_count = 2;
 	h.page_size = PAGE;
-	Orbit__Packet p = ORBIT__PACKET__INIT;
-	p.body_case = ORBIT__PACKET__BODY_HANDSHAKE;
-	p.handshake = &h;
-	add(&p);
-	frame();
+	must(orbit__sw_handshake(sw, &h, NULL, 0), "write");
 	memset(claims, 0, sizeof claims);
 }
 
@@ -114,33 +122,16 @@ static void stop(uint32_t ring, uint64_t time, uint32_t tid, uint64_t id)
 /* Sends ring's pending records as one batch; skip claims first (a gap). */
 static void batch(uint32_t ring, uint64_t skip)
 {
-	static uint8_t enc[ORBIT_BATCH_COMPACT_BOUND(256)];
 	claims[ring] += skip;
-	size_t len = orbit__batch_encode(recs[ring], nrecs[ring], enc);
-	Orbit__RingBatch b = ORBIT__RING_BATCH__INIT;
-	b.ring = ring;
-	b.first_claim = claims[ring];
-	b.count = nrecs[ring];
-	b.encoding = ORBIT_BATCH_COMPACT;
-	b.records.data = enc;
-	b.records.len = len;
-	Orbit__Packet p = ORBIT__PACKET__INIT;
-	p.body_case = ORBIT__PACKET__BODY_RING_BATCH;
-	p.ring_batch = &b;
-	add(&p);
+	if (orbit__sw_records(sw, ring, claims[ring], recs[ring], nrecs[ring]) != nrecs[ring])
+		must(-1, "a batch");
 	claims[ring] += nrecs[ring];
 	nrecs[ring] = 0;
 }
 
 static void thread_name(uint32_t tid, const char *name)
 {
-	Orbit__ThreadName t = ORBIT__THREAD_NAME__INIT;
-	t.tid = tid;
-	t.name = (char *)name;
-	Orbit__Packet p = ORBIT__PACKET__INIT;
-	p.body_case = ORBIT__PACKET__BODY_THREAD_NAME;
-	p.thread_name = &t;
-	add(&p);
+	must(orbit__sw_thread_name(sw, tid, name), "a thread name");
 }
 
 static void loss(uint32_t ring, uint64_t lapped)
@@ -148,10 +139,7 @@ static void loss(uint32_t ring, uint64_t lapped)
 	Orbit__Loss l = ORBIT__LOSS__INIT;
 	l.ring = ring;
 	l.lapped = lapped;
-	Orbit__Packet p = ORBIT__PACKET__INIT;
-	p.body_case = ORBIT__PACKET__BODY_LOSS;
-	p.loss = &l;
-	add(&p);
+	must(orbit__sw_loss(sw, &l), "a loss");
 }
 
 static uint64_t end_untrusted, end_resets; /* EndOfStream 5 and 6 */
@@ -168,11 +156,7 @@ static void end(uint64_t extra, const uint64_t *reserved, size_t nreserved)
 	e.reserved_per_page_ring = (uint64_t *)reserved;
 	e.untrusted_times = end_untrusted;
 	e.clock_resets = end_resets;
-	Orbit__Packet p = ORBIT__PACKET__INIT;
-	p.body_case = ORBIT__PACKET__BODY_END;
-	p.end = &e;
-	add(&p);
-	frame();
+	must(orbit__sw_end(sw, &e), "write");
 }
 
 /* ---- log pages: the ftrace layout, records of type_len 0 (length word) ---- */
@@ -208,14 +192,7 @@ static void page_record(struct page *pg, uint64_t time, uint16_t type, uint32_t 
 static void page_send(struct page *pg, uint32_t ring)
 {
 	orbit__put_le64(pg->b + 8, pg->off - 16);
-	Orbit__FtracePage f = ORBIT__FTRACE_PAGE__INIT;
-	f.ring = ring;
-	f.page.data = pg->b;
-	f.page.len = PAGE;
-	Orbit__Packet p = ORBIT__PACKET__INIT;
-	p.body_case = ORBIT__PACKET__BODY_FTRACE_PAGE;
-	p.ftrace_page = &f;
-	add(&p);
+	must(orbit__sw_log_page(sw, ring, pg->b, PAGE), "a page");
 }
 
 /* ---- scenarios ---- */
@@ -430,12 +407,12 @@ int main(int argc, char **argv)
 		if (strcmp(argv[1], sc[i].name) != 0)
 			continue;
 		out = fopen(argv[2], "wb");
-		if (out == NULL || orbit__frame_writer_init(&fw, 3) != 0) {
+		if (out == NULL || (sw = writer_new()) == NULL) {
 			perror(argv[2]);
 			return 1;
 		}
 		sc[i].fn();
-		orbit__frame_writer_free(&fw);
+		orbit__sw_free(sw);
 		return fclose(out) == 0 ? 0 : 1;
 	}
 	fprintf(stderr, "replay_synth: unknown scenario %s\n", argv[1]);

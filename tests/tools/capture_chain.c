@@ -8,7 +8,7 @@
  * The streams are ordered by their Handshake's monotonic_ns. Each is one of:
  *
  *   complete     it has its EndOfStream: per ring, claimed == delivered +
- *                lapped + writer_gone + backstop + at_end (section 6);
+ *                the Loss's sum (format/loss.h, section 6);
  *   reported     it ended early and a later stream's Handshake carries its
  *                PreviousStream: per ring, claimed == acknowledged +
  *                unacknowledged + lost, the records in its first
@@ -39,6 +39,7 @@
 
 #include "capture.h"
 #include "frame.h"
+#include "loss.h"
 
 #define MAX_STREAMS 256
 
@@ -119,8 +120,9 @@ static int read_file(struct stream *s, int counting)
 			if (frame <= s->acked_frames)
 				s->found_acked[r] += p->ring_batch->count;
 		} else if (p->body_case == ORBIT__PACKET__BODY_LOSS && counting) {
-			const Orbit__Loss *l = p->loss;
-			s->lost[l->ring] = l->lapped + l->writer_gone + l->backstop + l->at_end;
+			struct orbit__loss l;
+			orbit__loss_of(&l, p->loss);
+			s->lost[p->loss->ring] = orbit__loss_sum(&l);
 		} else if (p->body_case == ORBIT__PACKET__BODY_END && counting) {
 			s->ended = 1;
 			for (size_t r = 0; r < p->end->n_claimed_per_ring && r < ORBIT_MAX_RINGS;

@@ -28,6 +28,7 @@
 #include "capture.h"
 #include "frame.h"
 #include "ftrace_page.h"
+#include "loss.h"
 #include "record.h"
 
 #define MAX_TIDS 1024
@@ -49,12 +50,11 @@ static struct {
 	uint32_t per_ms[SPREAD_MS];
 	long threads, iterations;
 	uint64_t delivered[ORBIT_MAX_RINGS];
-	uint64_t lost[ORBIT_MAX_RINGS];
 	uint64_t claimed[ORBIT_MAX_RINGS];
+	struct orbit__loss_account loss; /* the format's account: what every reader says */
 	uint32_t rings;
 	int ended, handshakes, bad;
 	uint64_t log_records, log_lost, log_reserved, log_bad;
-	uint64_t log_lost_ring[4096];
 	struct thread_check th[MAX_TIDS];
 	int nth;
 	uint64_t decoded;
@@ -330,18 +330,14 @@ int main(int argc, char **argv)
 			on_batch(p->ring_batch);
 		} else if (p->body_case == ORBIT__PACKET__BODY_FTRACE_PAGE) {
 			on_page(p->ftrace_page);
-		} else if (p->body_case == ORBIT__PACKET__BODY_PAGE_LOSS) {
-			if (p->page_loss->ring < 4096)
-				S.log_lost_ring[p->page_loss->ring] = p->page_loss->records;
-		} else if (p->body_case == ORBIT__PACKET__BODY_LOSS) {
+		} else if (orbit__loss_account_packet(&S.loss, p) != 0) {
 			const Orbit__Loss *l = p->loss;
-			S.lost[l->ring] = l->lapped + l->writer_gone + l->backstop + l->at_end;
-			if (S.records)
+			if (S.records && p->body_case == ORBIT__PACKET__BODY_LOSS)
 				printf("loss ring %u lapped %" PRIu64 " writer_gone %" PRIu64
 				       " backstop %" PRIu64 " unsent %" PRIu64 " at_end %" PRIu64
-				       "\n",
+				       " flight_dropped %" PRIu64 "\n",
 				       l->ring, l->lapped, l->writer_gone, l->backstop, l->unsent,
-				       l->at_end);
+				       l->at_end, l->flight_dropped);
 		} else if (p->body_case == ORBIT__PACKET__BODY_END) {
 			S.ended = 1;
 			S.end_untrusted = p->end->untrusted_times;
@@ -357,22 +353,22 @@ int main(int argc, char **argv)
 
 	uint64_t claimed = 0, delivered = 0, lost = 0;
 	for (uint32_t r = 0; r < ORBIT_MAX_RINGS; r++) {
+		struct orbit__loss l = orbit__loss_account_ring(&S.loss, r);
 		claimed += S.claimed[r];
 		delivered += S.delivered[r];
-		lost += S.lost[r];
-		if (S.ended && S.claimed[r] != S.delivered[r] + S.lost[r]) {
+		lost += orbit__loss_sum(&l);
+		if (S.ended && !orbit__loss_holds(S.claimed[r], S.delivered[r], &l)) {
 			fprintf(stderr,
 			        "ring %u: claimed %" PRIu64 " != delivered %" PRIu64
 			        " + lost %" PRIu64 "\n",
-			        r, S.claimed[r], S.delivered[r], S.lost[r]);
+			        r, S.claimed[r], S.delivered[r], orbit__loss_sum(&l));
 			S.bad++;
 		}
 	}
-	for (uint32_t r = 0; r < 4096; r++)
-		S.log_lost += S.log_lost_ring[r];
+	S.log_lost = S.loss.total.log_records;
 	printf("log records %" PRIu64 ", lost %" PRIu64 ", reserved %" PRIu64 "\n", S.log_records,
 	       S.log_lost, S.log_reserved);
-	if (S.ended && S.log_reserved != S.log_records + S.log_lost) {
+	if (S.ended && !orbit__loss_page_holds(S.log_reserved, S.log_records, S.log_lost)) {
 		fprintf(stderr,
 		        "log records: reserved %" PRIu64 " != read %" PRIu64 " + lost %" PRIu64
 		        "\n",

@@ -10,6 +10,7 @@
 #include "check.h"
 #include "frame.h"
 #include "reply.h"
+#include "stream_writer.h"
 
 static size_t ack(uint64_t frames, uint64_t bytes, uint64_t synced, uint32_t end, uint8_t *out)
 {
@@ -20,6 +21,16 @@ static size_t ack(uint64_t frames, uint64_t bytes, uint64_t synced, uint32_t end
 	CHECK(n > 0 && n <= ORBIT_ACK_FRAME_MAX);
 	orbit__frame_writer_free(&w);
 	return n;
+}
+
+/* The stream writer's sink: its frame into the caller's buffer (1024 bytes). */
+static size_t kept;
+static int keep_frame(void *ctx, const struct orbit__sw_frame *f)
+{
+	CHECK(f->len <= 1024);
+	memcpy(ctx, f->bytes, f->len);
+	kept = f->len;
+	return 0;
 }
 
 static int next(const uint8_t *b, size_t n, size_t *used, struct orbit_ack *a, char *reason)
@@ -52,18 +63,15 @@ int main(void)
 	CHECK(next(b, n, &used, &a, reason) == -EPROTO);
 	n = ack(3, 100, 4, 0, b);
 	CHECK(next(b, n, &used, &a, reason) == -EPROTO);
-	/* A frame that is not an Ack: a handshake. */
+	/* A frame that is not an Ack: a stream's handshake. */
 	{
-		struct orbit_frame_writer w;
+		const struct orbit__sw_sink sink = {.ctx = b, .frame = keep_frame};
+		struct orbit__sw *w = orbit__sw_new(1, ORBIT_SW_NO_CUT, &sink);
 		Orbit__Handshake h = ORBIT__HANDSHAKE__INIT;
-		Orbit__Packet p = ORBIT__PACKET__INIT;
 		h.protocol_version = ORBIT_PROTOCOL_VERSION;
-		p.body_case = ORBIT__PACKET__BODY_HANDSHAKE;
-		p.handshake = &h;
-		CHECK(orbit__frame_writer_init(&w, 1) == 0);
-		CHECK(orbit__frame_add(&w, &p) == 0 && orbit__frame_finish(&w) == 0);
-		CHECK(next(w.out, w.out_len, &used, &a, reason) == -EPROTO);
-		orbit__frame_writer_free(&w);
+		CHECK(w != NULL && orbit__sw_handshake(w, &h, NULL, 0) == 0 && kept > 0);
+		CHECK(next(b, kept, &used, &a, reason) == -EPROTO);
+		orbit__sw_free(w);
 	}
 	/* A damaged Ack. */
 	n = ack(2, 10, 0, 0, b);
