@@ -24,9 +24,9 @@
  * recomputes them and refuses a header that says anything else.
  *
  * Nothing here includes the agent's headers (format/ depends on no other
- * folder): the ring and slot layout the write path in orbit.h uses is
- * restated as the constants below, and agent/src/segment_create.c asserts
- * that the two agree.
+ * folder): the ring and slot layout the write path in orbit/internal.h
+ * uses is restated as the constants below, and agent/src/segment_create.c
+ * asserts that the two agree.
  */
 #ifndef ORBIT_FORMAT_SEGMENT_H
 #define ORBIT_FORMAT_SEGMENT_H
@@ -61,7 +61,7 @@
 #define ORBIT__SEG_PAGE_WRITERS_AT 16u
 #define ORBIT__SEG_PAGE_WRITERS_IN 0x7fffffffu
 
-/* What producers store in a record's time (orbit.h's enum orbit__clock). */
+/* What producers store in a record's time (orbit/internal.h's enum orbit__clock). */
 #define ORBIT__SEG_CLOCK_MONOTONIC 0u
 #define ORBIT__SEG_CLOCK_TSC 1u
 #define ORBIT__SEG_CLOCK_CNTVCT 2u
@@ -237,7 +237,7 @@ int orbit__segment_open(const char *name, struct orbit__segment *seg);
 void orbit__segment_close(struct orbit__segment *seg);
 
 /* Where ring i starts (its cursor), in a mapped or copied segment. The
- * type is orbit.h's; format/ only computes the address. */
+ * type is orbit/internal.h's; format/ only computes the address. */
 struct orbit__ring;
 static inline struct orbit__ring *orbit__segment_ring(const struct orbit__segment *seg, uint32_t i)
 {

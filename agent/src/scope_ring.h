@@ -1,8 +1,8 @@
 /*
  * scope_ring.h — draining the scope rings of a segment (seed 000).
  *
- * The write path is inline in orbit.h; scope_ring.c explains the algorithm
- * and numbers its guarantees. A drain works on a segment mapped by its owner
+ * The write path is inline in orbit/internal.h; scope_ring.c explains the
+ * algorithm and numbers its guarantees. A drain works on a segment mapped by its owner
  * (the in-process agent) or by another process (orbit__segment_open); it only
  * ever reads the rings.
  */

@@ -21,8 +21,9 @@
 
 #include "scope_slot.h"
 
-/* The inline write path in orbit.h and the format agree (format/ restates
- * the layout and cannot include orbit.h). */
+/* The inline write path (orbit/internal.h, an installed header that stands
+ * alone) and the format agree: format/ restates the layout and cannot
+ * include it. */
 _Static_assert(sizeof(struct orbit__slot) == ORBIT__SLOT_SIZE, "slot is 64 bytes");
 _Static_assert(offsetof(struct orbit__slot, time) == 8, "record follows the stamp");
 _Static_assert(offsetof(struct orbit__slot, id) == 16, "record layout");
@@ -36,7 +37,7 @@ _Static_assert(sizeof(struct orbit__seg_slot) == sizeof(struct orbit__slot) &&
                    offsetof(struct orbit__seg_slot, stamp) == offsetof(struct orbit__slot, seq) &&
                    offsetof(struct orbit__seg_slot, word) == offsetof(struct orbit__slot, time) &&
                    offsetof(struct orbit__seg_slot, word[3]) == offsetof(struct orbit__slot, name),
-               "format/scope_slot.h's slot is orbit.h's");
+               "format/scope_slot.h's slot is the write path's");
 _Static_assert(sizeof(struct orbit__ring) == ORBIT__RING_HEADER, "ring header");
 _Static_assert(offsetof(struct orbit__ring, slots) == ORBIT__RING_HEADER, "ring header");
 _Static_assert(ATOMIC_LLONG_LOCK_FREE == 2, "64-bit atomics must be lock-free in shared memory");
