@@ -52,12 +52,11 @@
 #include <uv.h>
 
 #include "frame.h"
+#include "wire_limits.h"
 
 #define ORBIT_COLLECTOR_READ_CHUNK (64u << 10)
 #define ORBIT_COLLECTOR_BUF_MAX (ORBIT_FRAME_MAX_COMPRESSED + ORBIT_COLLECTOR_READ_CHUNK)
-#define ORBIT_COLLECTOR_TOKEN_MAX 4096u
 #define ORBIT_COLLECTOR_NAME_MAX 64u             /* bytes of a process name in a file name */
-#define ORBIT_COLLECTOR_PAGE_RINGS 4096u         /* page rings whose loss is tracked */
 #define ORBIT_COLLECTOR_CAPTURE_MIN (128u << 10) /* smallest --max-capture-size */
 
 /* Acknowledgements: at most one Ack per ACK_INTERVAL_MS unless ACK_BYTES
@@ -144,7 +143,7 @@ struct orbit_conn {
 	uint32_t pid;
 	struct orbit_capture_file file;
 	uint64_t *ring_loss;   /* ORBIT_MAX_RINGS latest Loss sums, lazily */
-	uint64_t *page_loss;   /* ORBIT_COLLECTOR_PAGE_RINGS latest PageLoss */
+	uint64_t *page_loss;   /* ORBIT_MAX_PAGE_RINGS latest PageLoss */
 	uint64_t *kernel_loss; /* ORBIT_KERNEL_MAX_CPUS latest KernelLoss events */
 	uint64_t lost;         /* sum of the three */
 
@@ -179,7 +178,7 @@ struct orbit_collector {
 	struct orbit_collector_options opt;
 	char dir[4096]; /* for messages, without trailing '/' */
 	int dirfd;
-	uint8_t token[ORBIT_COLLECTOR_TOKEN_MAX];
+	uint8_t token[ORBIT_TOKEN_MAX];
 	size_t token_len; /* 0: no token asked */
 	struct orbit_frame_scratch scratch;
 	struct orbit_frame_writer ack_writer; /* Ack frames, one at a time */

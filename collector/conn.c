@@ -160,7 +160,7 @@ static void packet_account(struct orbit_conn *k, const Orbit__Packet *p)
 		            l->lapped + l->writer_gone + l->backstop + l->unsent + l->at_end,
 		            &k->lost);
 	} else if (p->body_case == ORBIT__PACKET__BODY_PAGE_LOSS) {
-		loss_update(&k->page_loss, ORBIT_COLLECTOR_PAGE_RINGS, p->page_loss->ring,
+		loss_update(&k->page_loss, ORBIT_MAX_PAGE_RINGS, p->page_loss->ring,
 		            p->page_loss->records + p->page_loss->unsent, &k->lost);
 	} else if (p->body_case == ORBIT__PACKET__BODY_KERNEL_LOSS) {
 		/* The kernel's scheduling events lost on one CPU (format.md 4.10). */

@@ -68,11 +68,11 @@ struct orbit_dump {
 	/* the flight ring */
 	int flight; /* it had a stream */
 	struct orbit__flight_meta meta;
-	uint64_t kept_frames, damaged_frames, kept_records[ORBIT__SEG_MAX_RINGS];
+	uint64_t kept_frames, damaged_frames, kept_records[ORBIT_MAX_RINGS];
 	int ended;            /* the stream's end frame was among them */
 	Orbit__Handshake *hs; /* the stream's handshake, decoded (NULL: made up) */
-	uint64_t ring_start[ORBIT__SEG_MAX_RINGS];
-	uint64_t from[ORBIT__SEG_MAX_RINGS]; /* where the rings are read from */
+	uint64_t ring_start[ORBIT_MAX_RINGS];
+	uint64_t from[ORBIT_MAX_RINGS]; /* where the rings are read from */
 
 	/* what the dump itself took */
 	uint64_t ring_records, log_pages, untrusted;

@@ -191,9 +191,9 @@ static Orbit__Packet *first_packet(struct orbit_dump *d, const uint8_t *bytes, s
 /* What a kept frame holds, for the accounting: records per ring, the last
  * Loss of each ring, whether it ends the stream. */
 struct kept {
-	uint64_t records[ORBIT__SEG_MAX_RINGS];
-	Orbit__Loss loss[ORBIT__SEG_MAX_RINGS];
-	uint8_t has_loss[ORBIT__SEG_MAX_RINGS];
+	uint64_t records[ORBIT_MAX_RINGS];
+	Orbit__Loss loss[ORBIT_MAX_RINGS];
+	uint8_t has_loss[ORBIT_MAX_RINGS];
 	int ended;
 };
 
@@ -434,7 +434,7 @@ static void thread_names(struct orbit_dump *d)
 static void finish(struct orbit_dump *d, const struct kept *k, const struct orbit_dump_ring *rr)
 {
 	thread_names(d);
-	uint64_t claimed[ORBIT__SEG_MAX_RINGS];
+	uint64_t claimed[ORBIT_MAX_RINGS];
 	for (uint32_t r = 0; r < d->l.ring_count; r++) {
 		uint64_t framed = d->flight ? d->meta.ring_framed[r] : 0;
 		uint64_t before = d->from[r] - d->ring_start[r]; /* claims the frames account for */
@@ -463,7 +463,7 @@ static void finish(struct orbit_dump *d, const struct kept *k, const struct orbi
 		orbit__dump_out_packet(&d->out, &p);
 	}
 	Orbit__Dump dp = ORBIT__DUMP__INIT;
-	dp.ended = d->life == ORBIT__SEG_ALIVE ? 1 : 2;
+	dp.ended = d->life == ORBIT__SEG_ALIVE ? ORBIT_ENDED_SNAPSHOT : ORBIT_ENDED_GONE;
 	dp.segment = (char *)d->name;
 	dp.monotonic_ns = d->now_mono;
 	dp.realtime_ns = d->now_real;
@@ -526,9 +526,9 @@ int orbit__dump_run(struct orbit_dump *d, const char *out_path)
 	if (orbit__dump_out_open(&d->out, out_path, d->err) != 0)
 		return ORBIT_DUMP_OUTPUT;
 
-	uint64_t cursor[ORBIT__SEG_MAX_RINGS];
+	uint64_t cursor[ORBIT_MAX_RINGS];
 	struct kept *k = calloc(1, sizeof *k);
-	struct orbit_dump_ring rr[ORBIT__SEG_MAX_RINGS];
+	struct orbit_dump_ring rr[ORBIT_MAX_RINGS];
 	if (k == NULL)
 		goto close;
 	if (d->l.flight_size)

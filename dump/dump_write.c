@@ -11,8 +11,6 @@
 
 #include "dump.h"
 
-#define FRAME_TARGET (128u << 10) /* as the agent's (agent/src/stream.c) */
-
 int orbit__dump_out_open(struct orbit_dump_out *o, const char *path, FILE *err)
 {
 	memset(o, 0, sizeof o[0]);
@@ -76,12 +74,12 @@ int orbit__dump_out_packet(struct orbit_dump_out *o, const Orbit__Packet *p)
 {
 	if (orbit__frame_add(&o->fw, p) != 0)
 		return -1;
-	return o->fw.len >= FRAME_TARGET ? orbit__dump_out_flush(o) : 0;
+	return o->fw.len >= ORBIT_FRAME_TARGET ? orbit__dump_out_flush(o) : 0;
 }
 
 uint8_t *orbit__dump_out_append(struct orbit_dump_out *o, size_t len)
 {
-	if (o->fw.len >= FRAME_TARGET && orbit__dump_out_flush(o) != 0)
+	if (o->fw.len >= ORBIT_FRAME_TARGET && orbit__dump_out_flush(o) != 0)
 		return NULL;
 	return orbit__frame_append(&o->fw, len);
 }

@@ -7,7 +7,7 @@
 #include "record.h"
 
 _Static_assert(sizeof(struct orbit__seg_slot) == ORBIT__SLOT_SIZE, "format.md 1.5: 64-byte slots");
-_Static_assert(offsetof(struct orbit__seg_slot, word) == ORBIT__SLOT_SIZE - ORBIT__RECORD_SIZE,
+_Static_assert(offsetof(struct orbit__seg_slot, word) == ORBIT__SLOT_SIZE - ORBIT_RECORD_SIZE,
                "the record is the slot's tail");
 
 /* Inline for the copy loop; the weights as constants, as the write path's.
@@ -94,7 +94,7 @@ uint32_t orbit__slots_copy(const struct orbit__seg_slot *slots, uint64_t mask, u
 			break;
 		}
 		/* R2: the copy is the record only if its check is the stamp's. */
-		if (copy_record(slot, dst + (size_t)n * ORBIT__RECORD_SIZE) != diff) {
+		if (copy_record(slot, dst + (size_t)n * ORBIT_RECORD_SIZE) != diff) {
 			*why = ORBIT__SLOTS_TORN;
 			break;
 		}

@@ -198,7 +198,7 @@ static void *grow_zero(void *p, size_t old, size_t n, size_t size)
 
 int orbit__rp_stream_page_ring(struct orbit_rp_stream *s, uint32_t ring)
 {
-	if (ring >= ORBIT_RP_PAGE_RINGS)
+	if (ring >= ORBIT_MAX_PAGE_RINGS)
 		return -1;
 	if (ring < s->npage)
 		return 0;
@@ -284,7 +284,7 @@ int orbit__rp_page_equation(const struct orbit_rp_stream *s)
 {
 	/* A dump does not know what was reserved: the agent's counts are
 	 * not in the segment. */
-	if (!s->ended || (s->ended_by != 0 && s->npage_reserved == 0))
+	if (!s->ended || (s->ended_by != ORBIT_ENDED_AGENT && s->npage_reserved == 0))
 		return -1;
 	for (uint32_t r = 0; r < s->npage_reserved; r++) {
 		uint64_t got = r < s->npage ? s->page_delivered[r] + s->page_lost[r] : 0;

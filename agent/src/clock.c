@@ -3,6 +3,7 @@
 #include "clock.h"
 
 #include "config.h"
+#include "segment_clock.h" /* orbit__seg_clock_slack_ns: when a counter jumped */
 
 #include <stdio.h>
 #include <stdlib.h>
@@ -306,7 +307,7 @@ static int jumped(const struct orbit__clock_conv *c, const struct orbit__clock_p
 		return 1;
 	}
 	unsigned __int128 dev_ns = dev * span_ns / span_t;
-	if (dev_ns <= ORBIT__CLOCK_JUMP_NS + dns / 500) /* NTP slews far less */
+	if (dev_ns <= orbit__seg_clock_slack_ns(dns))
 		return 0;
 	*off_ns = dev_ns > INT64_MAX ? (ahead ? INT64_MAX : INT64_MIN)
 	                             : (ahead ? (int64_t)dev_ns : -(int64_t)dev_ns);

@@ -99,7 +99,7 @@ static void evict(struct flight_output *f, uint64_t keep)
 static void note_stream(struct flight_output *f, const struct orbit__frame *fr)
 {
 	f->m.last_seq = fr->seq;
-	uint32_t n = fr->rings < ORBIT__SEG_MAX_RINGS ? fr->rings : ORBIT__SEG_MAX_RINGS;
+	uint32_t n = fr->rings < ORBIT_MAX_RINGS ? fr->rings : ORBIT_MAX_RINGS;
 	f->m.ring_count = n;
 	if (fr->ring_end != NULL)
 		memcpy(f->m.ring_end, fr->ring_end, n * sizeof f->m.ring_end[0]);

@@ -22,14 +22,13 @@
 #define ORBIT_VERSION "0"
 #endif
 
-#define FRAME_TARGET (128u << 10) /* content of one frame, about: compressed inside a pass */
-#define FRAME_AGE_MS 100u         /* a frame goes out this long after its first packet */
-#define KEEPALIVE_MS 30000u       /* well inside the collector's idle timeout */
-#define TRIM_MS 2000u             /* buffers of a stream quiet this long are freed */
-#define SITES_MAX (1u << 16)      /* call sites one stream resolves; later ones stay unnamed */
-#define SITES_FLIGHT_MS 1000u     /* with a flight ring: sites named again this often, */
-#define SITES_FLIGHT_FRAMES 32u   /* or after this many frames, */
-#define SITES_FLIGHT_MIN_MS 100u  /* but not more often than this */
+#define FRAME_AGE_MS 100u        /* a frame goes out this long after its first packet */
+#define KEEPALIVE_MS 30000u      /* well inside the collector's idle timeout */
+#define TRIM_MS 2000u            /* buffers of a stream quiet this long are freed */
+#define SITES_MAX (1u << 16)     /* call sites one stream resolves; later ones stay unnamed */
+#define SITES_FLIGHT_MS 1000u    /* with a flight ring: sites named again this often, */
+#define SITES_FLIGHT_FRAMES 32u  /* or after this many frames, */
+#define SITES_FLIGHT_MIN_MS 100u /* but not more often than this */
 
 /* The call-site addresses a stream has looked at (resolved and sent, or
  * found bad), an open-addressing set; 0 is never a site. */
@@ -139,7 +138,7 @@ static int add_packet(const Orbit__Packet *p)
 	note_first();
 	if (orbit__frame_add(&S.fw, p) != 0)
 		return -1;
-	if (S.fw.len >= FRAME_TARGET)
+	if (S.fw.len >= ORBIT_FRAME_TARGET)
 		finish_frame(ORBIT__FRAME_DATA);
 	return 0;
 }
@@ -669,7 +668,7 @@ int orbit__stream_kernel_page(uint32_t cpu, const uint8_t *page, size_t len)
 			S.kcpu[cpu].unsent++;
 		return -ENOMEM;
 	}
-	if (S.fw.len >= FRAME_TARGET)
+	if (S.fw.len >= ORBIT_FRAME_TARGET)
 		finish_frame(ORBIT__FRAME_DATA);
 	return 0;
 }
@@ -714,7 +713,7 @@ static void add_batch(uint32_t ring, uint64_t first, const uint8_t *records, uin
 	orbit__ledger_framed(S.ledger, ring, k);
 	S.next_end[ring] = first + k;
 	S.next_framed[ring] += k;
-	if (S.fw.len >= FRAME_TARGET)
+	if (S.fw.len >= ORBIT_FRAME_TARGET)
 		finish_frame(ORBIT__FRAME_DATA);
 }
 

@@ -141,8 +141,7 @@ void orbit__rp_html_keep_free(struct orbit_rp_html_keep *k);
 
 /* ---- the events kept (replay_export_html.c) ---- */
 
-#define ORBIT_RP_HTML_BIG 0xffffffffu   /* a u32 column's "see elsewhere" */
-#define ORBIT_RP_HTML_NAME_BYTES 65535u /* orbit.h's ORBIT_NAME_MAX */
+#define ORBIT_RP_HTML_BIG 0xffffffffu /* a u32 column's "see elsewhere" */
 
 /* Kinds of lanes (LANE.kind on the page). */
 enum orbit_rp_html_lane_kind {
