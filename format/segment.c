@@ -451,13 +451,14 @@ int orbit__segment_list(int (*fn)(void *ctx, const struct orbit__seg_entry *e), 
 	while (!stop && (e = readdir(d)) != NULL) {
 		struct orbit__seg_entry s;
 		memset(&s, 0, sizeof s);
-		if (strlen(e->d_name) >= sizeof s.file ||
+		size_t len = strlen(e->d_name);
+		if (len >= sizeof s.file ||
 		    orbit__segment_name_parse(e->d_name, &s.pid, &s.start, &s.nonce) != 0)
 			continue;
 		struct stat st;
 		if (fstatat(dfd, e->d_name, &st, AT_SYMLINK_NOFOLLOW) != 0 || !S_ISREG(st.st_mode))
 			continue;
-		snprintf(s.file, sizeof s.file, "%s", e->d_name);
+		memcpy(s.file, e->d_name, len + 1); /* len < sizeof s.file */
 		s.uid = st.st_uid;
 		s.size = (uint64_t)st.st_size;
 		s.mtime_s = (uint64_t)st.st_mtime;

@@ -31,8 +31,7 @@ enum orbit_rp_html_type {
 /* Base64 written as it comes, in lines of ORBIT_RP_HTML_B64_LINE chars. */
 struct orbit_rp_html_data {
 	struct orbit_rp_out *o;
-	uint8_t carry[3];
-	unsigned ncarry;
+	uint8_t carry[3]; /* the last group's first written % 3 bytes */
 	unsigned line;    /* chars on the current line */
 	uint64_t written; /* bytes before encoding: the block's size */
 	uint64_t col;     /* bytes of the open column */
