@@ -6,9 +6,10 @@
  * ledger's (ledger.h); where the frames go is the outputs' (output.h).
  *
  * Packets are collected in a frame writer and compressed into one zstd frame
- * once the frame is big enough (FRAME_TARGET of content), or old enough at
- * the end of a pass (FRAME_AGE_MS since its first packet), or when asked
- * (a flush, the end): frames are cut by size and age, not one per pass.
+ * once the frame is big enough (ORBIT_FRAME_TARGET of content,
+ * format/frame.h), or old enough at the end of a pass (FRAME_AGE_MS since
+ * its first packet), or when asked (a flush, the end): frames are cut by
+ * size and age, not one per pass.
  * Every finished frame goes to the stream's frame callback with its
  * sequence number. Runs on the agent thread only.
  */
