@@ -18,7 +18,8 @@
  *     }
  *
  * Cost. With no capture running, every macro is one relaxed load and a
- * branch not taken, and evaluates none of its arguments. With a capture, an
+ * branch not taken, and evaluates none of its arguments (ORBIT_STOP: one
+ * thread-local load). With a capture, an
  * event whose name fits its record (up to 24 bytes; 32 for a thread name)
  * is written inline: one clock read, one relaxed fetch_add on a ring
  * cursor, plain stores of a 56-byte record and one release store that
