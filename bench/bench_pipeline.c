@@ -281,7 +281,7 @@ static int tally_capture(const char *path, struct tally *t)
 		return err;
 	Orbit__Packet *p;
 	struct orbit_capture_problem prob;
-	static uint64_t lost[ORBIT_MAX_RINGS], plost[4096];
+	static uint64_t lost[ORBIT_MAX_RINGS], plost[ORBIT_MAX_PAGE_RINGS];
 	memset(lost, 0, sizeof lost);
 	memset(plost, 0, sizeof plost);
 	while ((err = orbit__capture_next(r, &p, &prob)) != 0) {
@@ -293,7 +293,8 @@ static int tally_capture(const char *path, struct tally *t)
 		         p->loss->ring < ORBIT_MAX_RINGS)
 			lost[p->loss->ring] = p->loss->lapped + p->loss->writer_gone +
 			                      p->loss->backstop + p->loss->at_end;
-		else if (p->body_case == ORBIT__PACKET__BODY_PAGE_LOSS && p->page_loss->ring < 4096)
+		else if (p->body_case == ORBIT__PACKET__BODY_PAGE_LOSS &&
+		         p->page_loss->ring < ORBIT_MAX_PAGE_RINGS)
 			plost[p->page_loss->ring] = p->page_loss->records;
 		else if (p->body_case == ORBIT__PACKET__BODY_FTRACE_PAGE) {
 			/* data records on the page: the log lines */
@@ -332,7 +333,7 @@ static int tally_capture(const char *path, struct tally *t)
 	orbit__capture_close(r);
 	for (int i = 0; i < (int)ORBIT_MAX_RINGS; i++)
 		t->lost += lost[i];
-	for (int i = 0; i < 4096; i++)
+	for (int i = 0; i < (int)ORBIT_MAX_PAGE_RINGS; i++)
 		t->log_lost += plost[i];
 	return 0;
 }

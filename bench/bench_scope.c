@@ -14,8 +14,8 @@
  * Ratios to the floor are medians of per-run ratios, each run's job timed
  * right beside its floor.
  *
- *  1. The parts of the write path of orbit.h, each in a loop of its own, on
- *     the real segment: the clock read (orbit__ticks(), and clock_gettime),
+ *  1. The parts of the write path (orbit/internal.h), each in a loop of its
+ *     own, on the real segment: the clock read (orbit__ticks(), and clock_gettime),
  *     the claim (orbit__claim(): the relaxed fetch_add on the ring cursor
  *     and the marker store), the payload (orbit__fill() with a 5-byte literal
  *     name, and the record's check) and the publish (orbit__publish(): the
@@ -270,7 +270,7 @@ static __attribute__((noinline)) uint64_t job_floor_release(void *ctx, long n)
 	return now_ns() - t0;
 }
 
-/* ---- the write path of orbit.h ------------------------------------------ */
+/* ---- the write path (orbit/internal.h) ---------------------------------- */
 
 static __attribute__((noinline)) uint64_t job_startstop(void *ctx, long n)
 {

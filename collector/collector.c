@@ -200,7 +200,7 @@ static void on_signal(uv_signal_t *s, int signum)
 
 static int token_load(struct orbit_collector *c, const char *path)
 {
-	uint8_t buf[ORBIT_COLLECTOR_TOKEN_MAX + 1];
+	uint8_t buf[ORBIT_TOKEN_MAX + 1];
 	size_t n = 0;
 	int fd = open(path, O_RDONLY | O_CLOEXEC);
 
@@ -224,9 +224,9 @@ static int token_load(struct orbit_collector *c, const char *path)
 		n += (size_t)r;
 	}
 	close(fd);
-	if (n > ORBIT_COLLECTOR_TOKEN_MAX) {
+	if (n > ORBIT_TOKEN_MAX) {
 		fprintf(stderr, "orbit-collector: %s: token file over %u bytes\n", path,
-		        ORBIT_COLLECTOR_TOKEN_MAX);
+		        ORBIT_TOKEN_MAX);
 		return -1;
 	}
 	if (n > 0 && buf[n - 1] == '\n')

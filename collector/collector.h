@@ -53,6 +53,7 @@
 
 #include "frame.h"
 #include "loss.h"
+#include "wire_limits.h"
 
 #define ORBIT_COLLECTOR_READ_CHUNK (64u << 10)
 #define ORBIT_COLLECTOR_BUF_MAX (ORBIT_FRAME_MAX_COMPRESSED + ORBIT_COLLECTOR_READ_CHUNK)

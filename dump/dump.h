@@ -70,11 +70,11 @@ struct orbit_dump {
 	/* the flight ring */
 	int flight; /* it had a stream */
 	struct orbit__flight_meta meta;
-	uint64_t kept_frames, damaged_frames, kept_records[ORBIT__SEG_MAX_RINGS];
+	uint64_t kept_frames, damaged_frames, kept_records[ORBIT_MAX_RINGS];
 	int ended;            /* the stream's end frame was among them */
 	Orbit__Handshake *hs; /* the stream's handshake, decoded (NULL: made up) */
-	uint64_t ring_start[ORBIT__SEG_MAX_RINGS];
-	uint64_t from[ORBIT__SEG_MAX_RINGS]; /* where the rings are read from */
+	uint64_t ring_start[ORBIT_MAX_RINGS];
+	uint64_t from[ORBIT_MAX_RINGS]; /* where the rings are read from */
 
 	/* what the dump itself took */
 	uint64_t ring_records, log_pages, untrusted;
@@ -116,7 +116,7 @@ void orbit__dump_rings(struct orbit_dump *d, const uint64_t *cursor, struct orbi
 
 /* ---- the capture (dump_write.c) ---- */
 /* Opens the file and the writer its frames come from (o->sw: frames cut
- * at ORBIT_SW_FRAME_TARGET, as the agent's); 0, or -1 after one line. */
+ * at ORBIT_FRAME_TARGET, as the agent's); 0, or -1 after one line. */
 int orbit__dump_out_open(struct orbit_dump_out *o, const char *path, FILE *err);
 /* The last frame out, then the file closed: 0, or -1 if anything failed. */
 int orbit__dump_out_close(struct orbit_dump_out *o);

@@ -193,7 +193,7 @@ static Orbit__Packet *first_packet(struct orbit_dump *d, const uint8_t *bytes, s
  * loss they say (format/loss.h: each ring's last Loss), whether they end
  * the stream. */
 struct kept {
-	uint64_t records[ORBIT__SEG_MAX_RINGS];
+	uint64_t records[ORBIT_MAX_RINGS];
 	struct orbit__loss_account loss;
 	int ended;
 };
@@ -418,7 +418,7 @@ static void thread_names(struct orbit_dump *d)
 static void finish(struct orbit_dump *d, const struct kept *k, const struct orbit_dump_ring *rr)
 {
 	thread_names(d);
-	uint64_t claimed[ORBIT__SEG_MAX_RINGS];
+	uint64_t claimed[ORBIT_MAX_RINGS];
 	for (uint32_t r = 0; r < d->l.ring_count; r++) {
 		uint64_t framed = d->flight ? d->meta.ring_framed[r] : 0;
 		uint64_t before = d->from[r] - d->ring_start[r]; /* claims the frames account for */
@@ -502,9 +502,9 @@ int orbit__dump_run(struct orbit_dump *d, const char *out_path)
 	if (orbit__dump_out_open(&d->out, out_path, d->err) != 0)
 		return ORBIT_DUMP_OUTPUT;
 
-	uint64_t cursor[ORBIT__SEG_MAX_RINGS];
+	uint64_t cursor[ORBIT_MAX_RINGS];
 	struct kept *k = calloc(1, sizeof *k);
-	struct orbit_dump_ring rr[ORBIT__SEG_MAX_RINGS];
+	struct orbit_dump_ring rr[ORBIT_MAX_RINGS];
 	if (k == NULL)
 		goto close;
 	if (d->l.flight_size)

@@ -50,7 +50,7 @@ static void emit(struct orbit_dump *d, uint32_t ring, uint64_t first, uint8_t *r
                  struct orbit_dump_ring *res)
 {
 	for (uint32_t i = 0; i < n; i++) {
-		uint8_t *p = recs + (size_t)i * ORBIT__RECORD_SIZE;
+		uint8_t *p = recs + (size_t)i * ORBIT_RECORD_SIZE;
 		uint64_t t;
 		int untrusted = 0;
 		memcpy(&t, p, 8);
@@ -87,7 +87,7 @@ static void walk(struct orbit_dump *d, uint32_t ring, const struct orbit__seg_sl
                  uint64_t cursor2, struct orbit_dump_ring *res)
 {
 	const uint64_t slots = d->l.slots_per_ring, mask = slots - 1, end = res->end;
-	uint8_t recs[RUN * ORBIT__RECORD_SIZE];
+	uint8_t recs[RUN * ORBIT_RECORD_SIZE];
 	uint64_t next = res->next, clean = next;
 	while (next < end) {
 		enum orbit__slots_stop why;

@@ -63,7 +63,7 @@ int orbit__dump_out_open(struct orbit_dump_out *o, const char *path, FILE *err)
 		}
 	}
 	const struct orbit__sw_sink sink = {.ctx = o, .frame = on_frame, .lost = on_lost};
-	o->sw = orbit__sw_new(-1, ORBIT_SW_FRAME_TARGET, &sink);
+	o->sw = orbit__sw_new(-1, ORBIT_FRAME_TARGET, &sink);
 	if (o->sw == NULL) {
 		fprintf(err, "orbit-dump: out of memory\n");
 		return -1;

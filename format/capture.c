@@ -6,6 +6,7 @@
 #include <string.h>
 
 #include "frame.h"
+#include "ftrace_page.h" /* ORBIT__FTRACE_HEADER */
 
 /* ---- varints ---- */
 
@@ -365,7 +366,7 @@ static int sites_validate(const Orbit__SourceLocations *l)
  * can be read. */
 static int kernel_sched_validate(const Orbit__KernelSched *k)
 {
-	if (k->cpu_count > ORBIT_KERNEL_MAX_CPUS || k->page_size > (1u << 20) ||
+	if (k->cpu_count > ORBIT_KERNEL_MAX_CPUS || k->page_size > ORBIT_PAGE_BYTES_MAX ||
 	    k->n_events > ORBIT_KERNEL_MAX_FORMATS)
 		return -EINVAL;
 	for (size_t i = 0; i < k->n_events; i++)
@@ -387,7 +388,8 @@ int orbit__packet_validate(const Orbit__Packet *p)
 			return -EPROTO;
 		if (h->ring_count > ORBIT_MAX_RINGS || h->n_ring_start != h->ring_count ||
 		    (h->ring_count > 0 && h->record_size != ORBIT_RECORD_SIZE) ||
-		    h->page_ring_count > 4096 || h->page_size > (1u << 20))
+		    h->page_ring_count > ORBIT_MAX_PAGE_RINGS ||
+		    h->page_size > ORBIT_PAGE_BYTES_MAX)
 			return -EINVAL;
 		/* The previous stream's report: one value per ring each. */
 		const Orbit__PreviousStream *ps = h->previous_stream;
@@ -412,7 +414,8 @@ int orbit__packet_validate(const Orbit__Packet *p)
 		return -EINVAL;
 	}
 	case ORBIT__PACKET__BODY_FTRACE_PAGE:
-		return p->ftrace_page->page.len >= 16 && p->ftrace_page->page.len <= (1u << 20)
+		return p->ftrace_page->page.len >= ORBIT__FTRACE_HEADER &&
+		               p->ftrace_page->page.len <= ORBIT_PAGE_BYTES_MAX
 		           ? 0
 		           : -EINVAL;
 	case ORBIT__PACKET__BODY_LOSS:
@@ -428,14 +431,16 @@ int orbit__packet_validate(const Orbit__Packet *p)
 		return sites_validate(p->source_locations);
 	case ORBIT__PACKET__BODY_KERNEL_PAGE:
 		return p->kernel_page->cpu < ORBIT_KERNEL_MAX_CPUS &&
-		               p->kernel_page->page.len >= 16 &&
-		               p->kernel_page->page.len <= (1u << 20)
+		               p->kernel_page->page.len >= ORBIT__FTRACE_HEADER &&
+		               p->kernel_page->page.len <= ORBIT_PAGE_BYTES_MAX
 		           ? 0
 		           : -EINVAL;
 	case ORBIT__PACKET__BODY_KERNEL_LOSS:
 		return p->kernel_loss->cpu < ORBIT_KERNEL_MAX_CPUS ? 0 : -EINVAL;
 	case ORBIT__PACKET__BODY_DUMP: /* written by orbit-dump only */
-		return p->dump->ended == 1 || p->dump->ended == 2 ? 0 : -EINVAL;
+		return p->dump->ended == ORBIT_ENDED_SNAPSHOT || p->dump->ended == ORBIT_ENDED_GONE
+		           ? 0
+		           : -EINVAL;
 	default:
 		return -EINVAL;
 	}

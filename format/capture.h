@@ -10,20 +10,30 @@
 
 #include "orbit.pb-c.h"
 #include "record.h"
+#include "wire_limits.h"
 
 #define ORBIT_BATCH_COLUMNS 1u /* RingBatch.encoding 1: read, no longer written */
 #define ORBIT_BATCH_COMPACT 2u /* RingBatch.encoding 2: what writers write */
 #define ORBIT_BATCH_MAX 16384u /* records in one batch */
-#define ORBIT_MAX_RINGS 128u
+/* Bytes of one page an FtracePage or KernelPage carries, and of the page
+ * size a Handshake or its KernelSched states. */
+#define ORBIT_PAGE_BYTES_MAX (1u << 20)
 /* SourceLocations (format.md 4.12): entries in one packet, and bytes of a
  * file or function name; a writer cuts longer names to this. */
 #define ORBIT_SITES_PER_PACKET 4096u
 #define ORBIT_SITE_TEXT_MAX 4096u
-/* Kernel scheduling (docs/format.md 4.10): CPUs of KernelPage and
- * KernelLoss, event formats in a KernelSched and the bytes of each. */
-#define ORBIT_KERNEL_MAX_CPUS 4096u
+/* Kernel scheduling (docs/format.md 4.10): event formats in a KernelSched
+ * and the bytes of each (its CPUs: ORBIT_KERNEL_MAX_CPUS). */
 #define ORBIT_KERNEL_MAX_FORMATS 256u
 #define ORBIT_KERNEL_MAX_FORMAT (64u << 10)
+/* How a stream ended: EndOfStream.ended (docs/format.md 4.8), and
+ * Dump.ended, which orbit-dump writes and is never ORBIT_ENDED_AGENT
+ * (4.11). */
+enum orbit_stream_ended {
+	ORBIT_ENDED_AGENT = 0,    /* the agent ended it */
+	ORBIT_ENDED_SNAPSHOT = 1, /* orbit-dump took a snapshot of the live process */
+	ORBIT_ENDED_GONE = 2,     /* orbit-dump found the process gone */
+};
 /* The most bytes encoding 2 takes for n records: per record a key index (3
  * bytes), a time and an id delta (10 each) and, at worst, a key of its own
  * (41); and the key count. Writers keep a packet under ORBIT_PACKET_MAX. */

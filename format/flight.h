@@ -69,8 +69,8 @@ struct orbit__flight_meta {
 	uint32_t ring_count;     /* scope rings: the entries of the arrays in use */
 	uint32_t ended;          /* 1: the stream's end frame is stored */
 	uint32_t stream;         /* streams begun on this ring: 1, 2, ... */
-	uint64_t ring_end[ORBIT__SEG_MAX_RINGS];    /* see above */
-	uint64_t ring_framed[ORBIT__SEG_MAX_RINGS]; /* see above */
+	uint64_t ring_end[ORBIT_MAX_RINGS];    /* see above */
+	uint64_t ring_framed[ORBIT_MAX_RINGS]; /* see above */
 	_Atomic uint64_t gen_end;
 };
 

@@ -23,6 +23,10 @@
 #define ORBIT_PROTOCOL_VERSION 2u             /* 2: ring batches in encoding 2 */
 #define ORBIT_PROTOCOL_VERSION_MIN 1u         /* the oldest a reader of capture files reads */
 #define ORBIT_HANDSHAKE_FRAME_MAX (64u << 10) /* a stream's first frame, and its content */
+/* The content at which a stream's writers (the agent, orbit-dump) close a
+ * frame: big enough to compress well, small enough to cost one frame when
+ * damaged (docs/format.md 3.1). */
+#define ORBIT_FRAME_TARGET (128u << 10)
 
 /* Acknowledgements (docs/format.md section 7): a collector sends each as one
  * frame of at most ORBIT_ACK_FRAME_MAX bytes holding one Ack packet. Ack.end

@@ -142,8 +142,8 @@ int orbit__ftrace_next(struct orbit__ftrace_iter *it, struct orbit__ftrace_recor
 		if (it->end - it->off < 4)
 			return fail(it, ORBIT__FTRACE_EHEADER, it->off);
 		word = load_le32(it->page + it->off);
-		type_len = word & 0x1f;
-		delta = word >> 5;
+		type_len = word & ORBIT__FTRACE_TYPE_MASK;
+		delta = word >> ORBIT__FTRACE_TYPE_BITS;
 		if (type_len <= ORBIT__FTRACE_TYPE_DATA_MAX)
 			return take_data(it, type_len, delta, rec);
 		r = skip_meta(it, type_len, delta);
@@ -189,13 +189,13 @@ static void store_le64(uint8_t *p, uint64_t v)
 /* A TIME_EXTEND or TIME_STAMP at p carrying the 59-bit value v. */
 static void store_time(uint8_t *p, uint32_t type_len, uint64_t v)
 {
-	store_le32(p, type_len | (uint32_t)(v & (DELTA_LIMIT - 1)) << 5);
+	store_le32(p, type_len | (uint32_t)(v & (DELTA_LIMIT - 1)) << ORBIT__FTRACE_TYPE_BITS);
 	store_le32(p + 4, (uint32_t)(v >> ORBIT__FTRACE_TS_BITS));
 }
 
 static void store_delta(uint8_t *p, uint32_t delta)
 {
-	store_le32(p, (load_le32(p) & 0x1f) | delta << 5);
+	store_le32(p, (load_le32(p) & ORBIT__FTRACE_TYPE_MASK) | delta << ORBIT__FTRACE_TYPE_BITS);
 }
 
 /* Bytes of the record at p, on a page the decoder accepted. */
@@ -234,7 +234,8 @@ int orbit__ftrace_retime(uint8_t *page, size_t len, uint64_t (*to_ns)(void *ctx,
 	store_le64(page, new_time);
 	for (off = ORBIT__FTRACE_HEADER; off < end;) {
 		uint8_t *p = page + off;
-		uint32_t word = load_le32(p), type_len = word & 0x1f, delta = word >> 5;
+		uint32_t word = load_le32(p), type_len = word & ORBIT__FTRACE_TYPE_MASK,
+		         delta = word >> ORBIT__FTRACE_TYPE_BITS;
 		uint64_t want, d;
 
 		if (type_len == ORBIT__FTRACE_TYPE_PADDING && delta == 0)

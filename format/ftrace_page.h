@@ -38,6 +38,8 @@
 #define ORBIT__FTRACE_SIZE_MASK ((1u << 27) - 1)
 #define ORBIT__FTRACE_MISSED_STORED (1ull << 30)
 #define ORBIT__FTRACE_MISSED_EVENTS (1ull << 31)
+#define ORBIT__FTRACE_TYPE_BITS 5u /* type_len field width, below time_delta */
+#define ORBIT__FTRACE_TYPE_MASK ((1u << ORBIT__FTRACE_TYPE_BITS) - 1)
 #define ORBIT__FTRACE_TS_BITS 27u    /* time_delta field width */
 #define ORBIT__FTRACE_MAX_SMALL 112u /* largest type_len 1..28 payload */
 

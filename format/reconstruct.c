@@ -80,7 +80,7 @@ struct orbit_reconstruct {
 	struct orbit_reconstruct_stats stats;
 	struct thread_state *threads[THREAD_BUCKETS];
 	struct span_node *spans[SPAN_BUCKETS];
-	uint64_t next_claim[ORBIT_RECONSTRUCT_RINGS]; /* + 1; 0: ring not seen */
+	uint64_t next_claim[ORBIT_MAX_RINGS]; /* + 1; 0: ring not seen */
 	uint32_t nthreads;
 	uint64_t last_time; /* the latest record time of the input */
 	uint32_t waiting_stops;
@@ -556,7 +556,7 @@ static int gap(struct orbit_reconstruct *rc, uint32_t ring)
 int orbit__reconstruct_batch(struct orbit_reconstruct *rc, uint32_t ring, uint64_t first_claim,
                              const uint8_t *records, size_t n)
 {
-	if (ring >= ORBIT_RECONSTRUCT_RINGS)
+	if (ring >= ORBIT_MAX_RINGS)
 		return -EINVAL;
 	if (rc->next_claim[ring] != 0 && rc->next_claim[ring] != first_claim + 1) {
 		int err = gap(rc, ring);

@@ -35,6 +35,7 @@
 #include <stdint.h>
 
 #include "record.h"
+#include "wire_limits.h" /* ORBIT_MAX_RINGS */
 
 enum orbit_event_type {
 	ORBIT_EVENT_SCOPE = 1, /* start..end on tid, at depth */
@@ -97,9 +98,8 @@ struct orbit_reconstruct *orbit__reconstruct_new(orbit_event_fn fn, void *ctx);
 /* Returns 0, or -ENOMEM (the record is then not taken into account). */
 int orbit__reconstruct_add(struct orbit_reconstruct *rc, const struct orbit_record *rec);
 /* Consecutive records of one ring (n records of ORBIT_RECORD_SIZE bytes,
- * claims first_claim ...); ring < ORBIT_RECONSTRUCT_RINGS. Returns 0,
- * -EINVAL for a ring out of range, or -ENOMEM. */
-#define ORBIT_RECONSTRUCT_RINGS 128u
+ * claims first_claim ...); ring < ORBIT_MAX_RINGS. Returns 0, -EINVAL for a
+ * ring out of range, or -ENOMEM. */
 int orbit__reconstruct_batch(struct orbit_reconstruct *rc, uint32_t ring, uint64_t first_claim,
                              const uint8_t *records, size_t n);
 /* Reports everything still open as unfinished. */

@@ -1,8 +1,8 @@
 /*
  * record.h — the 56-byte scope-ring record, as bytes.
  *
- * The agent writes records in the layout of struct orbit__slot (orbit.h)
- * minus its 8-byte sequence stamp; everything that reads them (drain, capture,
+ * The agent writes records in the layout of struct orbit__slot
+ * (orbit/internal.h) minus its 8-byte sequence stamp; everything that reads them (drain, capture,
  * replay) goes through orbit__record_decode(), which treats the bytes as
  * hostile. Little-endian; docs/format.md is normative.
  *

@@ -7,12 +7,12 @@
 #include "record.h"
 
 _Static_assert(sizeof(struct orbit__seg_slot) == ORBIT__SLOT_SIZE, "format.md 1.5: 64-byte slots");
-_Static_assert(offsetof(struct orbit__seg_slot, word) == ORBIT__SLOT_SIZE - ORBIT__RECORD_SIZE,
+_Static_assert(offsetof(struct orbit__seg_slot, word) == ORBIT__SLOT_SIZE - ORBIT_RECORD_SIZE,
                "the record is the slot's tail");
 
-/* Inline for the copy loop; the weights as constants, as orbit.h's. With
- * record flag bit 2 (bit 42 of the meta word w[2]) the site word w[3] goes
- * in with the meta word, as orbit.h's (docs/format.md 1.5). */
+/* Inline for the copy loop; the weights as constants, as the write path's.
+ * With record flag bit 2 (bit 42 of the meta word w[2]) the site word w[3] goes
+ * in with the meta word, as the write path's (docs/format.md 1.5). */
 static inline uint64_t check_of(const uint64_t w[7])
 {
 	const int site = ((w[2] >> 40) & ORBIT_REC_FLAG_SITE) != 0;
@@ -84,7 +84,7 @@ uint32_t orbit__slots_copy(const struct orbit__seg_slot *slots, uint64_t mask, u
 		/* The lines were written on another core: ask for them early. */
 		__builtin_prefetch(&slots[(c + 8) & mask]);
 		/* R1, acquire: pairs with the producer's release store of the
-		 * stamp (W4, orbit__publish in orbit.h); the words of the
+		 * stamp (W4, orbit__publish in orbit/internal.h); the words of the
 		 * record its check was computed from are visible. */
 		uint64_t s = atomic_load_explicit(&slot->stamp, memory_order_acquire);
 		uint64_t diff = s - c - 1;
@@ -94,7 +94,7 @@ uint32_t orbit__slots_copy(const struct orbit__seg_slot *slots, uint64_t mask, u
 			break;
 		}
 		/* R2: the copy is the record only if its check is the stamp's. */
-		if (copy_record(slot, dst + (size_t)n * ORBIT__RECORD_SIZE) != diff) {
+		if (copy_record(slot, dst + (size_t)n * ORBIT_RECORD_SIZE) != diff) {
 			*why = ORBIT__SLOTS_TORN;
 			break;
 		}

@@ -22,9 +22,9 @@
 
 #include "segment.h"
 
-/* A 64-byte slot as readers see it: orbit.h's struct orbit__slot (the stamp,
- * then the record's seven words: time, id, meta, four name words);
- * agent/src/segment_create.c asserts that the two agree. */
+/* A 64-byte slot as readers see it: orbit/internal.h's struct orbit__slot
+ * (the stamp, then the record's seven words: time, id, meta, four name
+ * words); agent/src/segment_create.c asserts that the two agree. */
 struct orbit__seg_slot {
 	_Atomic uint64_t stamp;
 	_Atomic uint64_t word[7];
@@ -32,8 +32,8 @@ struct orbit__seg_slot {
 
 /* The check of a record's seven words (docs/format.md 1.5): bits 33..63 of
  * their weighted sum modulo 2^64, bit 32 set, bits 0..31 zero. It is the
- * value orbit.h's orbit__check() computes on the write path (the unit test
- * scope_slot_check compares the two). */
+ * value orbit/internal.h's orbit__check() computes on the write path (the
+ * unit test scope_slot_check compares the two). */
 uint64_t orbit__seg_check(const uint64_t w[7]);
 
 /* What a stamp says, read at claim c. */
@@ -68,8 +68,8 @@ enum orbit__slots_stop {
  * many; stops early at the first claim whose slot does not hold its
  * record, saying why in *why and, for ORBIT__SLOTS_STAMP, the stamp in
  * *stop_stamp. Each stamp is loaded with acquire (R1: pairs with the
- * producer's release store of it, orbit__publish in orbit.h), then the
- * words relaxed, and the copy kept only if their check is the stamp's
+ * producer's release store of it, orbit__publish in orbit/internal.h), then
+ * the words relaxed, and the copy kept only if their check is the stamp's
  * (R2). slots must hold mask + 1 slots, mask + 1 a power of two.
  */
 uint32_t orbit__slots_copy(const struct orbit__seg_slot *slots, uint64_t mask, uint64_t next,

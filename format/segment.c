@@ -53,18 +53,19 @@ static uint64_t round_up(uint64_t v, uint64_t to)
 int orbit__segment_plan(const struct orbit__seg_geometry *g, struct orbit__seg_layout *out)
 {
 	const uint64_t P = g->page_size;
-	if (!is_pow2(P) || P < 4096 || P > (1u << 16))
+	if (!is_pow2(P) || P < ORBIT__SEG_MIN_PAGE_SIZE || P > ORBIT__SEG_MAX_PAGE_SIZE)
 		return ORBIT__SEG_EBADSEG;
-	if (g->ring_count < 1 || g->ring_count > ORBIT__SEG_MAX_RINGS)
+	if (g->ring_count < 1 || g->ring_count > ORBIT_MAX_RINGS)
 		return ORBIT__SEG_EBADSEG;
 	if (!is_pow2(g->slots_per_ring) || g->slots_per_ring < ORBIT__SEG_MIN_SLOTS ||
 	    g->slots_per_ring > ORBIT__SEG_MAX_SLOTS)
 		return ORBIT__SEG_EBADSEG;
-	if (g->page_ring_count > ORBIT__SEG_MAX_PAGE_RINGS)
+	if (g->page_ring_count > ORBIT_MAX_PAGE_RINGS)
 		return ORBIT__SEG_EBADSEG;
-	if (g->page_ring_count > 0 && (g->page_ring_pages < 2 || g->page_ring_pages > (1u << 20) ||
-	                               !is_pow2(g->page_ring_page_size) ||
-	                               g->page_ring_page_size < 128 || g->page_ring_page_size > P))
+	if (g->page_ring_count > 0 &&
+	    (g->page_ring_pages < ORBIT__SEG_MIN_LOG_PAGES ||
+	     g->page_ring_pages > ORBIT__SEG_MAX_LOG_PAGES || !is_pow2(g->page_ring_page_size) ||
+	     g->page_ring_page_size < ORBIT__SEG_MIN_LOG_PAGE_SIZE || g->page_ring_page_size > P))
 		return ORBIT__SEG_EBADSEG;
 	if (g->flight_size != 0 && (g->flight_size < ORBIT__SEG_MIN_FLIGHT ||
 	                            g->flight_size > ORBIT__SEG_MAX_FLIGHT || g->flight_size % P))
@@ -136,18 +137,22 @@ int orbit__segment_validate(const void *base, size_t mapped_len, struct orbit__s
 	if (h.header_size != sizeof h)
 		REFUSE(ORBIT__SEG_EBADSEG, header_size, "header_size %u is not %zu", h.header_size,
 		       sizeof h);
-	if (h.record_size != ORBIT__RECORD_SIZE)
-		REFUSE(ORBIT__SEG_EBADSEG, record_size, "record_size %u is not 56", h.record_size);
+	if (h.record_size != ORBIT_RECORD_SIZE)
+		REFUSE(ORBIT__SEG_EBADSEG, record_size, "record_size %u is not %u", h.record_size,
+		       ORBIT_RECORD_SIZE);
 	if (h.slot_size != ORBIT__SLOT_SIZE)
-		REFUSE(ORBIT__SEG_EBADSEG, slot_size, "slot_size %u is not 64", h.slot_size);
+		REFUSE(ORBIT__SEG_EBADSEG, slot_size, "slot_size %u is not %u", h.slot_size,
+		       ORBIT__SLOT_SIZE);
 	if (h.ring_header_size != ORBIT__RING_HEADER)
-		REFUSE(ORBIT__SEG_EBADSEG, ring_header_size, "ring_header_size %u is not 128",
-		       h.ring_header_size);
-	if (!is_pow2(h.page_size) || h.page_size < 4096 || h.page_size > (1u << 16))
-		REFUSE(ORBIT__SEG_EBADSEG, page_size,
-		       "page_size %u is not a power of two 4096..65536", h.page_size);
-	if (h.ring_count < 1 || h.ring_count > ORBIT__SEG_MAX_RINGS)
-		REFUSE(ORBIT__SEG_EBADSEG, ring_count, "ring_count %u is not 1..128", h.ring_count);
+		REFUSE(ORBIT__SEG_EBADSEG, ring_header_size, "ring_header_size %u is not %u",
+		       h.ring_header_size, ORBIT__RING_HEADER);
+	if (!is_pow2(h.page_size) || h.page_size < ORBIT__SEG_MIN_PAGE_SIZE ||
+	    h.page_size > ORBIT__SEG_MAX_PAGE_SIZE)
+		REFUSE(ORBIT__SEG_EBADSEG, page_size, "page_size %u is not a power of two %u..%u",
+		       h.page_size, ORBIT__SEG_MIN_PAGE_SIZE, ORBIT__SEG_MAX_PAGE_SIZE);
+	if (h.ring_count < 1 || h.ring_count > ORBIT_MAX_RINGS)
+		REFUSE(ORBIT__SEG_EBADSEG, ring_count, "ring_count %u is not 1..%u", h.ring_count,
+		       ORBIT_MAX_RINGS);
 	if (!is_pow2(h.slots_per_ring) || h.slots_per_ring < ORBIT__SEG_MIN_SLOTS ||
 	    h.slots_per_ring > ORBIT__SEG_MAX_SLOTS)
 		REFUSE(ORBIT__SEG_EBADSEG, slots_per_ring,
@@ -155,9 +160,9 @@ int orbit__segment_validate(const void *base, size_t mapped_len, struct orbit__s
 	if (h.clock_source > ORBIT__SEG_CLOCK_CNTVCT)
 		REFUSE(ORBIT__SEG_EBADSEG, clock_source, "clock_source %u is not 0..2",
 		       h.clock_source);
-	if (h.page_ring_count > ORBIT__SEG_MAX_PAGE_RINGS)
-		REFUSE(ORBIT__SEG_EBADSEG, page_ring_count, "page_ring_count %u is over 4096",
-		       h.page_ring_count);
+	if (h.page_ring_count > ORBIT_MAX_PAGE_RINGS)
+		REFUSE(ORBIT__SEG_EBADSEG, page_ring_count, "page_ring_count %u is over %u",
+		       h.page_ring_count, ORBIT_MAX_PAGE_RINGS);
 	struct orbit__seg_geometry g = {
 	    .page_size = h.page_size,
 	    .ring_count = h.ring_count,
@@ -169,14 +174,15 @@ int orbit__segment_validate(const void *base, size_t mapped_len, struct orbit__s
 	};
 	struct orbit__seg_layout l;
 	if (orbit__segment_plan(&g, &l) != 0) {
-		if (h.page_ring_count > 0 &&
-		    (h.page_ring_pages < 2 || h.page_ring_pages > (1u << 20)))
+		if (h.page_ring_count > 0 && (h.page_ring_pages < ORBIT__SEG_MIN_LOG_PAGES ||
+		                              h.page_ring_pages > ORBIT__SEG_MAX_LOG_PAGES))
 			REFUSE(ORBIT__SEG_EBADSEG, page_ring_pages,
-			       "page_ring_pages %u is not 2..2^20", h.page_ring_pages);
+			       "page_ring_pages %u is not %u..%u", h.page_ring_pages,
+			       ORBIT__SEG_MIN_LOG_PAGES, ORBIT__SEG_MAX_LOG_PAGES);
 		if (h.page_ring_count > 0)
 			REFUSE(ORBIT__SEG_EBADSEG, page_ring_page_size,
-			       "page_ring_page_size %u is not a power of two 128..page_size",
-			       h.page_ring_page_size);
+			       "page_ring_page_size %u is not a power of two %u..page_size",
+			       h.page_ring_page_size, ORBIT__SEG_MIN_LOG_PAGE_SIZE);
 		REFUSE(
 		    ORBIT__SEG_EBADSEG, flight_size,
 		    "flight_size %llu is not 0 or a multiple of the page size from 1 MiB to 4 GiB",
@@ -445,13 +451,14 @@ int orbit__segment_list(int (*fn)(void *ctx, const struct orbit__seg_entry *e), 
 	while (!stop && (e = readdir(d)) != NULL) {
 		struct orbit__seg_entry s;
 		memset(&s, 0, sizeof s);
-		if (strlen(e->d_name) >= sizeof s.file ||
+		size_t len = strlen(e->d_name);
+		if (len >= sizeof s.file ||
 		    orbit__segment_name_parse(e->d_name, &s.pid, &s.start, &s.nonce) != 0)
 			continue;
 		struct stat st;
 		if (fstatat(dfd, e->d_name, &st, AT_SYMLINK_NOFOLLOW) != 0 || !S_ISREG(st.st_mode))
 			continue;
-		snprintf(s.file, sizeof s.file, "%s", e->d_name);
+		memcpy(s.file, e->d_name, len + 1); /* len < sizeof s.file */
 		s.uid = st.st_uid;
 		s.size = (uint64_t)st.st_size;
 		s.mtime_s = (uint64_t)st.st_mtime;

@@ -24,9 +24,9 @@
  * recomputes them and refuses a header that says anything else.
  *
  * Nothing here includes the agent's headers (format/ depends on no other
- * folder): the ring and slot layout the write path in orbit.h uses is
- * restated as the constants below, and agent/src/segment_create.c asserts
- * that the two agree.
+ * folder): the ring and slot layout the write path in orbit/internal.h
+ * uses is restated as the constants below, and agent/src/segment_create.c
+ * asserts that the two agree.
  */
 #ifndef ORBIT_FORMAT_SEGMENT_H
 #define ORBIT_FORMAT_SEGMENT_H
@@ -36,32 +36,43 @@
 #include <stdint.h>
 #include <sys/types.h>
 
+#include "record.h"      /* ORBIT_RECORD_SIZE */
+#include "wire_limits.h" /* ORBIT_MAX_RINGS, ORBIT_MAX_PAGE_RINGS */
+
 #define ORBIT__SEG_MAGIC 0x314745535442524full /* "ORBTSEG1" */
 /* 2: the state, page-ring and flight areas, and stamps with a marker and a
  * check (docs/format.md 1.2, 1.5) */
 #define ORBIT__SEG_VERSION 2u
-#define ORBIT__SEG_MAX_RINGS 128u
 #define ORBIT__SEG_MAX_SLOTS (1u << 24)
 #define ORBIT__SEG_MIN_SLOTS 16u
 #define ORBIT__RING_HEADER 128u
-#define ORBIT__SLOT_SIZE 64u
-#define ORBIT__RECORD_SIZE 56u
-#define ORBIT__SEG_MAX_PAGE_RINGS 4096u
+#define ORBIT__SLOT_SIZE 64u /* the 8-byte stamp, then the record */
+/* page_size: a power of two in this range */
+#define ORBIT__SEG_MIN_PAGE_SIZE 4096u
+#define ORBIT__SEG_MAX_PAGE_SIZE 65536u
+/* The log page rings: page_ring_pages pages each, of page_ring_page_size
+ * bytes, a power of two from ORBIT__SEG_MIN_LOG_PAGE_SIZE to page_size. */
+#define ORBIT__SEG_MIN_LOG_PAGES 2u
+#define ORBIT__SEG_MAX_LOG_PAGES (1u << 20)
+#define ORBIT__SEG_MIN_LOG_PAGE_SIZE 128u
 #define ORBIT__SEG_PAGE_STATE 64u          /* bytes of state per log page */
 #define ORBIT__SEG_MIN_FLIGHT (1ull << 20) /* ORBIT_FLIGHT's range */
 #define ORBIT__SEG_MAX_FLIGHT (4ull << 30)
 
 /* A log page's 64-byte state line in the page-ring area, as a reader takes
- * it (agent/src/page_ring.c's struct orbit__page_state, which asserts
- * this): a u64 claim word at 0, bits 0..16 the bytes of records claimed on
- * the page, bit 17 set once the page is closed; a u32 writers word at 16,
- * bits 0..30 the writers inside the page now, bit 31 set while it is open. */
-#define ORBIT__SEG_PAGE_CLAIM_BYTES 0x1ffffull
-#define ORBIT__SEG_PAGE_CLAIM_CLOSED (1ull << 17)
+ * it (agent/src/page_ring.c's struct orbit__page_state, whose words take
+ * these bits from here and assert these offsets): a u64 claim word at 0,
+ * bits 0..16 the bytes of records claimed on the page, bit 17 set once the
+ * page is closed; a u32 writers word at 16, bits 0..30 the writers inside
+ * the page now, bit 31 set while it is open. */
+#define ORBIT__SEG_PAGE_CLAIM_BITS 17u
+#define ORBIT__SEG_PAGE_CLAIM_BYTES ((1ull << ORBIT__SEG_PAGE_CLAIM_BITS) - 1)
+#define ORBIT__SEG_PAGE_CLAIM_CLOSED (1ull << ORBIT__SEG_PAGE_CLAIM_BITS)
 #define ORBIT__SEG_PAGE_WRITERS_AT 16u
-#define ORBIT__SEG_PAGE_WRITERS_IN 0x7fffffffu
+#define ORBIT__SEG_PAGE_WRITERS_OPEN (1u << 31)
+#define ORBIT__SEG_PAGE_WRITERS_IN (ORBIT__SEG_PAGE_WRITERS_OPEN - 1)
 
-/* What producers store in a record's time (orbit.h's enum orbit__clock). */
+/* What producers store in a record's time (orbit/internal.h's enum orbit__clock). */
 #define ORBIT__SEG_CLOCK_MONOTONIC 0u
 #define ORBIT__SEG_CLOCK_TSC 1u
 #define ORBIT__SEG_CLOCK_CNTVCT 2u
@@ -237,7 +248,7 @@ int orbit__segment_open(const char *name, struct orbit__segment *seg);
 void orbit__segment_close(struct orbit__segment *seg);
 
 /* Where ring i starts (its cursor), in a mapped or copied segment. The
- * type is orbit.h's; format/ only computes the address. */
+ * type is orbit/internal.h's; format/ only computes the address. */
 struct orbit__ring;
 static inline struct orbit__ring *orbit__segment_ring(const struct orbit__segment *seg, uint32_t i)
 {

@@ -5,8 +5,6 @@
 #include <stdio.h>
 #include <string.h>
 
-#define JUMP_NS 100000u /* agent/src/clock.h: ORBIT__CLOCK_JUMP_NS */
-
 int orbit__seg_conv_init(struct orbit__seg_conv *c, const struct orbit__seg_clock *b,
                          struct orbit__seg_problem *why)
 {
@@ -73,7 +71,7 @@ int orbit__seg_conv_now(struct orbit__seg_conv *c, struct orbit__seg_point earli
 	uint64_t expect = line(first, last, now.ticks);
 	uint64_t dns = now.ns - last.ns;
 	uint64_t dev = expect > now.ns ? expect - now.ns : now.ns - expect;
-	if (dev > JUMP_NS + dns / 500)
+	if (dev > orbit__seg_clock_slack_ns(dns))
 		return 0;
 	c->p[c->stored] = now; /* the reader's pair: the last, replaced by a later one */
 	c->n = c->stored + 1;

@@ -25,6 +25,16 @@
 
 #include "segment.h"
 
+/* How far a counter may stray from its rate against CLOCK_MONOTONIC over
+ * gap_ns before it counts as jumped: 100 µs + 2000 ppm of the gap (NTP
+ * slews far less). The agent's rule for starting a new epoch
+ * (agent/src/clock.h, guarantee 3) and this reader's for its own pair (2). */
+#define ORBIT__SEG_CLOCK_JUMP_NS 100000u
+static inline uint64_t orbit__seg_clock_slack_ns(uint64_t gap_ns)
+{
+	return ORBIT__SEG_CLOCK_JUMP_NS + gap_ns / 500;
+}
+
 struct orbit__seg_conv {
 	uint32_t source; /* ORBIT__SEG_CLOCK_*; MONOTONIC converts nothing */
 	uint32_t n;      /* points in p */

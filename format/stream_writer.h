@@ -17,7 +17,7 @@
  *      that would be larger is cut in two), written straight into the
  *      frame (4.3); a ring's batches keep the order they were given in.
  *   3. Frames are cut by size: once the content reaches frame_target
- *      (ORBIT_SW_FRAME_TARGET for the agent and orbit-dump: the content
+ *      (ORBIT_FRAME_TARGET for the agent and orbit-dump: the content
  *      stays under frame_target + one packet), and whenever the caller asks
  *      (orbit__sw_cut: a flush, an age). The EndOfStream packet ends its
  *      frame (orbit__sw_end). No frame is empty.
@@ -42,9 +42,6 @@
 #include "capture.h"
 #include "frame.h"
 
-/* The content after which the agent's and orbit-dump's frames are cut:
- * compressed in a few hundred microseconds (docs/design.md, Frames). */
-#define ORBIT_SW_FRAME_TARGET (128u << 10)
 /* frame_target for a writer whose frames end only when the caller says. */
 #define ORBIT_SW_NO_CUT SIZE_MAX
 

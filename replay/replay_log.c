@@ -3,44 +3,41 @@
  * packet decoded with the hostile-input parser (ftrace_page.h), each record
  * handed to a callback, as the reconstructor hands over events.
  *
- * A record's payload starts like the kernel's common fields: u16 type (1
- * log line, 2 marker, 3 log line with its call site: a u64 address before
- * the text), u8 flags, u8 preempt count, s32 tid; then the text
- * (up to the first NUL: the ring pads to 4 bytes with zeros) or the
- * marker's bytes (docs/format.md 5.3).
+ * A record's payload is a log record (format/log_record.h, docs/format.md
+ * 5.3): its type, the writer's tid, then the text (up to the first NUL: the
+ * ring pads to 4 bytes with zeros) or the marker's bytes.
  */
 #include <inttypes.h>
 #include <string.h>
 
 #include "ftrace_page.h"
+#include "log_record.h"
 #include "replay_log.h"
 #include "replay_report.h"
-
-#define LOG_HEADER 8u
 
 /* One record of a page: a line, a marker, or something we do not know. */
 static void log_record(struct orbit_rp_stream *s, uint32_t ring,
                        const struct orbit__ftrace_record *rec, orbit_rp_line_fn fn, void *ctx)
 {
-	if (rec->len < LOG_HEADER) {
+	if (rec->len < ORBIT__LOGS_HEADER) {
 		s->bad_logs++;
 		return;
 	}
 	uint16_t type = orbit__le16(rec->data);
-	const char *text = (const char *)rec->data + LOG_HEADER;
-	size_t len = rec->len - LOG_HEADER;
+	const char *text = (const char *)rec->data + ORBIT__LOGS_HEADER;
+	size_t len = rec->len - ORBIT__LOGS_HEADER;
 	uint64_t site = 0;
-	if (type == 3 && len >= 8) { /* ORBIT_LOG: its call site, then the text */
-		site = orbit__le64(rec->data + LOG_HEADER);
+	if (type == ORBIT__LOGS_LINE_AT && len >= 8) { /* its call site, then the text */
+		site = orbit__le64(rec->data + ORBIT__LOGS_HEADER);
 		text += 8;
 		len -= 8;
-		type = 1;
+		type = ORBIT__LOGS_LINE;
 	}
-	if (type == 1) {
+	if (type == ORBIT__LOGS_LINE) {
 		const char *nul = memchr(text, '\0', len);
 		len = nul ? (size_t)(nul - text) : len;
 		s->logs++;
-	} else if (type == 2) {
+	} else if (type == ORBIT__LOGS_MARKER) {
 		s->markers++;
 	} else {
 		s->bad_logs++;
@@ -53,7 +50,7 @@ static void log_record(struct orbit_rp_stream *s, uint32_t ring,
 	    .stream = s,
 	    .pid = s->pid,
 	    .tid = orbit__le32(rec->data + 4),
-	    .flags = type == 2 ? ORBIT_RP_MARKER : 0,
+	    .flags = type == ORBIT__LOGS_MARKER ? ORBIT_RP_MARKER : 0,
 	    .time = rec->time,
 	    .text = text,
 	    .len = (uint32_t)len,
@@ -87,7 +84,7 @@ void orbit__rp_log_page(struct orbit_rp_stream *s, struct orbit_rp_report *rep, 
 		orbit__rp_problem(rep,
 		                  "%s: log page of ring %" PRIu32 ", past the %u page rings a "
 		                  "capture may have",
-		                  s->cap->path, ring, ORBIT_RP_PAGE_RINGS);
+		                  s->cap->path, ring, ORBIT_MAX_PAGE_RINGS);
 		s->cap->invalid++;
 	}
 	if (s->bad_logs > bad)

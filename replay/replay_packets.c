@@ -228,12 +228,12 @@ static void on_end(struct orbit_rp_timeline *tl, struct orbit_rp_source *src,
 		}
 	}
 	size_t n = e->n_reserved_per_page_ring;
-	if (n > ORBIT_RP_PAGE_RINGS) {
+	if (n > ORBIT_MAX_PAGE_RINGS) {
 		orbit__rp_problem(tl->rep,
 		                  "%s: offset %" PRIu64 ": end of stream names %zu page rings",
 		                  src->cap->path, src->frame_at, n);
 		src->cap->invalid++;
-		n = ORBIT_RP_PAGE_RINGS;
+		n = ORBIT_MAX_PAGE_RINGS;
 	}
 	/* The last EndOfStream wins (a second one is hostile, not an error). */
 	uint64_t *pr = n ? realloc(s->page_reserved, n * sizeof *pr) : NULL;

@@ -189,7 +189,7 @@ static void *grow_zero(void *p, size_t old, size_t n, size_t size)
 
 int orbit__rp_stream_page_ring(struct orbit_rp_stream *s, uint32_t ring)
 {
-	if (ring >= ORBIT_RP_PAGE_RINGS)
+	if (ring >= ORBIT_MAX_PAGE_RINGS)
 		return -1;
 	if (ring < s->npage)
 		return 0;
@@ -275,7 +275,7 @@ int orbit__rp_page_equation(const struct orbit_rp_stream *s)
 {
 	/* A dump does not know what was reserved: the agent's counts are
 	 * not in the segment. */
-	if (!s->ended || (s->ended_by != 0 && s->npage_reserved == 0))
+	if (!s->ended || (s->ended_by != ORBIT_ENDED_AGENT && s->npage_reserved == 0))
 		return -1;
 	uint32_t n = s->npage > s->npage_reserved ? s->npage : s->npage_reserved;
 	for (uint32_t r = 0; r < n; r++) {

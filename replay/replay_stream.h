@@ -26,8 +26,6 @@ struct orbit_rp_dump {
 	char *problem; /* "" none */
 };
 
-#define ORBIT_RP_PAGE_RINGS 4096u
-
 struct orbit_rp_capture;
 struct orbit_rp_location;
 

@@ -15,7 +15,7 @@
 #include "frame.h"
 #include "replay_tail.h"
 
-#define TAIL_BYTES ((4u << 20) + (64u << 10)) /* holds the last whole frame */
+#define TAIL_BYTES (ORBIT_FRAME_MAX_COMPRESSED + (64u << 10)) /* holds the last whole frame */
 
 void orbit__rp_tail_names(struct orbit_rp_threads *threads, const char *path, uint64_t size,
                           uint32_t pid)

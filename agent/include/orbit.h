@@ -1,50 +1,48 @@
 /*
- * orbit.h — the whole public API of liborbit, the Orbit tracing agent.
+ * orbit.h — liborbit, the Orbit tracing agent: the whole API.
  *
- * Mark code with the macros below and link liborbit. Nothing is recorded until
- * a capture runs: call orbit_init(), or set ORBIT_COLLECTOR=host:port or
- * ORBIT_CAPTURE=file in the environment, which starts the agent by itself
- * when the library loads and flushes at exit.
+ * Mark code with the macros below and link liborbit (`pkg-config orbit`, or
+ * CMake's find_package(orbit) and orbit::orbit). Nothing is recorded until a
+ * capture runs: call orbit_init(), or start the program with
+ * ORBIT_COLLECTOR=host:port or ORBIT_CAPTURE=file in its environment, which
+ * starts the agent when the library loads and flushes at exit. docs/api.md
+ * is the manual; docs/operations.md lists the environment.
  *
- *   ORBIT_SCOPE(name)                  a slice from here to the end of the
- *                                      enclosing block (C: cleanup attribute,
- *                                      GCC/Clang; C++: an RAII object)
- *   ORBIT_START(name) / ORBIT_STOP()   a slice on the calling thread; slices
- *                                      nest, ORBIT_STOP closes the innermost
- *   ORBIT_START_ASYNC(name, id)        a span that may stop on another thread,
- *   ORBIT_STOP_ASYNC(id)               paired by the 64-bit id
- *   ORBIT_INT, ORBIT_INT64, ORBIT_UINT, ORBIT_UINT64, ORBIT_FLOAT,
- *   ORBIT_DOUBLE(name, value)          a value on the track called name
- *   ORBIT_THREAD_NAME(name)            names the calling thread
- *   ..._WITH_COLOR(..., color)         color as 0xRRGGBBAA
- *   ORBIT_SCOPE_WITH_GROUP_AND_COLOR(name, group_id, color), and likewise for
- *   ORBIT_START: a group id for the viewer
- *   ORBIT_LOG(fmt, ...)                a printf-style log line, with the thread
- *                                      id and a CLOCK_MONOTONIC time (cut at
- *                                      4095 bytes, or what a record holds)
- *   orbit_log(fmt, ...)                the function behind ORBIT_LOG
- *   orbit_marker(data, len)            len bytes of binary data as one record
+ *     #include <orbit.h>
  *
- * Log lines and markers go to a page ring of the CPU the thread runs on, in
- * the Linux ftrace page format: ORBIT_PAGE_RING_PAGES pages (default 64) of
- * the system page size per CPU; ORBIT_PAGE_RING_OVERWRITE=1 discards the
- * oldest page when a ring is full instead of the new record.
+ *     void parse(const char *text, size_t len)
+ *     {
+ *             ORBIT_SCOPE("parse");        // a slice until the block ends
+ *             ORBIT_UINT64("bytes", len);  // a value on the track "bytes"
+ *             ORBIT_LOG("parsing %.*s", (int)len, text);
+ *     }
  *
- * Names are string literals or runtime strings of any content, copied when
- * the macro runs (the pointer is not kept). Names longer than
- * ORBIT_NAME_MAX bytes are cut to that length.
+ * Cost. With no capture running, every macro is one relaxed load and a
+ * branch not taken, and evaluates none of its arguments (ORBIT_STOP: one
+ * thread-local load). With a capture, an
+ * event whose name fits its record (up to 24 bytes; 32 for a thread name)
+ * is written inline: one clock read, one relaxed fetch_add on a ring
+ * cursor, plain stores of a 56-byte record and one release store that
+ * publishes it, with no lock, allocation or syscall (about 10 ns on x86-64,
+ * docs/performance.md). A longer name, or a color or group id, takes an
+ * out-of-line call and one more ring slot per further 32 bytes of name. A
+ * thread's first event costs one gettid syscall.
  *
- * Cost: with no capture running, each macro is one relaxed load and a branch
- * not taken. With a capture, an event is a clock read, one relaxed fetch_add
- * on a ring cursor, a plain store marking the slot claimed, plain stores of a
- * 56-byte record and one release store of its stamp (with a check of the
- * record computed in registers).
+ * No-op. Define ORBIT_API_ENABLED to 0 before including this header and
+ * every macro compiles to an empty statement that evaluates none of its
+ * arguments; the functions stay declared.
  *
- * Define ORBIT_API_ENABLED to 0 before including this header to compile every
- * macro to nothing.
+ * Names are string literals or runtime strings of any bytes, up to their
+ * first NUL, copied when the macro runs (the pointer is not kept); NULL is
+ * the empty name. Colors are 0xRRGGBBAA, group ids any 64-bit value: both
+ * travel with the event to the viewers. Every macro and function may run on
+ * any thread at any time, concurrently with orbit_init(), orbit_flush() and
+ * orbit_shutdown(). Arguments with side effects are evaluated only while a
+ * capture runs.
  *
- * Everything named orbit__* or ORBIT__* below is the inline write path: it is
- * not API and may change in any release.
+ * The inline write path behind the macros is in orbit/internal.h, included
+ * at the end of this file: it is not API, and everything named orbit__* or
+ * ORBIT__* may change in any release.
  */
 #ifndef ORBIT_H
 #define ORBIT_H
@@ -66,7 +64,7 @@
 extern "C" {
 #endif
 
-/* ---- lifetime ------------------------------------------------------------ */
+/* ---- starting and stopping a capture ------------------------------------ */
 
 /*
  * Starts tracing: creates this process's shared-memory segment, starts the
@@ -85,8 +83,113 @@ ORBIT_EXPORT int orbit_flush(void);
  * process. orbit_init() may start a new capture afterwards. */
 ORBIT_EXPORT void orbit_shutdown(void);
 
-/* A description of an error returned by any orbit_* function. */
-ORBIT_EXPORT const char *orbit_strerror(int err);
+/* ---- scopes: slices on a thread, spans across threads ------------------- */
+
+/*
+ * A slice from here to the end of the enclosing block, on the calling
+ * thread: a declaration (C: a variable with a cleanup attribute, so two on
+ * one line do not compile; C++: an RAII object, which also ends the slice
+ * when an exception leaves the block). Two events, start and stop; the stop
+ * is written even if the capture stopped meanwhile.
+ */
+#define ORBIT_SCOPE(name) ORBIT__DO_SCOPE(name)
+/* The same with a color; out of line. */
+#define ORBIT_SCOPE_WITH_COLOR(name, color) ORBIT__DO_SCOPE_WITH_COLOR(name, color)
+/* The same with a 64-bit group id and a color; out of line. */
+#define ORBIT_SCOPE_WITH_GROUP_AND_COLOR(name, group_id, color)                                    \
+	ORBIT__DO_SCOPE_WITH_GROUP_AND_COLOR(name, group_id, color)
+
+/*
+ * Opens a slice on the calling thread, closed by ORBIT_STOP(); slices nest.
+ * A thread keeps the ids of its innermost 64 open slices: deeper nesting
+ * gives the outer ones wrong stops, which readers report as unmatched.
+ */
+#define ORBIT_START(name) ORBIT__DO_START(name)
+#define ORBIT_START_WITH_COLOR(name, color) ORBIT__DO_START_WITH_COLOR(name, color)
+#define ORBIT_START_WITH_GROUP_AND_COLOR(name, group_id, color)                                    \
+	ORBIT__DO_START_WITH_GROUP_AND_COLOR(name, group_id, color)
+/*
+ * Closes the innermost slice ORBIT_START opened on this thread; nothing if
+ * none is open. It does not test the capture flag: a slice started while the
+ * capture ran gets its stop even if the capture stopped meanwhile (the cost
+ * with nothing open is one thread-local load and a branch).
+ */
+#define ORBIT_STOP() ORBIT__DO_STOP()
+
+/*
+ * A span that may stop on another thread: readers pair the start and the
+ * stop by the 64-bit id alone, across threads and rings.
+ */
+#define ORBIT_START_ASYNC(name, id) ORBIT__DO_START_ASYNC(name, id)
+/* The same with a color; out of line. */
+#define ORBIT_START_ASYNC_WITH_COLOR(name, id, color)                                              \
+	ORBIT__DO_START_ASYNC_WITH_COLOR(name, id, color)
+#define ORBIT_STOP_ASYNC(id) ORBIT__DO_STOP_ASYNC(id)
+
+/* ---- values: a number on the track called name -------------------------- */
+
+/*
+ * One event each, holding the value's 64 bits: ORBIT_INT (int32_t,
+ * sign-extended), ORBIT_INT64, ORBIT_UINT (uint32_t), ORBIT_UINT64,
+ * ORBIT_FLOAT (float, widened to double) and ORBIT_DOUBLE (IEEE-754
+ * binary64 bits). The _WITH_COLOR forms add a color and go out of line.
+ */
+#define ORBIT_INT(name, value) ORBIT__DO_INT(name, value)
+#define ORBIT_INT64(name, value) ORBIT__DO_INT64(name, value)
+#define ORBIT_UINT(name, value) ORBIT__DO_UINT(name, value)
+#define ORBIT_UINT64(name, value) ORBIT__DO_UINT64(name, value)
+#define ORBIT_FLOAT(name, value) ORBIT__DO_FLOAT(name, value)
+#define ORBIT_DOUBLE(name, value) ORBIT__DO_DOUBLE(name, value)
+#define ORBIT_INT_WITH_COLOR(name, value, color) ORBIT__DO_INT_WITH_COLOR(name, value, color)
+#define ORBIT_INT64_WITH_COLOR(name, value, color) ORBIT__DO_INT64_WITH_COLOR(name, value, color)
+#define ORBIT_UINT_WITH_COLOR(name, value, color) ORBIT__DO_UINT_WITH_COLOR(name, value, color)
+#define ORBIT_UINT64_WITH_COLOR(name, value, color) ORBIT__DO_UINT64_WITH_COLOR(name, value, color)
+#define ORBIT_FLOAT_WITH_COLOR(name, value, color) ORBIT__DO_FLOAT_WITH_COLOR(name, value, color)
+#define ORBIT_DOUBLE_WITH_COLOR(name, value, color) ORBIT__DO_DOUBLE_WITH_COLOR(name, value, color)
+
+/* ---- thread names ------------------------------------------------------- */
+
+/* Names the calling thread in the capture: one event, inline up to 32
+ * bytes. */
+#define ORBIT_THREAD_NAME(name) ORBIT__DO_THREAD_NAME(name)
+
+/* Names longer than this many bytes are cut to it (the record's 16-bit
+ * length). */
+#define ORBIT_NAME_MAX 65535u
+
+/* ---- log lines and markers ---------------------------------------------- */
+
+/*
+ * A printf-style log line with the thread id, a CLOCK_MONOTONIC time and
+ * the call site, formatted on the calling thread into a 4096-byte stack
+ * buffer and cut, silently, at 4095 bytes or at what a record holds (4056
+ * bytes with 4 KiB pages; 4064 for orbit_log, which has no call site). A
+ * statement: with no capture running it evaluates nothing; otherwise it
+ * writes the line as orbit_log does and discards the result. Costs the
+ * formatting and about six atomic read-modify-writes on the page ring of the
+ * CPU the thread runs on (80-120 ns on x86-64); never blocks.
+ */
+#define ORBIT_LOG(fmt, ...) ORBIT__DO_LOG(fmt, ##__VA_ARGS__)
+
+/*
+ * orbit_log writes one log line as ORBIT_LOG does, without the call site;
+ * orbit_marker writes len bytes of binary data as one record (never cut).
+ * They go to a page ring of the CPU the thread runs on, in the Linux ftrace
+ * page format: ORBIT_PAGE_RING_PAGES pages (default 64) of the system page
+ * size per CPU; ORBIT_PAGE_RING_OVERWRITE=1 discards the oldest page when a
+ * ring is full instead of the new record. Readers see a marker padded with
+ * zeros to a multiple of 4 bytes, as every ftrace record is.
+ *
+ * Never block. Return 0, or a negative error: -ENOSPC the ring is full,
+ * -ENOBUFS the record was dropped (overwrite on, oldest page busy),
+ * -EMSGSIZE a marker longer than a record holds, -EINVAL data NULL with
+ * len > 0, ORBIT_EDISABLED no capture runs. Full and dropped records are
+ * counted as lost in the capture.
+ */
+ORBIT_EXPORT int orbit_log(const char *fmt, ...) __attribute__((format(printf, 1, 2)));
+ORBIT_EXPORT int orbit_marker(const void *data, size_t len);
+
+/* ---- errors ------------------------------------------------------------- */
 
 /* Orbit's own error codes, beside negative errno values. */
 #define ORBIT_ERRORS(X)                                                                            \
@@ -101,650 +204,14 @@ enum orbit_error {
 #undef ORBIT__ERR_ENUM
 };
 
-/* ---- the write path (not API) ------------------------------------------- */
-
-#define ORBIT_NAME_MAX 65535u  /* longest name kept; longer ones are cut */
-#define ORBIT__INLINE_NAME 32u /* name bytes in one record */
-#define ORBIT__ATTR_BYTES 12u  /* color (4) + group id (8), when present */
-
-/* Record kinds; docs/format.md is normative. */
-enum orbit__kind {
-	ORBIT__SCOPE_START = 1,
-	ORBIT__SCOPE_STOP = 2,
-	ORBIT__ASYNC_START = 3,
-	ORBIT__ASYNC_STOP = 4,
-	ORBIT__VALUE_INT = 5,
-	ORBIT__VALUE_INT64 = 6,
-	ORBIT__VALUE_UINT = 7,
-	ORBIT__VALUE_UINT64 = 8,
-	ORBIT__VALUE_FLOAT = 9,
-	ORBIT__VALUE_DOUBLE = 10,
-	ORBIT__THREAD_NAME = 11,
-	ORBIT__NAME_CONT = 12,
-	ORBIT__THREAD_END = 13, /* the thread's destructor ran (orbit.c) */
-};
-#define ORBIT__FLAG_ATTRS 1u          /* name area has color and group id */
-#define ORBIT__FLAG_TIME_UNTRUSTED 2u /* set by the agent only (clock.h, guarantee 4) */
-#define ORBIT__FLAG_SITE 4u           /* name area starts with a struct orbit__site's address */
-#define ORBIT__SITE_BYTES 8u
-
-#ifdef __cplusplus
-} /* extern "C" */
-#include <atomic>
-#define ORBIT__ATOMIC(T) std::atomic<T>
-#define ORBIT__LOAD_RELAXED(p) (p)->load(std::memory_order_relaxed)
-#define ORBIT__FETCH_ADD_RELAXED(p, v) (p)->fetch_add((v), std::memory_order_relaxed)
-#define ORBIT__STORE_RELAXED(p, v) (p)->store((v), std::memory_order_relaxed)
-#define ORBIT__STORE_RELEASE(p, v) (p)->store((v), std::memory_order_release)
-#define ORBIT__THREAD_LOCAL __thread /* no C++ TLS wrapper */
-extern "C" {
-#else
-#include <stdatomic.h>
-#define ORBIT__ATOMIC(T) _Atomic(T)
-#define ORBIT__LOAD_RELAXED(p) atomic_load_explicit((p), memory_order_relaxed)
-#define ORBIT__FETCH_ADD_RELAXED(p, v) atomic_fetch_add_explicit((p), (v), memory_order_relaxed)
-#define ORBIT__STORE_RELAXED(p, v) atomic_store_explicit((p), (v), memory_order_relaxed)
-#define ORBIT__STORE_RELEASE(p, v) atomic_store_explicit((p), (v), memory_order_release)
-#define ORBIT__THREAD_LOCAL __thread
-#endif
-
-/*
- * One 64-byte slot: the stamp, then the 56-byte record as seven 64-bit words.
- * The stamp says what the slot holds (docs/format.md 1.5, scope_ring.c):
- *
- *   0                    never written
- *   claim + 1            claimed, the record being written (the marker)
- *   claim + 1 + check    the record of that claim, complete; check is
- *                        orbit__check() of its seven words: low 32 bits 0,
- *                        bit 32 set, bits 33-63 a hash of the record
- *
- * so a reader tells a record from what a producer of another lap wrote over
- * part of it by the check, whatever the order in which the stores became
- * visible. The record words are atomics accessed with relaxed order: on
- * x86-64 and arm64 these are plain loads and stores, and a reader racing a
- * lapping writer is then well defined.
- */
-struct orbit__slot {
-	ORBIT__ATOMIC(uint64_t) seq;  /* the stamp: marker relaxed, then release */
-	ORBIT__ATOMIC(uint64_t) time; /* clock ticks (the segment's clock) */
-	ORBIT__ATOMIC(uint64_t) id;   /* scope id, async id, or value bits */
-	ORBIT__ATOMIC(uint64_t) meta; /* tid | kind << 32 | flags << 40 | len << 48 */
-	ORBIT__ATOMIC(uint64_t) name[ORBIT__INLINE_NAME / 8];
-};
-
-/* A ring: its cursor on a line of its own, then the slots. */
-struct orbit__ring {
-	ORBIT__ATOMIC(uint64_t) cursor; /* next claim; only ever increases */
-	char pad[120];
-	struct orbit__slot slots[];
-};
-
-/* What a thread keeps to write without a syscall. Zero until first use. */
-struct orbit__thread {
-	struct orbit__ring *ring; /* chosen once from the tid */
-	uint64_t mask;            /* slots per ring - 1 */
-	uint64_t next_id;         /* scope ids of this thread */
-	uint32_t tid;
-	uint32_t depth;    /* open ORBIT_START slices */
-	uint64_t open[64]; /* ids of the innermost 64 of them */
-};
-
-/* Clock the producers read (set before the capture flag turns on). */
-enum orbit__clock { ORBIT__CLOCK_MONOTONIC = 0, ORBIT__CLOCK_TSC = 1, ORBIT__CLOCK_CNTVCT = 2 };
-
-ORBIT_EXPORT extern ORBIT__ATOMIC(uint32_t) orbit__capture_flag;
-ORBIT_EXPORT extern uint32_t orbit__clock_kind;
-ORBIT_EXPORT extern ORBIT__THREAD_LOCAL struct orbit__thread orbit__thread_self;
-
-/*
- * Where a macro is written: one static descriptor per use of a macro, fixed
- * at compile time, in read-only data. A record points at it (flag bit 2:
- * the first 8 bytes of its name area are the descriptor's address) and the
- * agent, in this process, reads it and sends its contents once per stream
- * (docs/format.md 4.12). Nothing is registered: a call site is known when a
- * record naming it is first drained. The agent reads descriptors as bytes
- * it cannot trust (a record may be corrupt): only a descriptor with this
- * magic is used.
- */
-struct orbit__site {
-	uint64_t magic;       /* ORBIT__SITE_MAGIC */
-	const char *file;     /* __FILE__ */
-	const char *function; /* __func__ */
-	uint32_t line;        /* __LINE__ */
-	uint32_t zero;
-};
-#define ORBIT__SITE_MAGIC 0x314554495342524full /* "ORBSITE1" */
-#define ORBIT__SITE_INIT                                                                           \
-	{                                                                                          \
-		ORBIT__SITE_MAGIC, __FILE__, __func__, __LINE__, 0                                 \
-	}
-
-/* Slow paths, out of line. */
-ORBIT_EXPORT struct orbit__thread *orbit__thread_attach(void);
-/* An event whose name does not fit its record, or with color and group;
- * site may be NULL. */
-ORBIT_EXPORT void orbit__emit_named(uint8_t kind, uint64_t id, const struct orbit__site *site,
-                                    const char *name, size_t len, uint32_t color, uint64_t group,
-                                    int attrs);
-/* ORBIT_LOG's: orbit_log with the call site in the record. */
-ORBIT_EXPORT int orbit__log_at(const struct orbit__site *site, const char *fmt, ...)
-    __attribute__((format(printf, 2, 3)));
-ORBIT_EXPORT uint64_t orbit__monotonic_ns(void);
-
-#if ORBIT_API_ENABLED
-
-#define ORBIT__HOT static inline __attribute__((always_inline))
-
-ORBIT__HOT int orbit__on(void)
-{
-	return __builtin_expect(ORBIT__LOAD_RELAXED(&orbit__capture_flag) != 0, 0);
-}
-
-ORBIT__HOT uint64_t orbit__ticks(void)
-{
-#if defined(__x86_64__) && (defined(__GNUC__) || defined(__clang__))
-	if (__builtin_expect(orbit__clock_kind == ORBIT__CLOCK_TSC, 1))
-		return __builtin_ia32_rdtsc();
-#elif defined(__aarch64__) && (defined(__GNUC__) || defined(__clang__))
-	if (__builtin_expect(orbit__clock_kind == ORBIT__CLOCK_CNTVCT, 1)) {
-		uint64_t v;
-		__asm__ __volatile__("mrs %0, cntvct_el0" : "=r"(v));
-		return v;
-	}
-#endif
-	return orbit__monotonic_ns();
-}
-
-ORBIT__HOT struct orbit__thread *orbit__self(void)
-{
-	struct orbit__thread *t = &orbit__thread_self;
-	if (__builtin_expect(t->ring == NULL, 0))
-		t = orbit__thread_attach(); /* NULL when no segment exists */
-	return t;
-}
-
-/* The stamp format is this one (docs/format.md 1.5); readers check it. */
-#define ORBIT__STAMP_CHECKED 1
-#define ORBIT__CHECK_BIT (1ull << 32)
-
-/*
- * Claim: the one atomic read-modify-write of the write path, then the marker
- * (claim + 1) in the slot's stamp, a plain store: from here on the slot
- * says "claim being written", so a drain waits for it rather than taking
- * the slot's older record for a lost one (scope_ring.c, guarantee 7). No
- * ordering is needed: the record's validity rests on the check, not on the
- * order in which stores become visible.
- */
-ORBIT__HOT struct orbit__slot *orbit__claim(struct orbit__thread *t, uint64_t *claim)
-{
-#ifdef ORBIT_TEST_PLAIN_CLAIM
-	/* Test-only: the race the sharing test must catch. */
-	*claim = ORBIT__LOAD_RELAXED(&t->ring->cursor);
-	ORBIT__STORE_RELAXED(&t->ring->cursor, *claim + 1);
-#else
-	*claim = ORBIT__FETCH_ADD_RELAXED(&t->ring->cursor, 1);
-#endif
-	struct orbit__slot *s = &t->ring->slots[*claim & t->mask];
-	ORBIT__STORE_RELAXED(&s->seq, *claim + 1);
-	return s;
-}
-
-/*
- * The check of a record's seven words: bits 33-63 of a weighted sum modulo
- * 2^64 (odd 64-bit weights), bit 32 set, low 32 bits zero. A copy in which
- * any word differs from the record it was published with fails it except
- * with probability about 2^-31. Computed from the values in registers, so
- * with a literal name the name words fold into one constant.
- */
-ORBIT__HOT uint64_t orbit__check(uint64_t time, uint64_t id, uint64_t meta,
-                                 const uint64_t name[ORBIT__INLINE_NAME / 8])
-{
-	/* With a call site (flag bit 2) the first name word is the site's
-	 * address, a link-time constant the compiler cannot fold: it goes in
-	 * with the meta word (an xor, where a weight of its own would cost the
-	 * writer a multiply); a difference in it alone still changes the sum. */
-	const int site = ((meta >> 40) & ORBIT__FLAG_SITE) != 0;
-	const uint64_t n0 = site ? 0 : name[0];
-	meta ^= site ? name[0] : 0;
-	uint64_t m = time * 0x9e3779b97f4a7c15ull + id * 0xbf58476d1ce4e5b9ull +
-	             meta * 0x94d049bb133111ebull + n0 * 0xff51afd7ed558ccdull +
-	             name[1] * 0xc4ceb9fe1a85ec53ull + name[2] * 0xd6e8feb86659fd93ull +
-	             name[3] * 0xa0761d6478bd642full;
-	return (m & ~0xffffffffull) | ORBIT__CHECK_BIT;
-}
-
-/* Publish: the release store of claim + 1 + check. It pairs with the drain's
- * acquire load of the stamp (format/scope_slot.c, orbit__slots_copy): a drain that
- * sees it sees this producer's payload stores, and the check tells whether
- * anything stored later replaced part of them. */
-ORBIT__HOT void orbit__publish(struct orbit__slot *s, uint64_t claim, uint64_t check)
-{
-	ORBIT__STORE_RELEASE(&s->seq, claim + 1 + check);
-}
-
-ORBIT__HOT uint64_t orbit__meta(uint32_t tid, uint8_t kind, uint8_t flags, uint16_t len)
-{
-	return (uint64_t)tid | (uint64_t)kind << 32 | (uint64_t)flags << 40 | (uint64_t)len << 48;
-}
-
-/* The payload: plain (relaxed) stores of the record's seven words; returns
- * their check, for orbit__publish. */
-ORBIT__HOT uint64_t orbit__store(struct orbit__slot *s, uint64_t time, uint64_t id, uint64_t meta,
-                                 const uint64_t name[ORBIT__INLINE_NAME / 8])
-{
-	ORBIT__STORE_RELAXED(&s->time, time);
-	ORBIT__STORE_RELAXED(&s->id, id);
-	ORBIT__STORE_RELAXED(&s->meta, meta);
-	/* Unrolled: with a literal name the words are constants. */
-	ORBIT__STORE_RELAXED(&s->name[0], name[0]);
-	ORBIT__STORE_RELAXED(&s->name[1], name[1]);
-	ORBIT__STORE_RELAXED(&s->name[2], name[2]);
-	ORBIT__STORE_RELAXED(&s->name[3], name[3]);
-	return orbit__check(time, id, meta, name);
-}
-
-/* Bytes off .. off + 7 of a name of len bytes as a little-endian word, zero
- * past the end. With a literal name and its constant length this folds to an
- * immediate. */
-ORBIT__HOT uint64_t orbit__byte(const char *name, size_t len, size_t at)
-{
-	return at < len ? (uint64_t)(unsigned char)name[at] << (8 * (at % 8)) : 0;
-}
-
-ORBIT__HOT uint64_t orbit__word(const char *name, size_t len, size_t off)
-{
-	uint64_t w = 0;
-	if (__builtin_constant_p(len)) { /* byte by byte: constant-folded */
-		w = orbit__byte(name, len, off) | orbit__byte(name, len, off + 1) |
-		    orbit__byte(name, len, off + 2) | orbit__byte(name, len, off + 3) |
-		    orbit__byte(name, len, off + 4) | orbit__byte(name, len, off + 5) |
-		    orbit__byte(name, len, off + 6) | orbit__byte(name, len, off + 7);
-	} else if (len > off) {
-		const char *p = name + off;
-		__asm__("" : "+r"(p)); /* no object-size guesses: len bounds it */
-		__builtin_memcpy(&w, p, len - off < 8 ? len - off : 8);
-	}
-	return w;
-}
-
-/* The payload of an event whose name fits in its record; returns its check. */
-ORBIT__HOT uint64_t orbit__fill(struct orbit__slot *s, uint64_t time, uint8_t kind, uint64_t id,
-                                uint32_t tid, const char *name, size_t len)
-{
-	const uint64_t w[ORBIT__INLINE_NAME / 8] = {
-	    orbit__word(name, len, 0), orbit__word(name, len, 8), orbit__word(name, len, 16),
-	    orbit__word(name, len, 24)};
-	return orbit__store(s, time, id, orbit__meta(tid, kind, 0, (uint16_t)len), w);
-}
-
-/* The payload of an event with its call site: the site's address, then the
- * name's first 24 bytes (flag bit 2); returns its check. The address is a
- * link-time constant, one instruction where a name word's immediate was. */
-ORBIT__HOT uint64_t orbit__fill_at(struct orbit__slot *s, uint64_t time, uint8_t kind, uint64_t id,
-                                   uint32_t tid, const struct orbit__site *site, const char *name,
-                                   size_t len)
-{
-	const uint64_t w[ORBIT__INLINE_NAME / 8] = {
-	    (uint64_t)(uintptr_t)site, orbit__word(name, len, 0), orbit__word(name, len, 8),
-	    orbit__word(name, len, 16)};
-	return orbit__store(s, time, id, orbit__meta(tid, kind, ORBIT__FLAG_SITE, (uint16_t)len),
-	                    w);
-}
-
-/* One event with a call site whose name fits in its record; anything else
- * goes out of line. */
-ORBIT__HOT void orbit__emit_at(struct orbit__thread *t, uint8_t kind, uint64_t id,
-                               const struct orbit__site *site, const char *name, size_t len)
-{
-	if (len > ORBIT__INLINE_NAME - ORBIT__SITE_BYTES) {
-		orbit__emit_named(kind, id, site, name, len, 0, 0, 0);
-		return;
-	}
-	uint64_t time = orbit__ticks();
-	uint64_t claim;
-	struct orbit__slot *s = orbit__claim(t, &claim);
-	orbit__publish(s, claim, orbit__fill_at(s, time, kind, id, t->tid, site, name, len));
-}
-
-/* One event without a call site (stops, thread names) whose name fits in
- * its record; anything else goes out of line. */
-ORBIT__HOT void orbit__emit_on(struct orbit__thread *t, uint8_t kind, uint64_t id, const char *name,
-                               size_t len)
-{
-	if (len > ORBIT__INLINE_NAME) {
-		orbit__emit_named(kind, id, NULL, name, len, 0, 0, 0);
-		return;
-	}
-	uint64_t time = orbit__ticks();
-	uint64_t claim;
-	struct orbit__slot *s = orbit__claim(t, &claim);
-	orbit__publish(s, claim, orbit__fill(s, time, kind, id, t->tid, name, len));
-}
-
-ORBIT__HOT void orbit__emit(uint8_t kind, uint64_t id, const char *name, size_t len)
-{
-	struct orbit__thread *t = orbit__self();
-	if (t != NULL)
-		orbit__emit_on(t, kind, id, name, len);
-}
-
-ORBIT__HOT void orbit__emit_site(uint8_t kind, uint64_t id, const struct orbit__site *site,
-                                 const char *name, size_t len)
-{
-	struct orbit__thread *t = orbit__self();
-	if (t != NULL)
-		orbit__emit_at(t, kind, id, site, name, len);
-}
-
-ORBIT__HOT size_t orbit__strlen(const char *s)
-{
-	return s ? __builtin_strlen(s) : 0;
-}
-
-ORBIT__HOT uint64_t orbit__scope_begin(const struct orbit__site *site, const char *name)
-{
-	struct orbit__thread *t = orbit__self();
-	if (t == NULL)
-		return 0;
-	uint64_t id = ++t->next_id;
-	orbit__emit_at(t, ORBIT__SCOPE_START, id, site, name, orbit__strlen(name));
-	return id;
-}
-
-static inline uint64_t orbit__scope_begin_attrs(const struct orbit__site *site, const char *name,
-                                                uint32_t color, uint64_t group)
-{
-	struct orbit__thread *t = orbit__self();
-	if (t == NULL)
-		return 0;
-	uint64_t id = ++t->next_id;
-	orbit__emit_named(ORBIT__SCOPE_START, id, site, name, orbit__strlen(name), color, group, 1);
-	return id;
-}
-
-ORBIT__HOT void orbit__scope_end(uint64_t id)
-{
-	if (id != 0)
-		orbit__emit(ORBIT__SCOPE_STOP, id, "", 0);
-}
-
-/* ORBIT_START keeps the ids of the innermost 64 open slices: with deeper
- * nesting the outer slices' stops carry wrong ids, and replay reports them as
- * unmatched and unfinished rather than guess. */
-ORBIT__HOT void orbit__start(uint64_t id)
-{
-	if (id != 0) {
-		struct orbit__thread *t = &orbit__thread_self;
-		t->open[t->depth++ & 63] = id;
-	}
-}
-
-ORBIT__HOT void orbit__stop(void)
-{
-	struct orbit__thread *t = &orbit__thread_self;
-	if (t->depth == 0)
-		return; /* started while the capture was off */
-	orbit__scope_end(t->open[--t->depth & 63]);
-}
-
-ORBIT__HOT void orbit__value(uint8_t kind, const struct orbit__site *site, const char *name,
-                             uint64_t bits)
-{
-	orbit__emit_site(kind, bits, site, name, orbit__strlen(name));
-}
-
-static inline uint64_t orbit__bits_i64(int64_t v)
-{
-	return (uint64_t)v;
-}
-static inline uint64_t orbit__bits_f64(double v)
-{
-	uint64_t b;
-	__builtin_memcpy(&b, &v, sizeof b);
-	return b;
-}
-
-#ifndef __cplusplus
-static inline void orbit__scope_cleanup(uint64_t *id)
-{
-	orbit__scope_end(*id);
-}
-#define ORBIT__CAT2(a, b) a##b
-#define ORBIT__CAT(a, b) ORBIT__CAT2(a, b)
-#define ORBIT__SCOPE_VAR(expr)                                                                     \
-	uint64_t ORBIT__CAT(orbit__scope_, __LINE__)                                               \
-	    __attribute__((cleanup(orbit__scope_cleanup), unused)) = orbit__on() ? (expr) : 0
-#else
-} /* extern "C" */
-struct orbit__scope_guard {
-	uint64_t id;
-	explicit orbit__scope_guard(uint64_t i) : id(i) {}
-	~orbit__scope_guard()
-	{
-		orbit__scope_end(id);
-	}
-	orbit__scope_guard(const orbit__scope_guard &) = delete;
-	orbit__scope_guard &operator=(const orbit__scope_guard &) = delete;
-};
-#define ORBIT__CAT2(a, b) a##b
-#define ORBIT__CAT(a, b) ORBIT__CAT2(a, b)
-#define ORBIT__SCOPE_VAR(expr)                                                                     \
-	orbit__scope_guard ORBIT__CAT(orbit__scope_, __LINE__)(orbit__on() ? (expr) : 0)
-extern "C" {
-#endif
-
-/* The call site's descriptor, defined where the macro is written. */
-#define ORBIT__SITE ORBIT__CAT(orbit__site_, __LINE__)
-#define ORBIT__SITE_DEF static const struct orbit__site ORBIT__SITE = ORBIT__SITE_INIT
-
-#define ORBIT_SCOPE(name)                                                                          \
-	ORBIT__SITE_DEF;                                                                           \
-	ORBIT__SCOPE_VAR(orbit__scope_begin(&ORBIT__SITE, (name)))
-#define ORBIT_SCOPE_WITH_COLOR(name, color)                                                        \
-	ORBIT__SITE_DEF;                                                                           \
-	ORBIT__SCOPE_VAR(orbit__scope_begin_attrs(&ORBIT__SITE, (name), (color), 0))
-#define ORBIT_SCOPE_WITH_GROUP_AND_COLOR(name, group_id, color)                                    \
-	ORBIT__SITE_DEF;                                                                           \
-	ORBIT__SCOPE_VAR(orbit__scope_begin_attrs(&ORBIT__SITE, (name), (color), (group_id)))
-
-#define ORBIT_START(name)                                                                          \
-	do {                                                                                       \
-		ORBIT__SITE_DEF;                                                                   \
-		if (orbit__on())                                                                   \
-			orbit__start(orbit__scope_begin(&ORBIT__SITE, (name)));                    \
-	} while (0)
-#define ORBIT_START_WITH_COLOR(name, color)                                                        \
-	do {                                                                                       \
-		ORBIT__SITE_DEF;                                                                   \
-		if (orbit__on())                                                                   \
-			orbit__start(orbit__scope_begin_attrs(&ORBIT__SITE, (name), (color), 0));  \
-	} while (0)
-#define ORBIT_START_WITH_GROUP_AND_COLOR(name, group_id, color)                                    \
-	do {                                                                                       \
-		ORBIT__SITE_DEF;                                                                   \
-		if (orbit__on())                                                                   \
-			orbit__start(                                                              \
-			    orbit__scope_begin_attrs(&ORBIT__SITE, (name), (color), (group_id)));  \
-	} while (0)
-/* No capture check: a slice started while the capture ran gets its stop even
- * if the capture stopped meanwhile (the open-slice count is the one load). */
-#define ORBIT_STOP() orbit__stop()
-
-#define ORBIT_START_ASYNC(name, id)                                                                \
-	do {                                                                                       \
-		ORBIT__SITE_DEF;                                                                   \
-		if (orbit__on()) {                                                                 \
-			const char *orbit__n = (name);                                             \
-			orbit__emit_site(ORBIT__ASYNC_START, (uint64_t)(id), &ORBIT__SITE,         \
-			                 orbit__n, orbit__strlen(orbit__n));                       \
-		}                                                                                  \
-	} while (0)
-#define ORBIT_START_ASYNC_WITH_COLOR(name, id, color)                                              \
-	do {                                                                                       \
-		ORBIT__SITE_DEF;                                                                   \
-		if (orbit__on()) {                                                                 \
-			const char *orbit__n = (name);                                             \
-			orbit__emit_named(ORBIT__ASYNC_START, (uint64_t)(id), &ORBIT__SITE,        \
-			                  orbit__n, orbit__strlen(orbit__n), (color), 0, 1);       \
-		}                                                                                  \
-	} while (0)
-#define ORBIT_STOP_ASYNC(id)                                                                       \
-	do {                                                                                       \
-		if (orbit__on())                                                                   \
-			orbit__emit(ORBIT__ASYNC_STOP, (uint64_t)(id), "", 0);                     \
-	} while (0)
-
-#define ORBIT__VALUE(kind, name, bits)                                                             \
-	do {                                                                                       \
-		ORBIT__SITE_DEF;                                                                   \
-		if (orbit__on())                                                                   \
-			orbit__value((kind), &ORBIT__SITE, (name), (bits));                        \
-	} while (0)
-#define ORBIT_INT(name, value)                                                                     \
-	ORBIT__VALUE(ORBIT__VALUE_INT, name, orbit__bits_i64((int32_t)(value)))
-#define ORBIT_INT64(name, value)                                                                   \
-	ORBIT__VALUE(ORBIT__VALUE_INT64, name, orbit__bits_i64((int64_t)(value)))
-#define ORBIT_UINT(name, value) ORBIT__VALUE(ORBIT__VALUE_UINT, name, (uint64_t)(uint32_t)(value))
-#define ORBIT_UINT64(name, value) ORBIT__VALUE(ORBIT__VALUE_UINT64, name, (uint64_t)(value))
-#define ORBIT_FLOAT(name, value)                                                                   \
-	ORBIT__VALUE(ORBIT__VALUE_FLOAT, name, orbit__bits_f64((float)(value)))
-#define ORBIT_DOUBLE(name, value)                                                                  \
-	ORBIT__VALUE(ORBIT__VALUE_DOUBLE, name, orbit__bits_f64((double)(value)))
-
-#define ORBIT__VALUE_COLOR(kind, name, bits, color)                                                \
-	do {                                                                                       \
-		ORBIT__SITE_DEF;                                                                   \
-		if (orbit__on()) {                                                                 \
-			const char *orbit__n = (name);                                             \
-			orbit__emit_named((kind), (bits), &ORBIT__SITE, orbit__n,                  \
-			                  orbit__strlen(orbit__n), (color), 0, 1);                 \
-		}                                                                                  \
-	} while (0)
-#define ORBIT_INT_WITH_COLOR(name, value, color)                                                   \
-	ORBIT__VALUE_COLOR(ORBIT__VALUE_INT, name, orbit__bits_i64((int32_t)(value)), color)
-#define ORBIT_INT64_WITH_COLOR(name, value, color)                                                 \
-	ORBIT__VALUE_COLOR(ORBIT__VALUE_INT64, name, orbit__bits_i64((int64_t)(value)), color)
-#define ORBIT_UINT_WITH_COLOR(name, value, color)                                                  \
-	ORBIT__VALUE_COLOR(ORBIT__VALUE_UINT, name, (uint64_t)(uint32_t)(value), color)
-#define ORBIT_UINT64_WITH_COLOR(name, value, color)                                                \
-	ORBIT__VALUE_COLOR(ORBIT__VALUE_UINT64, name, (uint64_t)(value), color)
-#define ORBIT_FLOAT_WITH_COLOR(name, value, color)                                                 \
-	ORBIT__VALUE_COLOR(ORBIT__VALUE_FLOAT, name, orbit__bits_f64((float)(value)), color)
-#define ORBIT_DOUBLE_WITH_COLOR(name, value, color)                                                \
-	ORBIT__VALUE_COLOR(ORBIT__VALUE_DOUBLE, name, orbit__bits_f64((double)(value)), color)
-
-#define ORBIT_THREAD_NAME(name)                                                                    \
-	do {                                                                                       \
-		if (orbit__on()) {                                                                 \
-			const char *orbit__n = (name);                                             \
-			orbit__emit(ORBIT__THREAD_NAME, 0, orbit__n, orbit__strlen(orbit__n));     \
-		}                                                                                  \
-	} while (0)
-
-#else /* !ORBIT_API_ENABLED */
-
-#define ORBIT_SCOPE(name)                                                                          \
-	do {                                                                                       \
-	} while (0)
-#define ORBIT_SCOPE_WITH_COLOR(name, color)                                                        \
-	do {                                                                                       \
-	} while (0)
-#define ORBIT_SCOPE_WITH_GROUP_AND_COLOR(name, group_id, color)                                    \
-	do {                                                                                       \
-	} while (0)
-#define ORBIT_START(name)                                                                          \
-	do {                                                                                       \
-	} while (0)
-#define ORBIT_START_WITH_COLOR(name, color)                                                        \
-	do {                                                                                       \
-	} while (0)
-#define ORBIT_START_WITH_GROUP_AND_COLOR(name, group_id, color)                                    \
-	do {                                                                                       \
-	} while (0)
-#define ORBIT_STOP()                                                                               \
-	do {                                                                                       \
-	} while (0)
-#define ORBIT_START_ASYNC(name, id)                                                                \
-	do {                                                                                       \
-	} while (0)
-#define ORBIT_START_ASYNC_WITH_COLOR(name, id, color)                                              \
-	do {                                                                                       \
-	} while (0)
-#define ORBIT_STOP_ASYNC(id)                                                                       \
-	do {                                                                                       \
-	} while (0)
-#define ORBIT_INT(name, value)                                                                     \
-	do {                                                                                       \
-	} while (0)
-#define ORBIT_INT64(name, value)                                                                   \
-	do {                                                                                       \
-	} while (0)
-#define ORBIT_UINT(name, value)                                                                    \
-	do {                                                                                       \
-	} while (0)
-#define ORBIT_UINT64(name, value)                                                                  \
-	do {                                                                                       \
-	} while (0)
-#define ORBIT_FLOAT(name, value)                                                                   \
-	do {                                                                                       \
-	} while (0)
-#define ORBIT_DOUBLE(name, value)                                                                  \
-	do {                                                                                       \
-	} while (0)
-#define ORBIT_INT_WITH_COLOR(name, value, color)                                                   \
-	do {                                                                                       \
-	} while (0)
-#define ORBIT_INT64_WITH_COLOR(name, value, color)                                                 \
-	do {                                                                                       \
-	} while (0)
-#define ORBIT_UINT_WITH_COLOR(name, value, color)                                                  \
-	do {                                                                                       \
-	} while (0)
-#define ORBIT_UINT64_WITH_COLOR(name, value, color)                                                \
-	do {                                                                                       \
-	} while (0)
-#define ORBIT_FLOAT_WITH_COLOR(name, value, color)                                                 \
-	do {                                                                                       \
-	} while (0)
-#define ORBIT_DOUBLE_WITH_COLOR(name, value, color)                                                \
-	do {                                                                                       \
-	} while (0)
-#define ORBIT_THREAD_NAME(name)                                                                    \
-	do {                                                                                       \
-	} while (0)
-
-#endif /* ORBIT_API_ENABLED */
-
-/* ---- log lines and markers ---------------------------------------------- */
-
-/*
- * Writes one log line (formatted by the caller's thread, with vsnprintf) or
- * one marker of len bytes. Never blocks. Returns 0, or a negative error:
- * -ENOSPC the ring is full, -ENOBUFS the record was dropped (overwrite on,
- * oldest page busy), -EMSGSIZE a marker longer than a record holds (log lines
- * are cut instead), -EINVAL data NULL with len > 0, ORBIT_EDISABLED no
- * capture runs. Full and dropped records are counted as lost in the capture.
- * Readers see a marker padded with zeros to a multiple of 4 bytes, as every
- * ftrace record is.
- */
-ORBIT_EXPORT int orbit_log(const char *fmt, ...) __attribute__((format(printf, 1, 2)));
-ORBIT_EXPORT int orbit_marker(const void *data, size_t len);
-
-#if ORBIT_API_ENABLED
-#define ORBIT_LOG(fmt, ...)                                                                        \
-	do {                                                                                       \
-		ORBIT__SITE_DEF;                                                                   \
-		if (orbit__on())                                                                   \
-			orbit__log_at(&ORBIT__SITE, fmt, ##__VA_ARGS__);                           \
-	} while (0)
-#else
-#define ORBIT_LOG(fmt, ...)                                                                        \
-	do {                                                                                       \
-	} while (0)
-#endif
+/* A description of an error returned by any orbit_* function: the text of
+ * an ORBIT_E* code, strerror(-err) for a negative errno. */
+ORBIT_EXPORT const char *orbit_strerror(int err);
 
 #ifdef __cplusplus
 } /* extern "C" */
 #endif
+
+#include "orbit/internal.h" /* not API */
 
 #endif /* ORBIT_H */

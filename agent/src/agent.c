@@ -108,11 +108,11 @@ static struct {
 	struct orbit__clock_conv clock;
 	uint8_t *stage;
 	uint64_t stage_used_ns; /* when the staging area last held records */
-	struct run runs[STAGE_RECORDS / 16 + ORBIT__SEG_MAX_RINGS];
+	struct run runs[STAGE_RECORDS / 16 + ORBIT_MAX_RINGS];
 	size_t nruns;
 	int wedged; /* a stop timed out: the thread may still run the loop */
-	uint64_t last_end[ORBIT__SEG_MAX_RINGS]; /* cursors at the last pass */
-	double rate[ORBIT__SEG_MAX_RINGS];       /* claims per ns, remembered */
+	uint64_t last_end[ORBIT_MAX_RINGS]; /* cursors at the last pass */
+	double rate[ORBIT_MAX_RINGS];       /* claims per ns, remembered */
 	uint64_t last_pass_ns;
 	uint64_t last_gap_ns; /* the gap planned last */
 	int planned;          /* a pass is armed */
@@ -148,7 +148,7 @@ static void collect(void *ctx, uint32_t ring, uint64_t first, const uint8_t *rec
 	(void)ctx;
 	struct run *last = A.nruns ? &A.runs[A.nruns - 1] : NULL;
 	if (last != NULL && last->ring == ring && last->first + last->n == first &&
-	    last->records + (size_t)last->n * ORBIT__RECORD_SIZE == recs &&
+	    last->records + (size_t)last->n * ORBIT_RECORD_SIZE == recs &&
 	    last->n + n <= ORBIT_BATCH_MAX) {
 		last->n += n;
 		return;
@@ -338,7 +338,7 @@ static int drain_once(const struct orbit__sink *sink, struct orbit__drain_result
 {
 	uint64_t now = orbit__monotonic_ns();
 	if (A.stage == NULL) {
-		A.stage = malloc((size_t)STAGE_RECORDS * ORBIT__RECORD_SIZE);
+		A.stage = malloc((size_t)STAGE_RECORDS * ORBIT_RECORD_SIZE);
 		A.stage_used_ns = now;
 	}
 	if (A.stage == NULL) { /* no memory: the rings keep it until there is */
@@ -357,8 +357,8 @@ static int drain_once(const struct orbit__sink *sink, struct orbit__drain_result
 		A.stage_used_ns = now;
 		struct orbit__clock_cursor cur;
 		orbit__clock_cursor_init(&cur, &A.clock);
-		uint8_t *p = A.stage, *end = A.stage + n * ORBIT__RECORD_SIZE;
-		for (; p < end; p += ORBIT__RECORD_SIZE) {
+		uint8_t *p = A.stage, *end = A.stage + n * ORBIT_RECORD_SIZE;
+		for (; p < end; p += ORBIT_RECORD_SIZE) {
 			uint64_t t;
 			memcpy(&t, p, 8);
 			t = orbit__clock_cursor_to_ns(&cur, t);

@@ -3,6 +3,7 @@
 #include "clock.h"
 
 #include "config.h"
+#include "segment_clock.h" /* orbit__seg_clock_slack_ns: when a counter jumped */
 
 #include <stdio.h>
 #include <stdlib.h>
@@ -76,11 +77,20 @@ uint64_t orbit__clock_ticks(uint32_t source)
 
 /* ---- the pieces, as one sequence: history, the open chord, recent -------- */
 
+/* Whether a chord is open: pairs have left the recent ring since the last
+ * vertex. It starts at that vertex, so there is one (retire makes the first
+ * pair a vertex; thinning keeps the newest); saying so here also lets the
+ * compiler see that E's hist[nhist - 1] is in bounds. */
+static int chord_open(const struct orbit__clock_conv *c)
+{
+	return c->npend > 0 && c->nhist > 0;
+}
+
 /* Points: the history's vertices, then E if a chord is open, then the
  * recent pairs. */
 static uint32_t total(const struct orbit__clock_conv *c)
 {
-	return c->nhist + (c->npend > 0) + c->count;
+	return c->nhist + (uint32_t)chord_open(c) + c->count;
 }
 
 static struct orbit__clock_pair chord_end(const struct orbit__clock_conv *c);
@@ -90,7 +100,7 @@ static struct orbit__clock_pair at(const struct orbit__clock_conv *c, uint32_t i
 	if (i < c->nhist)
 		return c->hist[i];
 	i -= c->nhist;
-	if (c->npend > 0 && i-- == 0)
+	if (chord_open(c) && i-- == 0)
 		return chord_end(c);
 	return c->pair[(c->head + i) % ORBIT__CLOCK_PAIRS];
 }
@@ -306,7 +316,7 @@ static int jumped(const struct orbit__clock_conv *c, const struct orbit__clock_p
 		return 1;
 	}
 	unsigned __int128 dev_ns = dev * span_ns / span_t;
-	if (dev_ns <= ORBIT__CLOCK_JUMP_NS + dns / 500) /* NTP slews far less */
+	if (dev_ns <= orbit__seg_clock_slack_ns(dns))
 		return 0;
 	*off_ns = dev_ns > INT64_MAX ? (ahead ? INT64_MAX : INT64_MIN)
 	                             : (ahead ? (int64_t)dev_ns : -(int64_t)dev_ns);
@@ -409,12 +419,12 @@ static struct piece piece_of(const struct orbit__clock_conv *c, uint32_t i)
 		p.exact = 1;
 		p.num = b.ns - a.ns;
 		p.den = b.ticks - a.ticks;
-	} else if (c->npend > 0 && i + 1 == c->nhist) { /* the open chord, to E */
+	} else if (chord_open(c) && i + 1 == c->nhist) { /* the open chord, to E */
 		p.exact = 1;
 		p.num = c->lo.num;
 		p.den = c->lo.den;
 	} else { /* from the last vertex or E to the recent pairs, and among them */
-		uint32_t ends = c->nhist + (c->npend > 0); /* points of the history and E */
+		uint32_t ends = c->nhist + (uint32_t)chord_open(c); /* the history's points, E */
 		if (ends > 0) {
 			uint64_t m = at(c, ends - 1).ns; /* may lie above the next pair */
 			p.min = m > p.min ? m : p.min;

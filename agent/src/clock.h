@@ -32,9 +32,10 @@
  *     map, by at most tol), so a thread's times never go backwards, whenever
  *     each of its records is converted.
  *  3. A counter that goes backwards, or jumps against CLOCK_MONOTONIC by more
- *     than ORBIT__CLOCK_JUMP_NS + 2000 ppm of the time between two pairs
- *     (TSC reset on resume, a VM moved to another host), starts the
- *     conversion again from scratch (a new epoch): one line on stderr the
+ *     than 100 µs + 2000 ppm of the time between two pairs (TSC reset on
+ *     resume, a VM moved to another host; orbit__seg_clock_slack_ns in
+ *     format/segment_clock.h, which orbit-dump's conversion applies too),
+ *     starts the conversion again from scratch (a new epoch): one line on stderr the
  *     first time, and a count (orbit__clock_resets).
  *  4. A time outside the current epoch's pairs could not be converted
  *     honestly: the cursor counts it (orbit__clock_untrusted), says so
@@ -53,11 +54,10 @@
 
 #include "orbit.h"
 
-#define ORBIT__CLOCK_PAIRS 1024u     /* recent pairs, exact: 10 s at the default period */
-#define ORBIT__CLOCK_HISTORY 4096u   /* history vertices */
-#define ORBIT__CLOCK_THIN_NS 100u    /* tolerance of the history's newest level */
-#define ORBIT__CLOCK_LEVELS 12u      /* level L: within ORBIT__CLOCK_THIN_NS << L */
-#define ORBIT__CLOCK_JUMP_NS 100000u /* a counter off its rate by more jumped */
+#define ORBIT__CLOCK_PAIRS 1024u   /* recent pairs, exact: 10 s at the default period */
+#define ORBIT__CLOCK_HISTORY 4096u /* history vertices */
+#define ORBIT__CLOCK_THIN_NS 100u  /* tolerance of the history's newest level */
+#define ORBIT__CLOCK_LEVELS 12u    /* level L: within ORBIT__CLOCK_THIN_NS << L */
 
 struct orbit__clock_pair {
 	uint64_t ticks;

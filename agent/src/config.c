@@ -186,9 +186,9 @@ static void read_segment(struct orbit__config *c)
 	uint64_t rings = ORBIT__CONFIG_RINGS, budget = ORBIT__CONFIG_BUDGET;
 	const char *s = getenv("ORBIT_RINGS");
 	if (s != NULL &&
-	    (orbit__parse_size(s, &rings) != 0 || rings < 1 || rings > ORBIT__SEG_MAX_RINGS)) {
+	    (orbit__parse_size(s, &rings) != 0 || rings < 1 || rings > ORBIT_MAX_RINGS)) {
 		bad(V_RINGS, "orbit: ORBIT_RINGS=%s is not a number from 1 to %u; using %u\n", s,
-		    ORBIT__SEG_MAX_RINGS, ORBIT__CONFIG_RINGS);
+		    ORBIT_MAX_RINGS, ORBIT__CONFIG_RINGS);
 		rings = ORBIT__CONFIG_RINGS;
 	}
 	s = getenv("ORBIT_RING_BUDGET");

@@ -21,6 +21,8 @@
 #include <stddef.h>
 #include <stdint.h>
 
+#include "wire_limits.h" /* ORBIT_TOKEN_MAX */
+
 #define ORBIT__CONFIG_RINGS 8u
 /* 8 rings of 65536 slots: one thread's burst of 64k records fits its ring
  * whatever the drain does, and so do three threads' 20k each on one ring
@@ -31,7 +33,6 @@
 #define ORBIT__CONFIG_ZSTD_LEVEL (-1)
 #define ORBIT__CONFIG_DRAIN_MS 10u
 #define ORBIT__CONFIG_FLUSH_TIMEOUT_MS 3000u
-#define ORBIT__CONFIG_TOKEN_MAX 4096u
 #define ORBIT__CONFIG_ACK_TIMEOUT_MS 10000u
 
 enum orbit__config_clock {
@@ -48,8 +49,8 @@ struct orbit__config {
 	char host[256], port[16];
 	int capture_set; /* ORBIT_CAPTURE is present */
 	char capture[PATH_MAX];
-	uint64_t flight; /* ORBIT_FLIGHT, bytes (whole MiB); 0: no flight ring */
-	uint8_t token[ORBIT__CONFIG_TOKEN_MAX]; /* ORBIT_TOKEN, without its NUL */
+	uint64_t flight;                /* ORBIT_FLIGHT, bytes (whole MiB); 0: no flight ring */
+	uint8_t token[ORBIT_TOKEN_MAX]; /* ORBIT_TOKEN, without its NUL */
 	size_t token_len;
 	uint64_t send_buffer;    /* ORBIT_SEND_BUFFER, bytes */
 	int zstd_level;          /* ORBIT_ZSTD_LEVEL */

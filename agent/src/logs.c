@@ -221,9 +221,11 @@ void orbit__logs_geometry(const struct orbit__config *c, uint32_t *count, uint32
                           uint32_t *page_size)
 {
 	long ncpu = sysconf(_SC_NPROCESSORS_CONF);
-	/* At most 4096 rings, the format's limit (capture.c); CPUs beyond
+	/* At most the format's limit of rings (wire_limits.h); CPUs beyond
 	 * share them (cpu % count). */
-	*count = ncpu < 1 ? 1 : ncpu > 4096 ? 4096 : (uint32_t)ncpu;
+	if (ncpu > (long)ORBIT_MAX_PAGE_RINGS)
+		ncpu = ORBIT_MAX_PAGE_RINGS;
+	*count = ncpu < 1 ? 1 : (uint32_t)ncpu;
 	*pages = c->page_ring_pages;
 	*page_size = ring_page_size();
 }

@@ -3,21 +3,11 @@
  * (page_ring.h) per configured CPU, written by whichever thread runs on that
  * CPU, read and retimed by the agent thread.
  *
- * Records. Each is one page-ring record whose payload starts like the
- * kernel's common fields:
- *
- *	bytes 0..2   u16 event type: ORBIT__LOGS_LINE (1), ORBIT__LOGS_MARKER (2)
- *	             or ORBIT__LOGS_LINE_AT (3)
- *	byte  2      u8 flags, 0
- *	byte  3      u8 preempt count, 0
- *	bytes 4..8   s32 tid of the writer
- *	bytes 8..    the log text without its NUL, or the marker's bytes; type
- *	             3 (ORBIT_LOG): the u64 address of its call site
- *	             (struct orbit__site, orbit.h), then the text
- *
- * The ftrace record length is a multiple of 4 and the ring zeroes the bytes
- * that round it up, so a line's text ends at the first NUL of the payload or
- * at its end; a marker's length is known only to that rounding.
+ * Records. Each is one page-ring record whose payload is a log record
+ * (format/log_record.h): its type (a line, a line with its call site, a
+ * marker), the writer's tid, then the text or the marker's bytes. The ring
+ * zeroes the bytes that round a record up to 4, so a marker's length is
+ * known only to that rounding.
  *
  * Clock. With orbit__clock_kind == ORBIT__CLOCK_TSC (chosen before the first
  * orbit__logs_start) the rings stamp raw TSC ticks, else CLOCK_MONOTONIC ns.
@@ -43,13 +33,8 @@
 #include <stddef.h>
 #include <stdint.h>
 
-enum orbit__logs_type {
-	ORBIT__LOGS_LINE = 1,
-	ORBIT__LOGS_MARKER = 2,
-	ORBIT__LOGS_LINE_AT = 3, /* a line with its call site */
-};
+#include "log_record.h" /* the record's payload: enum orbit__logs_type, ORBIT__LOGS_HEADER */
 
-#define ORBIT__LOGS_HEADER 8u /* type, flags, preempt count, tid */
 #define ORBIT__LOGS_PAGES_DEFAULT 64u
 #define ORBIT__LOGS_LINE_STACK 4096u /* orbit_log's stack buffer, NUL included */
 

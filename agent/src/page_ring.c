@@ -144,7 +144,8 @@
  * ambiguous delta. Times stay monotonic on the page even then.
  */
 #include "page_ring.h"
-#include "record.h" /* orbit__le32 and kin */
+#include "ftrace_page.h" /* the page and record layout */
+#include "record.h"      /* orbit__le32 and kin */
 
 #include "segment.h" /* the page state as a reader of a segment takes it */
 
@@ -173,25 +174,21 @@
 #define HEAD_OWNER (1ull << INDEX_BITS)
 #define HEAD_GEN_SHIFT (INDEX_BITS + 1)
 
-/* claim word */
-#define CLAIM_OFF_BITS 17u
-#define CLAIM_OFF_MASK ((1ull << CLAIM_OFF_BITS) - 1)
-#define CLAIM_CLOSED (1ull << CLAIM_OFF_BITS)
+/* claim word (its low bits as format/segment.h tells a reader of a segment) */
+#define CLAIM_OFF_BITS ORBIT__SEG_PAGE_CLAIM_BITS
+#define CLAIM_OFF_MASK ORBIT__SEG_PAGE_CLAIM_BYTES
+#define CLAIM_CLOSED ORBIT__SEG_PAGE_CLAIM_CLOSED
 #define CLAIM_TIME_SHIFT (CLAIM_OFF_BITS + 1)
 #define TIME_BITS (64u - CLAIM_TIME_SHIFT)
 #define TIME_RANGE (1ull << TIME_BITS)
 #define TIME_MASK (TIME_RANGE - 1)
 #define TIME_HALF (TIME_RANGE >> 1)
-#define DELTA_LIMIT (1ull << 27) /* a record header's time_delta field */
+#define DELTA_LIMIT (1ull << ORBIT__FTRACE_TS_BITS) /* a record header's time_delta field */
 
-/* writer state */
-#define WRITERS_OPEN (1u << 31)
+/* writer state (as format/segment.h tells a reader of a segment) */
+#define WRITERS_OPEN ORBIT__SEG_PAGE_WRITERS_OPEN
 
 #define FIRST_UNSET UINT64_MAX
-
-/* record types (ftrace) */
-#define TYPE_TIME_EXTEND 30u
-#define MAX_SMALL_PAYLOAD 112u
 
 #define CACHE_LINE 64
 
@@ -199,10 +196,10 @@ _Static_assert(ATOMIC_LLONG_LOCK_FREE == 2, "64-bit atomics must be lock-free");
 _Static_assert(ATOMIC_INT_LOCK_FREE == 2, "32-bit atomics must be lock-free");
 _Static_assert(sizeof(unsigned long long) == 8, "ring words are 64-bit");
 _Static_assert(ORBIT__PAGE_MAX_PAGES <= (1u << INDEX_BITS), "index field too small");
-_Static_assert(ORBIT__PAGE_MAX_SIZE - ORBIT__PAGE_HEADER <= CLAIM_OFF_MASK,
+_Static_assert(ORBIT__PAGE_MAX_SIZE - ORBIT__FTRACE_HEADER <= CLAIM_OFF_MASK,
                "claim offset field too small for the largest page");
 _Static_assert(TIME_BITS == 46, "claim word keeps 46 time bits");
-_Static_assert(ORBIT__PAGE_MAX_SIZE - ORBIT__PAGE_HEADER < (1u << 27),
+_Static_assert(ORBIT__PAGE_MAX_SIZE - ORBIT__FTRACE_HEADER <= ORBIT__FTRACE_SIZE_MASK,
                "commit size must fit bits 0..26");
 
 /* Per-page state, one cache line, in memory separate from the pages. */
@@ -225,10 +222,7 @@ _Static_assert(offsetof(struct orbit__page_state, claim) == 0, "claim first");
 _Static_assert(offsetof(struct orbit__page_state, first_time) == 8, "layout");
 _Static_assert(offsetof(struct orbit__page_state, writers) == 16, "layout");
 _Static_assert(sizeof(struct orbit__page_state) == ORBIT__SEG_PAGE_STATE &&
-                   offsetof(struct orbit__page_state, writers) == ORBIT__SEG_PAGE_WRITERS_AT &&
-                   CLAIM_OFF_MASK == ORBIT__SEG_PAGE_CLAIM_BYTES &&
-                   CLAIM_CLOSED == ORBIT__SEG_PAGE_CLAIM_CLOSED &&
-                   WRITERS_OPEN - 1 == ORBIT__SEG_PAGE_WRITERS_IN,
+                   offsetof(struct orbit__page_state, writers) == ORBIT__SEG_PAGE_WRITERS_AT,
                "format/segment.h describes the page state a dump reads");
 
 struct orbit__page_ring {
@@ -312,7 +306,7 @@ static uint32_t round4(uint32_t n)
 /* Bytes of the data record for a payload of len bytes. */
 static uint32_t record_bytes(uint32_t len)
 {
-	return (len <= MAX_SMALL_PAYLOAD ? 4 : 8) + round4(len);
+	return (len <= ORBIT__FTRACE_MAX_SMALL ? 4 : 8) + round4(len);
 }
 
 static void note_loss(struct orbit__page_ring *ring)
@@ -331,9 +325,9 @@ static uint64_t count_records(const uint8_t *rec, uint32_t bytes)
 	uint32_t off = 0;
 
 	while (bytes - off >= 4) {
-		uint32_t word = orbit__le32(rec + off), type_len = word & 0x1f;
+		uint32_t word = orbit__le32(rec + off), type_len = word & ORBIT__FTRACE_TYPE_MASK;
 
-		if (type_len == TYPE_TIME_EXTEND) {
+		if (type_len == ORBIT__FTRACE_TYPE_TIME_EXTEND) {
 			off += 8;
 			continue;
 		}
@@ -341,7 +335,7 @@ static uint64_t count_records(const uint8_t *rec, uint32_t bytes)
 			if (bytes - off < 8)
 				break;
 			off += 4 + orbit__le32(rec + off + 4);
-		} else if (type_len <= 28) {
+		} else if (type_len <= ORBIT__FTRACE_TYPE_DATA_MAX) {
 			off += 4 + type_len * 4;
 		} else {
 			break; /* we never write these */
@@ -392,7 +386,7 @@ static void reset_page(struct orbit__page_ring *ring, uint32_t idx)
 	/* Relaxed: no one uses these until the open bit below is seen. */
 	atomic_store_explicit(&st->claim, 0, memory_order_relaxed);
 	atomic_store_explicit(&st->first_time, FIRST_UNSET, memory_order_relaxed);
-	memset(page_at(ring, idx), 0, ORBIT__PAGE_HEADER);
+	memset(page_at(ring, idx), 0, ORBIT__FTRACE_HEADER);
 	/* release: pairs with the acquire fetch_add of a joining writer; a
 	 * writer that sees the page open sees the reset claim word and
 	 * header. An OR, not a store: see "Reset" above. */
@@ -455,7 +449,7 @@ static int discard_head(struct orbit__page_ring *ring, uint64_t head, uint64_t t
 		return -ENOBUFS; /* a (maybe paused) writer is still on it */
 	}
 	n = count_records(
-	    page_at(ring, idx) + ORBIT__PAGE_HEADER,
+	    page_at(ring, idx) + ORBIT__FTRACE_HEADER,
 	    (uint32_t)(atomic_load_explicit(&st->claim, memory_order_relaxed) & CLAIM_OFF_MASK));
 	reset_page(ring, idx);
 	atomic_fetch_add_explicit(&ring->overwritten_records, n, memory_order_relaxed);
@@ -537,7 +531,7 @@ static void write_record(struct orbit__page_ring *ring, uint32_t idx, uint32_t o
                          const struct stamp *s, struct orbit__page_reservation *res)
 {
 	uint8_t *page = page_at(ring, idx);
-	uint8_t *rec = page + ORBIT__PAGE_HEADER + off;
+	uint8_t *rec = page + ORBIT__FTRACE_HEADER + off;
 	uint32_t delta = (uint32_t)s->delta;
 
 	if (off == 0) {
@@ -545,17 +539,18 @@ static void write_record(struct orbit__page_ring *ring, uint32_t idx, uint32_t o
 		atomic_store_explicit(&ring->state[idx].first_time, s->time, memory_order_relaxed);
 	}
 	if (s->extend) {
-		orbit__put_le32(rec, TYPE_TIME_EXTEND | (uint32_t)(s->delta & (DELTA_LIMIT - 1))
-		                                            << 5);
+		orbit__put_le32(rec, ORBIT__FTRACE_TYPE_TIME_EXTEND |
+		                         (uint32_t)(s->delta & (DELTA_LIMIT - 1))
+		                             << ORBIT__FTRACE_TYPE_BITS);
 		orbit__put_le32(rec + 4, (uint32_t)(s->delta >> 27));
 		rec += 8;
 		delta = 0;
 	}
-	if (len <= MAX_SMALL_PAYLOAD) {
-		orbit__put_le32(rec, round4(len) / 4 | delta << 5);
+	if (len <= ORBIT__FTRACE_MAX_SMALL) {
+		orbit__put_le32(rec, round4(len) / 4 | delta << ORBIT__FTRACE_TYPE_BITS);
 		rec += 4;
 	} else {
-		orbit__put_le32(rec, delta << 5);
+		orbit__put_le32(rec, delta << ORBIT__FTRACE_TYPE_BITS);
 		orbit__put_le32(rec + 4, round4(len) + 4);
 		rec += 8;
 	}
@@ -712,11 +707,11 @@ static int take_head(struct orbit__page_ring *ring, uint8_t *buf)
 	size = (uint32_t)orbit__le64(page + 8);
 	if (size > ring->area)
 		size = ring->area; /* cannot happen; never copy past the page */
-	memcpy(buf, page, ORBIT__PAGE_HEADER + size);
-	memset(buf + ORBIT__PAGE_HEADER + size, 0, ring->area - size); /* guarantee 1 */
+	memcpy(buf, page, ORBIT__FTRACE_HEADER + size);
+	memset(buf + ORBIT__FTRACE_HEADER + size, 0, ring->area - size); /* guarantee 1 */
 	commit = size;
 	if (atomic_exchange_explicit(&ring->lost_flag, 0, memory_order_relaxed))
-		commit |= 1ull << 31; /* guarantee 6 */
+		commit |= ORBIT__FTRACE_MISSED_EVENTS; /* guarantee 6 */
 	orbit__put_le64(buf + 8, commit);
 	reset_page(ring, idx);
 	atomic_fetch_add_explicit(&ring->pages_read, 1, memory_order_relaxed);
@@ -804,7 +799,7 @@ static int config_valid(const struct orbit__page_config *cfg)
 {
 	uint32_t ps = cfg->page_size;
 
-	return cfg->pages >= 2 && cfg->pages <= ORBIT__PAGE_MAX_PAGES &&
+	return cfg->pages >= ORBIT__SEG_MIN_LOG_PAGES && cfg->pages <= ORBIT__PAGE_MAX_PAGES &&
 	       ps >= ORBIT__PAGE_MIN_SIZE && ps <= ORBIT__PAGE_MAX_SIZE && (ps & (ps - 1)) == 0 &&
 	       cfg->clock != NULL && (cfg->alloc == NULL) == (cfg->free == NULL);
 }
@@ -830,7 +825,7 @@ int orbit__page_create(struct orbit__page_ring **out, const struct orbit__page_c
 		ring->cfg.alloc = default_alloc;
 		ring->cfg.free = free;
 	}
-	ring->area = cfg->page_size - ORBIT__PAGE_HEADER;
+	ring->area = cfg->page_size - ORBIT__FTRACE_HEADER;
 	ring->max_payload = ring->area - 8;
 	atomic_init(&ring->ring_word, 0);
 	atomic_init(&ring->tail, 0);
@@ -925,7 +920,7 @@ static void count_leftovers(struct orbit__page_ring *ring, uint64_t *records, ui
 		               CLAIM_OFF_MASK);
 
 		if (bytes != 0) {
-			*records += count_records(page_at(ring, idx) + ORBIT__PAGE_HEADER, bytes);
+			*records += count_records(page_at(ring, idx) + ORBIT__FTRACE_HEADER, bytes);
 			(*pages)++;
 		}
 		if (idx == tail)

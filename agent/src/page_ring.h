@@ -43,10 +43,13 @@
 #include <stddef.h>
 #include <stdint.h>
 
-#define ORBIT__PAGE_HEADER 16u /* u64 timestamp + u64 commit */
-#define ORBIT__PAGE_MAX_PAGES (1u << 20)
-#define ORBIT__PAGE_MIN_SIZE 128u /* bytes per page, power of two */
-#define ORBIT__PAGE_MAX_SIZE 65536u
+#include "segment.h" /* the bounds a page ring in a segment keeps */
+
+/* Pages per ring, and bytes per page (a power of two): what the segment
+ * format accepts, so that any ring can live in a segment. */
+#define ORBIT__PAGE_MAX_PAGES ORBIT__SEG_MAX_LOG_PAGES
+#define ORBIT__PAGE_MIN_SIZE ORBIT__SEG_MIN_LOG_PAGE_SIZE
+#define ORBIT__PAGE_MAX_SIZE ORBIT__SEG_MAX_PAGE_SIZE
 
 /* A clock returning nanoseconds, monotonic across threads (the agent passes
  * CLOCK_MONOTONIC; tests pass a counter they can jump). */

@@ -47,10 +47,10 @@
 #include <unistd.h>
 
 #include "ftrace_page.h"
-#include "segment.h" /* orbit__process_alive, orbit__process_start_time */
+#include "segment.h"     /* orbit__process_alive, orbit__process_start_time */
+#include "wire_limits.h" /* ORBIT_KERNEL_MAX_CPUS: per_cpu/cpuN beyond are ignored */
 
 #define TRACEFS_MAGIC_VALUE 0x74726163 /* "trac", linux/magic.h TRACEFS_MAGIC */
-#define MAX_CPUS 4096u                 /* per_cpu/cpuN beyond this are ignored */
 #define MAX_TEXT (64u << 10)           /* longest format file we keep */
 #define MAX_TIDS (1u << 20)            /* threads written to set_event_pid */
 #define TID_ROUNDS 16                  /* /proc/self/task passes until stable */
@@ -422,7 +422,8 @@ static int open_cpus(struct orbit__sched *s, char *why, size_t why_len)
 		if (strncmp(e->d_name, "cpu", 3) != 0)
 			continue;
 		n = strtoul(e->d_name + 3, &end, 10);
-		if (end != e->d_name + 3 && *end == '\0' && n < MAX_CPUS && n + 1 > count)
+		if (end != e->d_name + 3 && *end == '\0' && n < ORBIT_KERNEL_MAX_CPUS &&
+		    n + 1 > count)
 			count = (uint32_t)n + 1;
 	}
 	closedir(d);

@@ -245,7 +245,7 @@ uint64_t orbit__drain_ring(struct orbit__drain *d, uint32_t ring, orbit__drain_f
 	const uint64_t slots = d->seg->layout.slots_per_ring, mask = slots - 1;
 	const uint64_t lost_before = orbit__ring_lost(s);
 	uint64_t delivered = 0;
-	uint8_t stack[BATCH * ORBIT__RECORD_SIZE];
+	uint8_t stack[BATCH * ORBIT_RECORD_SIZE];
 	struct batch b = {.bytes = stack};
 	int gone = -1, extended = 0;
 	uint64_t end = atomic_load_explicit(&r->cursor, memory_order_relaxed);
@@ -257,7 +257,7 @@ uint64_t orbit__drain_ring(struct orbit__drain *d, uint32_t ring, orbit__drain_f
 				res->full = 1; /* the rest waits for the next pass */
 				break;
 			}
-			b.bytes = d->stage + d->stage_len * ORBIT__RECORD_SIZE;
+			b.bytes = d->stage + d->stage_len * ORBIT_RECORD_SIZE;
 			if (d->stage_cap - d->stage_len < room)
 				room = (uint32_t)(d->stage_cap - d->stage_len);
 		}

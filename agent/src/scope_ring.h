@@ -1,8 +1,8 @@
 /*
  * scope_ring.h — draining the scope rings of a segment (seed 000).
  *
- * The write path is inline in orbit.h; scope_ring.c explains the algorithm
- * and numbers its guarantees. A drain works on a segment mapped by its owner
+ * The write path is inline in orbit/internal.h; scope_ring.c explains the
+ * algorithm and numbers its guarantees. A drain works on a segment mapped by its owner
  * (the in-process agent) or by another process (orbit__segment_open); it only
  * ever reads the rings.
  */
@@ -17,7 +17,7 @@
 #define ORBIT__BACKSTOP_NS (30ull * 1000000000ull)
 
 /* Records of one ring, in claim order, claims first_claim .. first_claim + n - 1,
- * each ORBIT__RECORD_SIZE bytes (the slot without its stamp). */
+ * each ORBIT_RECORD_SIZE bytes (the slot without its stamp). */
 typedef void (*orbit__drain_fn)(void *ctx, uint32_t ring, uint64_t first_claim,
                                 const uint8_t *records, uint32_t n);
 
@@ -44,7 +44,7 @@ struct orbit__drain {
 	size_t stage_cap;     /* records of room */
 	size_t stage_len;     /* records copied since orbit__drain_stage */
 	uint32_t first_ring;  /* where the next orbit__drain_all begins */
-	struct orbit__ring_state ring[ORBIT__SEG_MAX_RINGS];
+	struct orbit__ring_state ring[ORBIT_MAX_RINGS];
 };
 
 /* What one drain pass found. */

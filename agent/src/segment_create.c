@@ -19,24 +19,47 @@
 #include <time.h>
 #include <unistd.h>
 
+#include "record.h"
 #include "scope_slot.h"
 
-/* The inline write path in orbit.h and the format agree (format/ restates
- * the layout and cannot include orbit.h). */
+/* The inline write path (orbit/internal.h, an installed header that stands
+ * alone) and the format agree: format/ restates the layout and cannot
+ * include it. */
 _Static_assert(sizeof(struct orbit__slot) == ORBIT__SLOT_SIZE, "slot is 64 bytes");
 _Static_assert(offsetof(struct orbit__slot, time) == 8, "record follows the stamp");
 _Static_assert(offsetof(struct orbit__slot, id) == 16, "record layout");
 _Static_assert(offsetof(struct orbit__slot, meta) == 24, "record layout: tid, kind, flags, len");
 _Static_assert(offsetof(struct orbit__slot, name) == 32, "record layout");
-_Static_assert(sizeof(struct orbit__slot) - 8 == ORBIT__RECORD_SIZE,
+_Static_assert(sizeof(struct orbit__slot) - 8 == ORBIT_RECORD_SIZE &&
+                   sizeof(((struct orbit__slot *)0)->name) == ORBIT_RECORD_NAME,
                "the record is the slot's tail");
 _Static_assert(sizeof(_Atomic uint64_t) == 8, "slot words are plain 64-bit words");
+/* The record's fields as readers decode them (format/record.h); the two
+ * enums are compared as the integers a record holds. */
+#define SAME_KIND(w, r) ((int)ORBIT__##w == (int)ORBIT_REC_##r)
+_Static_assert(SAME_KIND(SCOPE_START, SCOPE_START) && SAME_KIND(SCOPE_STOP, SCOPE_STOP) &&
+                   SAME_KIND(ASYNC_START, ASYNC_START) && SAME_KIND(ASYNC_STOP, ASYNC_STOP) &&
+                   SAME_KIND(VALUE_INT, INT) && SAME_KIND(VALUE_INT64, INT64) &&
+                   SAME_KIND(VALUE_UINT, UINT) && SAME_KIND(VALUE_UINT64, UINT64) &&
+                   SAME_KIND(VALUE_FLOAT, FLOAT) && SAME_KIND(VALUE_DOUBLE, DOUBLE) &&
+                   SAME_KIND(THREAD_NAME, THREAD_NAME) && SAME_KIND(NAME_CONT, NAME_CONT) &&
+                   SAME_KIND(THREAD_END, THREAD_END) && SAME_KIND(THREAD_END, KIND_MAX),
+               "record kinds: the write path's are the readers', the last is the last known");
+#undef SAME_KIND
+_Static_assert(ORBIT__FLAG_ATTRS == ORBIT_REC_FLAG_ATTRS &&
+                   ORBIT__FLAG_TIME_UNTRUSTED == ORBIT_REC_FLAG_TIME_UNTRUSTED &&
+                   ORBIT__FLAG_SITE == ORBIT_REC_FLAG_SITE,
+               "record flags");
+_Static_assert(ORBIT__INLINE_NAME == ORBIT_RECORD_NAME && ORBIT__ATTR_BYTES == ORBIT_RECORD_ATTRS &&
+                   ORBIT__SITE_BYTES == ORBIT_RECORD_SITE,
+               "the name area: its size, the attributes, the call site");
+_Static_assert(ORBIT_NAME_MAX == ORBIT_NAME_LIMIT, "the longest name: the record's 16-bit len");
 /* The readers' view of a slot (format/scope_slot.h) is this one. */
 _Static_assert(sizeof(struct orbit__seg_slot) == sizeof(struct orbit__slot) &&
                    offsetof(struct orbit__seg_slot, stamp) == offsetof(struct orbit__slot, seq) &&
                    offsetof(struct orbit__seg_slot, word) == offsetof(struct orbit__slot, time) &&
                    offsetof(struct orbit__seg_slot, word[3]) == offsetof(struct orbit__slot, name),
-               "format/scope_slot.h's slot is orbit.h's");
+               "format/scope_slot.h's slot is the write path's");
 _Static_assert(sizeof(struct orbit__ring) == ORBIT__RING_HEADER, "ring header");
 _Static_assert(offsetof(struct orbit__ring, slots) == ORBIT__RING_HEADER, "ring header");
 _Static_assert(ATOMIC_LLONG_LOCK_FREE == 2, "64-bit atomics must be lock-free in shared memory");
@@ -357,7 +380,7 @@ int orbit__segment_create(struct orbit__seg_params *p, struct orbit__segment *se
 	h->version = ORBIT__SEG_VERSION;
 	h->header_size = sizeof *h;
 	h->page_size = (uint32_t)page;
-	h->record_size = ORBIT__RECORD_SIZE;
+	h->record_size = ORBIT_RECORD_SIZE;
 	h->slot_size = ORBIT__SLOT_SIZE;
 	h->ring_header_size = ORBIT__RING_HEADER;
 	h->ring_count = l.ring_count;

@@ -554,7 +554,7 @@ int orbit__stream_init(const struct orbit__config *cfg, struct orbit__drain *dra
 	S.rings = drain->seg->layout.ring_count;
 	S.sched_wait = cfg->sched; /* the agent thread says how it went */
 	const struct orbit__sw_sink to = {.ctx = NULL, .frame = on_frame, .lost = on_lost};
-	S.sw = orbit__sw_new(cfg->zstd_level, ORBIT_SW_FRAME_TARGET, &to);
+	S.sw = orbit__sw_new(cfg->zstd_level, ORBIT_FRAME_TARGET, &to);
 	return S.sw != NULL ? 0 : -ENOMEM;
 }
 

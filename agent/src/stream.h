@@ -6,7 +6,7 @@
  * frames are format/stream_writer.h's; the accounting is the ledger's
  * (ledger.h); where the frames go is the outputs' (output.h).
  *
- * The writer cuts a frame once its content reaches ORBIT_SW_FRAME_TARGET;
+ * The writer cuts a frame once its content reaches ORBIT_FRAME_TARGET;
  * this file cuts it at the end of a pass once it is old enough
  * (FRAME_AGE_MS since its first packet), or when asked (a flush, the end):
  * frames are cut by size and age, not one per pass. Every finished frame

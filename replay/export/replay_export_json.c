@@ -176,10 +176,12 @@ static void json_stream(struct orbit_rp_out *o, const struct orbit_rp_stream *s)
 	jstr(o, "log_equation", eq[pe < 0 ? 2 : pe], &f);
 	jkey(o, "complete", &f);
 	orbit__rp_out_s(o, s->ended ? "true" : "false");
-	static const char *how[] = {"agent", "snapshot", "gone"};
+	static const char *how[] = {[ORBIT_ENDED_AGENT] = "agent",
+	                            [ORBIT_ENDED_SNAPSHOT] = "snapshot",
+	                            [ORBIT_ENDED_GONE] = "gone"};
 	uint32_t ended = s->dump != NULL ? s->dump->ended : s->ended_by;
 	if (s->ended)
-		jstr(o, "ended", ended < 3 ? how[ended] : "unknown", &f);
+		jstr(o, "ended", ended < sizeof how / sizeof how[0] ? how[ended] : "unknown", &f);
 	if (s->dump != NULL) { /* what orbit-dump found (format.md 4.11) */
 		const struct orbit_rp_dump *d = s->dump;
 		int g = 1;

@@ -225,14 +225,14 @@ static void stream_clock_text(struct orbit_rp_out *o, const struct orbit_rp_stre
 static void stream_end_text(struct orbit_rp_out *o, const struct orbit_rp_stream *s)
 {
 	const struct orbit_rp_dump *d = s->dump;
-	if (d == NULL && s->ended_by == 0)
+	if (d == NULL && s->ended_by == ORBIT_ENDED_AGENT)
 		return;
 	uint32_t how = d != NULL ? d->ended : s->ended_by;
 	char wall[64] = "";
 	if (d != NULL)
 		orbit__rp_wallclock(s, d->monotonic_ns, wall, sizeof wall);
 	orbit__rp_out_printf(o, "  ended      %s",
-	                     how == 1
+	                     how == ORBIT_ENDED_SNAPSHOT
 	                         ? "snapshot of the live process"
 	                         : "process gone (it crashed, was killed or exited without its "
 	                           "exit handler)");

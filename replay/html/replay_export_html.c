@@ -200,7 +200,7 @@ static int site_eq(struct orbit_rp_html *h, uint32_t id)
 static uint32_t span_name(struct orbit_rp_html *h, const struct orbit_rp_span *s)
 {
 	if (s->name_id == ORBIT_RP_NAME_NONE)
-		return orbit__rp_html_str_cut(h, s->name, s->name_len, ORBIT_RP_HTML_NAME_BYTES);
+		return orbit__rp_html_str_cut(h, s->name, s->name_len, ORBIT_NAME_LIMIT);
 	if (s->name_id >= h->nname_str) {
 		uint32_t n = h->nname_str ? h->nname_str : 1024;
 		while (n <= s->name_id)
@@ -398,7 +398,7 @@ static void thin_half(struct orbit_rp_html_thin *t, void *events, size_t *n, siz
 static void html_value(struct orbit_rp_export *x, const struct orbit_rp_value *v)
 {
 	struct orbit_rp_html *h = x->state;
-	uint32_t name = orbit__rp_html_str_cut(h, v->name, v->name_len, ORBIT_RP_HTML_NAME_BYTES);
+	uint32_t name = orbit__rp_html_str_cut(h, v->name, v->name_len, ORBIT_NAME_LIMIT);
 	uint32_t lane = value_lane(h, v->pid, name, v->color, (v->flags & ORBIT_RP_ATTRS) != 0);
 	int keep = lane == ORBIT_RP_HTML_BIG ? -1 : thin_offer(&h->values_thin, lane);
 	if (keep == 0)

@@ -31,8 +31,7 @@ enum orbit_rp_html_type {
 /* Base64 written as it comes, in lines of ORBIT_RP_HTML_B64_LINE chars. */
 struct orbit_rp_html_data {
 	struct orbit_rp_out *o;
-	uint8_t carry[3];
-	unsigned ncarry;
+	uint8_t carry[3]; /* the last group's first written % 3 bytes */
 	unsigned line;    /* chars on the current line */
 	uint64_t written; /* bytes before encoding: the block's size */
 	uint64_t col;     /* bytes of the open column */
@@ -141,8 +140,7 @@ void orbit__rp_html_keep_free(struct orbit_rp_html_keep *k);
 
 /* ---- the events kept (replay_export_html.c) ---- */
 
-#define ORBIT_RP_HTML_BIG 0xffffffffu   /* a u32 column's "see elsewhere" */
-#define ORBIT_RP_HTML_NAME_BYTES 65535u /* orbit.h's ORBIT_NAME_MAX */
+#define ORBIT_RP_HTML_BIG 0xffffffffu /* a u32 column's "see elsewhere" */
 
 /* Kinds of lanes (LANE.kind on the page). */
 enum orbit_rp_html_lane_kind {

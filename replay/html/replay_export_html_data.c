@@ -44,23 +44,24 @@ static void b64_group(struct orbit_rp_html_data *d, const uint8_t *g)
 	orbit__rp_out_write(d->o, q, nl ? 5 : 4);
 }
 
+/* The bytes of the last group begun, 0..2, wait in carry: as many as the
+ * block's bytes so far leave over a multiple of 3. */
 void orbit__rp_html_bytes(struct orbit_rp_html_data *d, const void *p, size_t n)
 {
 	const uint8_t *s = p;
+	unsigned k = (unsigned)(d->written % 3);
 	d->written += n;
 	d->col += n;
-	while (n > 0 && d->ncarry > 0) {
-		d->carry[d->ncarry++] = *s++;
-		n--;
-		if (d->ncarry == 3) {
-			b64_group(d, d->carry);
-			d->ncarry = 0;
-		}
+	if (k > 0) {
+		for (; n > 0 && k < 3; n--)
+			d->carry[k++] = *s++;
+		if (k < 3)
+			return;
+		b64_group(d, d->carry);
 	}
 	for (; n >= 3; s += 3, n -= 3)
 		b64_group(d, s);
-	while (n-- > 0)
-		d->carry[d->ncarry++] = *s++;
+	memcpy(d->carry, s, n);
 }
 
 void orbit__rp_html_data_begin(struct orbit_rp_html_data *d, struct orbit_rp_out *o,
@@ -75,12 +76,12 @@ void orbit__rp_html_data_begin(struct orbit_rp_html_data *d, struct orbit_rp_out
 
 void orbit__rp_html_data_end(struct orbit_rp_html_data *d)
 {
-	if (d->ncarry > 0) {
-		uint8_t g[3] = {d->carry[0], d->ncarry > 1 ? d->carry[1] : 0, 0};
+	unsigned k = (unsigned)(d->written % 3); /* bytes waiting in carry */
+	if (k > 0) {
+		uint8_t g[3] = {d->carry[0], k > 1 ? d->carry[1] : 0, 0};
 		char q[4] = {b64[g[0] >> 2], b64[(g[0] & 3) << 4 | g[1] >> 4],
-		             d->ncarry > 1 ? b64[(g[1] & 15) << 2] : '=', '='};
+		             k > 1 ? b64[(g[1] & 15) << 2] : '=', '='};
 		orbit__rp_out_write(d->o, q, 4);
-		d->ncarry = 0;
 	}
 	orbit__rp_out_c(d->o, '\n');
 }

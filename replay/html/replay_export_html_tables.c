@@ -664,7 +664,7 @@ static void stat_get(struct orbit_rp_html *h, size_t i, void *row)
 	    &h->tables->stat_rows[async][async ? i - h->tables->stat_n[0] : i];
 	const struct orbit_rp_stat *x = r->st;
 	*(struct stat_row *)row = (struct stat_row){
-	    .name = orbit__rp_html_str_cut(h, r->name, r->len, ORBIT_RP_HTML_NAME_BYTES),
+	    .name = orbit__rp_html_str_cut(h, r->name, r->len, ORBIT_NAME_LIMIT),
 	    .count = (double)x->count,
 	    .total = (double)x->total,
 	    .self = async ? 0 : (double)x->self,

@@ -21,7 +21,7 @@
 #include "ftrace_page.h"
 #include "replay_sched.h"
 
-#define MAX_FIELD_END (1u << 20) /* no record payload is longer than a page */
+#define MAX_FIELD_END ORBIT_PAGE_BYTES_MAX /* no record payload is longer than a page */
 
 enum field_type { NUM, STR };
 

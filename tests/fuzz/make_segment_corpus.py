@@ -24,8 +24,9 @@ SCOPE_START, SCOPE_STOP, ASYNC_START, ASYNC_STOP = 1, 2, 3, 4
 INT, DOUBLE, THREAD_NAME, NAME_CONT = 5, 10, 11, 12
 
 
-# orbit__check (agent/include/orbit.h, docs/format.md 1.5): bits 33-63 of a
-# weighted sum of the record's seven words, bit 32 set, low 32 bits zero.
+# orbit__check (agent/include/orbit/internal.h, docs/format.md 1.5): bits
+# 33-63 of a weighted sum of the record's seven words, bit 32 set, low 32
+# bits zero.
 CHECK_WEIGHTS = (0x9e3779b97f4a7c15, 0xbf58476d1ce4e5b9, 0x94d049bb133111eb,
                  0xff51afd7ed558ccd, 0xc4ceb9fe1a85ec53, 0xd6e8feb86659fd93,
                  0xa0761d6478bd642f)

@@ -40,8 +40,8 @@
 struct ctx {
 	const struct orbit__segment *seg;
 	struct orbit_reconstruct *rc;
-	uint64_t expect_claim[ORBIT__SEG_MAX_RINGS]; /* next claim a run may start at */
-	uint64_t delivered[ORBIT__SEG_MAX_RINGS];
+	uint64_t expect_claim[ORBIT_MAX_RINGS]; /* next claim a run may start at */
+	uint64_t delivered[ORBIT_MAX_RINGS];
 	uint64_t name_sum; /* keeps the name reads alive */
 };
 
@@ -80,10 +80,10 @@ static void on_records(void *vctx, uint32_t ring, uint64_t first, const uint8_t 
 		                 atomic_load_explicit(&s->meta, memory_order_relaxed), name);
 		FUZZ_CHECK(atomic_load_explicit(&s->seq, memory_order_relaxed) ==
 		           claim + 1 + check);
-		FUZZ_CHECK(memcmp(recs + (size_t)i * ORBIT__RECORD_SIZE, (const uint8_t *)s + 8,
-		                  ORBIT__RECORD_SIZE) == 0);
+		FUZZ_CHECK(memcmp(recs + (size_t)i * ORBIT_RECORD_SIZE, (const uint8_t *)s + 8,
+		                  ORBIT_RECORD_SIZE) == 0);
 		struct orbit_record rec;
-		if (orbit__record_decode(recs + (size_t)i * ORBIT__RECORD_SIZE, &rec) == 0) {
+		if (orbit__record_decode(recs + (size_t)i * ORBIT_RECORD_SIZE, &rec) == 0) {
 			const uint8_t *name;
 			size_t len = orbit__record_head_name(&rec, &name);
 			FUZZ_CHECK(len <= ORBIT_RECORD_NAME);
@@ -116,7 +116,7 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 		free(buf);
 		return 0;
 	}
-	FUZZ_CHECK(l.ring_count >= 1 && l.ring_count <= ORBIT__SEG_MAX_RINGS);
+	FUZZ_CHECK(l.ring_count >= 1 && l.ring_count <= ORBIT_MAX_RINGS);
 	FUZZ_CHECK(l.slots_per_ring >= ORBIT__SEG_MIN_SLOTS &&
 	           (l.slots_per_ring & (l.slots_per_ring - 1)) == 0);
 	FUZZ_CHECK(l.total_size <= size);

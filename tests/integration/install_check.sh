@@ -36,6 +36,8 @@ cmake --install "$build" --prefix "$prefix" >"$tmp/install.log" 2>&1 ||
 	{ cat "$tmp/install.log" >&2; fail "cmake --install $build failed"; }
 
 [ -f "$prefix/include/orbit.h" ] || fail "orbit.h not installed in $prefix/include"
+[ -f "$prefix/include/orbit/internal.h" ] ||
+	fail "orbit/internal.h (included by orbit.h) not installed in $prefix/include"
 pc=$(find "$prefix" -name orbit.pc | head -n 1)
 [ -n "$pc" ] || fail "orbit.pc not installed under $prefix"
 libdir=$(dirname "$(dirname "$pc")")

@@ -1,8 +1,8 @@
 #!/bin/sh
 # exports.sh LIB — liborbit.so exports only orbit_* names
 # (ARCHITECTURE.md: "exported symbols only orbit_*"): the public API, and the
-# few orbit__ internals that orbit.h's inline write path reaches (listed
-# below, nothing else). The format codecs and protobuf-c's generated code stay
+# few orbit__ internals that orbit.h's inline write path (orbit/internal.h)
+# reaches (listed below, nothing else). The format codecs and protobuf-c's generated code stay
 # hidden, and the public entry points are there. Exits 77 when nm is missing.
 set -u
 lib=${1:?usage: exports.sh path/to/liborbit.so}

@@ -69,7 +69,7 @@ static void fill_header(struct orbit__seg_header *h, uint32_t page, uint32_t rin
 	h->version = ORBIT__SEG_VERSION;
 	h->header_size = sizeof *h;
 	h->page_size = page;
-	h->record_size = ORBIT__RECORD_SIZE;
+	h->record_size = ORBIT_RECORD_SIZE;
 	h->slot_size = ORBIT__SLOT_SIZE;
 	h->ring_header_size = ORBIT__RING_HEADER;
 	h->ring_count = rings;
@@ -385,9 +385,9 @@ static void case_layout_larger(void)
 	struct image im = image_new(1, 64); /* rings of more than a page */
 	struct orbit__seg_layout l;
 	/* The largest layout there is: 128 rings of 2^24 slots (128 GiB). */
-	fill_header(im.h, 65536, ORBIT__SEG_MAX_RINGS, ORBIT__SEG_MAX_SLOTS);
+	fill_header(im.h, 65536, ORBIT_MAX_RINGS, ORBIT__SEG_MAX_SLOTS);
 	EXPECT(&im, ORBIT_ETRUNC);
-	uint64_t total = layout_total(65536, ORBIT__SEG_MAX_RINGS, ORBIT__SEG_MAX_SLOTS);
+	uint64_t total = layout_total(65536, ORBIT_MAX_RINGS, ORBIT__SEG_MAX_SLOTS);
 	CHECK_EQ_U64(orbit__segment_validate(im.bytes, (size_t)total - 1, &l, NULL), ORBIT_ETRUNC);
 	CHECK_EQ_U64(orbit__segment_validate(im.bytes, (size_t)total, &l, NULL), 0);
 	CHECK_EQ_U64(l.total_size, total);

@@ -134,7 +134,7 @@ static uint8_t *records(uint32_t n, uint32_t tid, uint64_t first)
 
 static void case_handshake(void)
 {
-	struct orbit__sw *w = writer(ORBIT_SW_FRAME_TARGET);
+	struct orbit__sw *w = writer(ORBIT_FRAME_TARGET);
 	uint64_t start[4] = {5, 6, 7, 8};
 	Orbit__Handshake h;
 	handshake_of(&h, start);
