@@ -6,7 +6,7 @@
  * 64 MiB. Skipped under the sanitizers, whose shadow memory says nothing
  * about ours.
  *
- *   replay_memory ORBIT_REPLAY
+ *   replay_memory peak_rss ORBIT_REPLAY
  */
 #include <fcntl.h>
 #include <stdint.h>
@@ -18,8 +18,8 @@
 #include <unistd.h>
 
 #include "capture.h"
-#include "check.h"
 #include "frame.h"
+#include "harness.h"
 
 #define THREADS 16u
 #define RECORDS (2ull << 30) / ORBIT_RECORD_SIZE
@@ -144,10 +144,11 @@ static void generate(const char *path)
 	close(fd);
 }
 
-int main(int argc, char **argv)
+static const char *replay_exe;
+
+static void case_peak_rss(void)
 {
 	char path[] = "/tmp/orbit-replay-memory-XXXXXX";
-	CHECK(argc == 2);
 	if (getenv("ORBIT_SANITIZED"))
 		SKIP("peak RSS means nothing under the sanitizers");
 	int tmp = mkstemp(path);
@@ -158,7 +159,7 @@ int main(int argc, char **argv)
 	if (pid == 0) {
 		int null = open("/dev/null", O_WRONLY);
 		dup2(null, 1);
-		execl(argv[1], argv[1], path, "--csv", "/dev/null", "--chrome", "/dev/null",
+		execl(replay_exe, replay_exe, path, "--csv", "/dev/null", "--chrome", "/dev/null",
 		      "--perfetto", "/dev/null", "--no-progress", (char *)NULL);
 		_exit(127);
 	}
@@ -171,5 +172,16 @@ int main(int argc, char **argv)
 	       (unsigned long long)total, (unsigned long long)(total * ORBIT_RECORD_SIZE >> 20),
 	       ru.ru_maxrss / 1024);
 	CHECK(ru.ru_maxrss < LIMIT_KIB);
-	return 0;
 }
+
+static const struct test_case cases[] = {
+    {"peak_rss", case_peak_rss},
+};
+
+static void take_replay(int argc, char **argv)
+{
+	CHECK(argc == 1);
+	replay_exe = argv[0];
+}
+
+TEST_MAIN_WITH(cases, .args = "ORBIT-REPLAY", .take = take_replay)

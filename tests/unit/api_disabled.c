@@ -13,7 +13,7 @@
 #include <unistd.h>
 
 #include "agent.h"
-#include "check.h"
+#include "harness.h"
 #include "segment_create.h"
 
 #include "api_every_macro.h"
@@ -73,19 +73,9 @@ static void case_with_capture(void)
 	orbit_shutdown();
 }
 
-int main(int argc, char **argv)
-{
-	if (argc != 2) {
-		fprintf(stderr, "usage: %s CASE\n", argv[0]);
-		return 2;
-	}
-	if (strcmp(argv[1], "no_segment") == 0)
-		case_no_segment();
-	else if (strcmp(argv[1], "with_capture") == 0)
-		case_with_capture();
-	else {
-		fprintf(stderr, "%s: no case %s\n", argv[0], argv[1]);
-		return 2;
-	}
-	return 0;
-}
+static const struct test_case cases[] = {
+    {"no_segment", case_no_segment},
+    {"with_capture", case_with_capture},
+};
+
+TEST_MAIN(cases)

@@ -5,8 +5,8 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "check.h"
 #include "ftrace_page.h"
+#include "harness.h"
 
 #define PAGE 4096u
 
@@ -232,10 +232,7 @@ static void case_all_ones(void)
 	CHECK(run(PAGE, &n, &off) == ORBIT__FTRACE_EZERO); /* zero words */
 }
 
-static const struct {
-	const char *name;
-	void (*fn)(void);
-} cases[] = {
+static const struct test_case cases[] = {
     {"short", case_short},
     {"commit_oversized", case_commit_oversized},
     {"commit_zero", case_commit_zero},
@@ -250,18 +247,16 @@ static const struct {
     {"all_ones", case_all_ones},
 };
 
-int main(int argc, char **argv)
+/* Exactly PAGE bytes on the heap, so ASan sees any overread. */
+static void alloc_page(void)
 {
-	/* Exactly PAGE bytes on the heap, so ASan sees any overread. */
 	page = calloc(1, PAGE);
 	CHECK(page != NULL);
-	for (size_t i = 0; argc == 2 && i < sizeof(cases) / sizeof(cases[0]); i++) {
-		if (strcmp(argv[1], cases[i].name) == 0) {
-			cases[i].fn();
-			free(page);
-			return 0;
-		}
-	}
-	fprintf(stderr, "usage: %s CASE\n", argv[0]);
-	return 2;
 }
+
+static void free_page(void)
+{
+	free(page);
+}
+
+TEST_MAIN_WITH(cases, .begin = alloc_page, .end = free_page)

@@ -1,10 +1,10 @@
-/* logs_agent.c — the agent side of ORBIT_LOG / orbit_marker (logs.h; issue
- * 3, "In the agent"), in process, without orbit_init: the test picks the
- * producers' clock (orbit__clock_choose, so ORBIT_CLOCK=monotonic selects the
- * second ctest entry's clock), starts the rings and turns the capture flag
- * on itself. Guarantees cited by number are logs.c's.
+/* logs_agent.c — the agent side of ORBIT_LOG / orbit_marker (logs.h), in
+ * process, without orbit_init: the test picks the producers' clock
+ * (orbit__clock_choose, so ORBIT_CLOCK=monotonic or tsc in a ctest entry's
+ * environment selects that clock), starts the rings and turns the capture
+ * flag on itself. Guarantees cited by number are logs.c's.
  *
- * Usage: logs_agent CASE [ARG] */
+ * Usage: logs_agent CASE, or logs_agent env VALUE */
 #include <errno.h>
 #include <inttypes.h>
 #include <pthread.h>
@@ -345,7 +345,7 @@ static void case_threads(void)
 	memset(w, 0, sizeof(w));
 	CHECK(pthread_barrier_init(&go, NULL, n + 1) == 0);
 	c.a = take_pair();
-	sleep_ms(20);
+	test_sleep_ms(20);
 	for (unsigned i = 0; i < n; i++) {
 		w[i].index = i;
 		w[i].cpu = i;
@@ -357,7 +357,7 @@ static void case_threads(void)
 		CHECK(w[i].before && w[i].after);
 	}
 	run_writers(w, n, &go);
-	sleep_ms(20);
+	test_sleep_ms(20);
 	c.b = take_pair();
 
 	g.ntid = n;
@@ -471,7 +471,7 @@ static void run_concurrent(int overwrite)
 			have += __atomic_load_n(&w[i].tid, __ATOMIC_ACQUIRE) != 0;
 		if (have == n)
 			break;
-		sleep_ms(1);
+		test_sleep_ms(1);
 	}
 	for (unsigned i = 0; i < n; i++)
 		g.tid[i] = __atomic_load_n(&w[i].tid, __ATOMIC_ACQUIRE);
@@ -738,13 +738,13 @@ static void case_flush_age(void)
 
 	pin(0);
 	start();
-	sleep_ms(5); /* the rings' tick rate is measured from their creation */
+	test_sleep_ms(5); /* the rings' tick rate is measured from their creation */
 	memset(&o, 0, sizeof(o));
 	CHECK(orbit_log("aged") == 0);
 	CHECK_EQ_U64(orbit__logs_read(live_to_ns, NULL, grab_page, &o, 200000000), 0);
-	sleep_ms(100); /* ticks read as ns would be 200 ms at 2 GHz */
+	test_sleep_ms(100); /* ticks read as ns would be 200 ms at 2 GHz */
 	CHECK_EQ_U64(orbit__logs_read(live_to_ns, NULL, grab_page, &o, 200000000), 0);
-	sleep_ms(150);
+	test_sleep_ms(150);
 	CHECK_EQ_U64(orbit__logs_read(live_to_ns, NULL, grab_page, &o, 200000000), 1);
 	CHECK(o.n == 1 && strncmp(o.text, "aged", 4) == 0);
 	orbit__logs_stop();
@@ -752,11 +752,15 @@ static void case_flush_age(void)
 
 /* ---- environment ---- */
 
-/* ARG: the value of ORBIT_PAGE_RING_PAGES ("unset" leaves it unset, "empty"
- * sets it empty), or "ow:VALUE" for ORBIT_PAGE_RING_OVERWRITE. Checks the pages in use and the
- * one stderr line a bad value costs. */
-static void case_env(const char *arg)
+/* What follows "env" on the command line: the value of ORBIT_PAGE_RING_PAGES
+ * ("unset" leaves it unset, "empty" sets it empty), or "ow:VALUE" for
+ * ORBIT_PAGE_RING_OVERWRITE. */
+static const char *env_value;
+
+/* Checks the pages in use and the one stderr line a bad value costs. */
+static void case_env(void)
 {
+	const char *arg = env_value;
 	char path[] = "/tmp/orbit-logs-env-XXXXXX", out[1024] = {0};
 	int fd = mkstemp(path), saved = dup(2);
 	uint32_t pages, ps, want_pages = 64;
@@ -765,6 +769,7 @@ static void case_env(const char *arg)
 	FILE *f;
 	size_t n;
 
+	CHECK(arg != NULL); /* logs_agent env VALUE */
 	CHECK(fd >= 0 && saved >= 0);
 	unlink(path);
 	if (strcmp(arg, "empty") == 0)
@@ -869,37 +874,27 @@ static void case_start_fails(void)
 	CHECK(orbit_marker("x", 1) == ORBIT_EDISABLED);
 }
 
-int main(int argc, char **argv)
-{
-	static const struct {
-		const char *name;
-		void (*fn)(void);
-	} cases[] = {
-	    {"threads", case_threads},
-	    {"concurrent", case_concurrent},
-	    {"concurrent_overwrite", case_concurrent_overwrite},
-	    {"overwrite", case_overwrite},
-	    {"full", case_full},
-	    {"errors", case_errors},
-	    {"start_fails", case_start_fails},
-	    {"flush_age", case_flush_age},
-	};
+static const struct test_case cases[] = {
+    {"threads", case_threads},
+    {"concurrent", case_concurrent},
+    {"concurrent_overwrite", case_concurrent_overwrite},
+    {"overwrite", case_overwrite},
+    {"full", case_full},
+    {"errors", case_errors},
+    {"start_fails", case_start_fails},
+    {"flush_age", case_flush_age},
+    {"env", case_env},
+};
 
-	ncpu(); /* before any thread: the list is read without a lock */
-	if (argc == 3 && strcmp(argv[1], "env") == 0) {
-		case_env(argv[2]);
-		return 0;
-	}
-	if (argc != 2) {
-		fprintf(stderr, "usage: %s CASE | env VALUE\n", argv[0]);
-		return 2;
-	}
-	for (size_t i = 0; i < sizeof(cases) / sizeof(cases[0]); i++) {
-		if (strcmp(argv[1], cases[i].name) == 0) {
-			cases[i].fn();
-			return 0;
-		}
-	}
-	fprintf(stderr, "%s: unknown case %s\n", argv[0], argv[1]);
-	return 2;
+static void take_value(int argc, char **argv)
+{
+	CHECK(argc <= 1);
+	env_value = argc == 1 ? argv[0] : NULL;
 }
+
+static void begin(void)
+{
+	ncpu(); /* before any thread: the list is read without a lock */
+}
+
+TEST_MAIN_WITH(cases, .args = "[VALUE]", .take = take_value, .begin = begin)

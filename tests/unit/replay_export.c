@@ -7,18 +7,19 @@
  * nest in viewer order, the flags, colours and group ids, loss marks where
  * the claims are missing, log lines with their threads, and the filters.
  *
- *   replay_export SYNTH_DIR CASE
- *   CASE: order | attrs | loss | streams | filter | lines
+ *   replay_export CASE SYNTH_DIR (replay_synth's captures)
  */
 #include <stdint.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
-#include "check.h"
+#include "harness.h"
 #include "replay_export.h"
 
 #define MAX_CALLS 16384
+
+static const char *synth; /* replay_synth's captures */
 
 enum call_kind { BEGIN, STREAM, STREAM_END, SCOPE, SLICE, ASYNC, VALUE, LINE, LOSS, END, FREE };
 
@@ -326,7 +327,7 @@ static void check_attrs(void)
 
 /* replay_synth's loss scenario: ring 0 claims 0 (X at T0+100), [1 and 2
  * lapped], 3..4 (Z at T0+400..500); the equation holds with lapped 2. */
-static void check_loss(const char *synth)
+static void check_loss(void)
 {
 	char path[512];
 	const uint64_t t0 = 5000000000ull;
@@ -348,7 +349,7 @@ static void check_loss(const char *synth)
 
 /* Two streams in one file: each one's events between its stream and
  * stream_end calls. */
-static void check_streams(const char *synth)
+static void check_streams(void)
 {
 	char path[512];
 	snprintf(path, sizeof path, "%s/streams.orbit.zst", synth);
@@ -383,7 +384,7 @@ static void check_filter(void)
 
 /* replay_synth's logs scenario: five records on two page rings, out of
  * order between rings; each with its thread and its name. */
-static void check_lines(const char *synth)
+static void check_lines(void)
 {
 	char path[512];
 	snprintf(path, sizeof path, "%s/logs.orbit.zst", synth);
@@ -400,27 +401,16 @@ static void check_lines(const char *synth)
 	}
 }
 
-int main(int argc, char **argv)
+static const struct test_case cases[] = {
+    {"order", check_order}, {"slices", check_slices},   {"attrs", check_attrs},
+    {"loss", check_loss},   {"streams", check_streams}, {"filter", check_filter},
+    {"lines", check_lines},
+};
+
+static void take_dir(int argc, char **argv)
 {
-	CHECK(argc == 3);
-	const char *synth = argv[1], *c = argv[2];
-	if (strcmp(c, "order") == 0)
-		check_order();
-	else if (strcmp(c, "slices") == 0)
-		check_slices();
-	else if (strcmp(c, "attrs") == 0)
-		check_attrs();
-	else if (strcmp(c, "loss") == 0)
-		check_loss(synth);
-	else if (strcmp(c, "streams") == 0)
-		check_streams(synth);
-	else if (strcmp(c, "filter") == 0)
-		check_filter();
-	else if (strcmp(c, "lines") == 0)
-		check_lines(synth);
-	else {
-		fprintf(stderr, "unknown case %s\n", c);
-		return 1;
-	}
-	return 0;
+	CHECK(argc == 1);
+	synth = argv[0];
 }
+
+TEST_MAIN_WITH(cases, .args = "SYNTH_DIR", .take = take_dir)

@@ -26,7 +26,7 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "check.h"
+#include "harness.h"
 #include "replay_sched.h"
 
 #define S_SLEEP 1 /* TASK_INTERRUPTIBLE */
@@ -559,31 +559,11 @@ static void case_recording(void)
 	orbit__rp_sched_timeline_free(tl);
 }
 
-int main(int argc, char **argv)
-{
-	static const struct {
-		const char *name;
-		void (*fn)(void);
-	} cases[] = {
-	    {"basic", case_basic},         {"pending", case_pending},
-	    {"gap_other", case_gap_other}, {"gap_same", case_gap_same},
-	    {"dead", case_dead},           {"unseen", case_unseen},
-	    {"names", case_names},         {"order", case_order},
-	    {"random", case_random},       {"add_page", case_add_page},
-	    {"recording", case_recording},
-	};
+static const struct test_case cases[] = {
+    {"basic", case_basic},       {"pending", case_pending},     {"gap_other", case_gap_other},
+    {"gap_same", case_gap_same}, {"dead", case_dead},           {"unseen", case_unseen},
+    {"names", case_names},       {"order", case_order},         {"random", case_random},
+    {"add_page", case_add_page}, {"recording", case_recording},
+};
 
-	if (argc != 2) {
-		fprintf(stderr, "usage: sched_states CASE\n");
-		return 2;
-	}
-	for (size_t i = 0; i < sizeof cases / sizeof cases[0]; i++) {
-		if (strcmp(argv[1], cases[i].name) == 0) {
-			cases[i].fn();
-			printf("ok\n");
-			return 0;
-		}
-	}
-	fprintf(stderr, "unknown case %s\n", argv[1]);
-	return 2;
-}
+TEST_MAIN(cases)

@@ -25,7 +25,7 @@
 #include <unistd.h>
 
 #include "agent.h"
-#include "check.h"
+#include "harness.h"
 #include "orbit.h"
 #include "reconstruct.h"
 #include "record.h"
@@ -76,13 +76,6 @@ static void sink_records(void *ctx, uint32_t ring, uint64_t first, const uint8_t
 	pthread_mutex_unlock(&sink_mu);
 }
 
-static uint64_t now_ns(void)
-{
-	struct timespec ts;
-	clock_gettime(CLOCK_MONOTONIC, &ts);
-	return (uint64_t)ts.tv_sec * 1000000000ull + (uint64_t)ts.tv_nsec;
-}
-
 static uint64_t t_begin;
 
 static void start_capture_rings(const char *rings)
@@ -93,7 +86,7 @@ static void start_capture_rings(const char *rings)
 	CHECK_EQ_U64(orbit_init(), 0);
 	struct orbit__sink sink = {.records = sink_records, .ctx = NULL};
 	orbit__agent_set_sink(&sink);
-	t_begin = now_ns();
+	t_begin = test_now_ns(CLOCK_MONOTONIC);
 }
 
 /* One ring: every thread's records in one claim order. */
@@ -212,7 +205,7 @@ static void fail_event(size_t i, const char *what)
 static void finish_and_check(void)
 {
 	CHECK_EQ_U64(orbit_flush(), 0);
-	uint64_t t_end = now_ns();
+	uint64_t t_end = test_now_ns(CLOCK_MONOTONIC);
 	struct orbit__agent_stats st;
 	orbit__agent_stats(&st);
 	CHECK_EQ_U64(st.lost_lapped + st.lost_dead + st.lost_backstop, 0);
@@ -856,7 +849,7 @@ static void *unstopped_worker(void *arg)
 	{
 		ORBIT_SCOPE("worker child");
 	}
-	worker_child_end = now_ns();
+	worker_child_end = test_now_ns(CLOCK_MONOTONIC);
 	return NULL;
 }
 
@@ -876,16 +869,13 @@ static void case_unstopped(void)
 		ORBIT_SCOPE("main child");
 		expect_add(ORBIT_EVENT_SCOPE, "main child", 10)->depth = 1;
 	}
-	uint64_t main_child_end = now_ns();
+	uint64_t main_child_end = test_now_ns(CLOCK_MONOTONIC);
 	e = expect_add(ORBIT_EVENT_SCOPE, "main, never stopped", 19);
 	e->unfinished = 1, e->open_after = main_child_end - 1000000;
 	finish_and_check();
 }
 
-static const struct {
-	const char *name;
-	void (*fn)(void);
-} cases[] = {
+static const struct test_case cases[] = {
     {"unstopped", case_unstopped},
     {"scopes", case_scopes},
     {"colors", case_colors},
@@ -898,20 +888,9 @@ static const struct {
     {"migrate", case_migrate},
 };
 
-int main(int argc, char **argv)
+static void shutdown_agent(void)
 {
-	if (argc != 2) {
-		fprintf(stderr, "usage: %s CASE\n", argv[0]);
-		return 2;
-	}
-	make_names();
-	for (size_t i = 0; i < sizeof cases / sizeof cases[0]; i++) {
-		if (strcmp(argv[1], cases[i].name) == 0) {
-			cases[i].fn();
-			orbit_shutdown();
-			return 0;
-		}
-	}
-	fprintf(stderr, "%s: no case %s\n", argv[0], argv[1]);
-	return 2;
+	orbit_shutdown();
 }
+
+TEST_MAIN_WITH(cases, .begin = make_names, .end = shutdown_agent)

@@ -11,7 +11,7 @@
  */
 #include <string.h>
 
-#include "check.h"
+#include "harness.h"
 #include "orbit.h"
 #include "scope_slot.h"
 
@@ -132,18 +132,11 @@ static void case_verdicts(void)
 	CHECK_EQ_U64(orbit__slots_clean(50, 100, 10, 200 + SLOTS, SLOTS), 110);
 }
 
-int main(int argc, char **argv)
-{
-	CHECK(argc == 2);
-	if (strcmp(argv[1], "check") == 0)
-		case_check();
-	else if (strcmp(argv[1], "stamps") == 0)
-		case_stamps();
-	else if (strcmp(argv[1], "copy") == 0)
-		case_copy();
-	else if (strcmp(argv[1], "verdicts") == 0)
-		case_verdicts();
-	else
-		return 2;
-	return 0;
-}
+static const struct test_case cases[] = {
+    {"check", case_check},
+    {"stamps", case_stamps},
+    {"copy", case_copy},
+    {"verdicts", case_verdicts},
+};
+
+TEST_MAIN(cases)
