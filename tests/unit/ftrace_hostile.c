@@ -46,9 +46,12 @@ static int run(size_t len, int *records, uint32_t *err_off)
 	*err_off = it.err_off;
 	if (r < 0) {
 		CHECK(orbit__ftrace_strerror(r) != NULL);
-		/* errors are sticky */
-		if (*records >= 0 && it.err != 0)
-			CHECK(orbit__ftrace_next(&it, &rec) == r);
+		/* Errors are sticky: the iterator keeps the error and its
+		 * offset, and every later call returns it again. */
+		CHECK(it.err == r);
+		CHECK(orbit__ftrace_next(&it, &rec) == r);
+		CHECK(orbit__ftrace_next(&it, &rec) == r);
+		CHECK(it.err == r && it.err_off == *err_off);
 	}
 	return r;
 }
@@ -110,15 +113,38 @@ static void case_commit_noise(void)
 	CHECK(hdr.missed && !hdr.missed_stored && hdr.missed_count == 0);
 }
 
+/* The lost count stored after the records (bit 30) must lie inside the
+ * page: read from there when it does, refused when any of its 8 bytes would
+ * not. */
 static void case_lost_outside(void)
 {
+	struct orbit__ftrace_iter it;
+	struct orbit__ftrace_header hdr;
+
 	put64(8, (1ull << 31) | (1ull << 30) | (PAGE - 16 - 4));
 	expect(ORBIT__FTRACE_ELOSTCOUNT, 0, PAGE - 4);
+	put64(8, (1ull << 31) | (1ull << 30) | (PAGE - 16 - 7));
+	expect(ORBIT__FTRACE_ELOSTCOUNT, 0, PAGE - 7);
+	/* Exactly 8 bytes after the records: the count, read from them. */
 	put64(8, (1ull << 31) | (1ull << 30) | (PAGE - 16 - 8));
 	put64(PAGE - 8, 12345);
 	put32(16, hdr_word(0, 0));
 	put32(20, PAGE - 16 - 8 - 4);
 	expect(0, 1, 0);
+	CHECK(orbit__ftrace_open(&it, page, PAGE, &hdr) == 0);
+	CHECK(hdr.missed && hdr.missed_stored);
+	CHECK_EQ_U64(hdr.size, PAGE - 16 - 8);
+	CHECK_EQ_U64(hdr.missed_count, 12345);
+	/* The record's last bytes are not the count's: the count is read
+	 * from data[size], not from inside the records. */
+	put64(PAGE - 16, 777);
+	CHECK(orbit__ftrace_open(&it, page, PAGE, &hdr) == 0);
+	CHECK_EQ_U64(hdr.missed_count, 12345);
+	/* Without bit 30 there is no count, whatever follows the records. */
+	put64(8, (1ull << 31) | (PAGE - 16 - 8));
+	CHECK(orbit__ftrace_open(&it, page, PAGE, &hdr) == 0);
+	CHECK(hdr.missed && !hdr.missed_stored);
+	CHECK_EQ_U64(hdr.missed_count, 0);
 }
 
 static void case_zero_length_type0(void)

@@ -731,21 +731,70 @@ static void case_errors(void)
 }
 
 /* The reader closes a page only once its first record is flush_age_ns old,
- * in ns also when the rings count TSC ticks. */
+ * in ns also when the rings count TSC ticks (logs.c, Read). Judged by the
+ * order of clock readings, not by sleeping for set times: every read is
+ * bracketed by two readings, and
+ *   - a read that closed the page ended no earlier than the record's age
+ *     after the record was written,
+ *   - a read that left it open began before that age had passed.
+ * A stall anywhere only moves the readings; no outcome depends on how long
+ * anything took. The slack is for the tick rate logs.c measures from the
+ * rings' creation (a stall inside the start, between its two clock reads,
+ * adds to it); ticks taken for ns (a TSC at 2 GHz or more) would close the
+ * page at half the age or sooner. With ORBIT_CLOCK=tsc the rings count
+ * ticks; without an invariant TSC that entry skips. */
+#define FLUSH_AGE_NS ((uint64_t)200000000)
+#define FLUSH_AGE_SLACK_NS (FLUSH_AGE_NS / 4)
+
 static void case_flush_age(void)
 {
 	struct one_line o;
+	uint64_t starting, created, before, after, r0, r1;
+	int n, reads = 0;
+	const char *clock = getenv("ORBIT_CLOCK");
 
 	pin(0);
+	starting = test_now_ns(CLOCK_MONOTONIC);
 	start();
-	test_sleep_ms(5); /* the rings' tick rate is measured from their creation */
+	created = test_now_ns(CLOCK_MONOTONIC);
+	if (clock != NULL && strcmp(clock, "tsc") == 0 && orbit__clock_kind != ORBIT__CLOCK_TSC)
+		SKIP("ORBIT_CLOCK=tsc: no invariant TSC here");
+	/* Before 1 ms of rate measurement logs.c may close early; let it
+	 * pass. */
+	while (test_now_ns(CLOCK_MONOTONIC) - created < 2000000)
+		test_sleep_ms(1);
 	memset(&o, 0, sizeof(o));
+	before = test_now_ns(CLOCK_MONOTONIC);
 	CHECK(orbit_log("aged") == 0);
-	CHECK_EQ_U64(orbit__logs_read(live_to_ns, NULL, grab_page, &o, 200000000), 0);
-	test_sleep_ms(100); /* ticks read as ns would be 200 ms at 2 GHz */
-	CHECK_EQ_U64(orbit__logs_read(live_to_ns, NULL, grab_page, &o, 200000000), 0);
-	test_sleep_ms(150);
-	CHECK_EQ_U64(orbit__logs_read(live_to_ns, NULL, grab_page, &o, 200000000), 1);
+	after = test_now_ns(CLOCK_MONOTONIC);
+	do {
+		r0 = test_now_ns(CLOCK_MONOTONIC);
+		n = orbit__logs_read(live_to_ns, NULL, grab_page, &o, FLUSH_AGE_NS);
+		r1 = test_now_ns(CLOCK_MONOTONIC);
+		reads++;
+		CHECK(n == 0 || n == 1);
+		if (n == 0 &&
+		    r0 - after >= FLUSH_AGE_NS + FLUSH_AGE_SLACK_NS + (created - starting)) {
+			fprintf(stderr,
+			        "read %d began %" PRIu64 " ms after the record and left its "
+			        "page open (age %" PRIu64 " ms)\n",
+			        reads, (r0 - after) / 1000000, FLUSH_AGE_NS / 1000000);
+			exit(1);
+		}
+		if (n == 1 && r1 - before < FLUSH_AGE_NS - FLUSH_AGE_SLACK_NS) {
+			fprintf(stderr,
+			        "read %d ended %" PRIu64 " ms after the record and closed its "
+			        "page (age %" PRIu64 " ms)\n",
+			        reads, (r1 - before) / 1000000, FLUSH_AGE_NS / 1000000);
+			exit(1);
+		}
+		if (n == 0)
+			test_sleep_ms(1);
+	} while (n == 0);
+	printf("clock %s: the page closed at read %d, %" PRIu64 " to %" PRIu64
+	       " ms after the record (age %" PRIu64 " ms)\n",
+	       orbit__clock_kind == ORBIT__CLOCK_TSC ? "tsc" : "monotonic", reads,
+	       (r0 - after) / 1000000, (r1 - before) / 1000000, FLUSH_AGE_NS / 1000000);
 	CHECK(o.n == 1 && strncmp(o.text, "aged", 4) == 0);
 	orbit__logs_stop();
 }
