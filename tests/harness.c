@@ -91,8 +91,16 @@ int test_main(int argc, char **argv, const struct test_suite *s)
 		usage(prog, s);
 		return 2;
 	}
+	if (s->arg != NULL && argc > 3) {
+		fprintf(stderr, "%s: case %s takes one argument, given %d\n", prog, argv[1],
+		        argc - 2);
+		usage(prog, s);
+		return 2;
+	}
 	/* What the case prints comes out in order with what its children do. */
 	setvbuf(stdout, NULL, _IOLBF, 0);
+	if (s->arg != NULL)
+		*s->arg = argc == 3 ? argv[2] : NULL;
 	if (s->take != NULL)
 		s->take(argc - 2, argv + 2);
 	if (s->begin != NULL)
@@ -113,6 +121,15 @@ uint64_t test_now_ns(clockid_t clock)
 	struct timespec ts;
 	CHECK(clock_gettime(clock, &ts) == 0);
 	return (uint64_t)ts.tv_sec * 1000000000ull + (uint64_t)ts.tv_nsec;
+}
+
+uint64_t test_rand(uint64_t *state)
+{
+	uint64_t x = *state;
+	x ^= x << 13;
+	x ^= x >> 7;
+	x ^= x << 17;
+	return *state = x;
 }
 
 void test_sleep_ms(unsigned ms)

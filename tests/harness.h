@@ -34,10 +34,11 @@
  *	TEST_MAIN_WITH(cases, .family = TEST_FAMILY(attacks, run_attack))
  *
  * A program whose cases need what follows CASE (the programs they drive, a
- * directory) says what that is and takes it in .take; .begin runs before
- * the case and .end after it returned:
+ * directory) says what that is and takes it in .arg (one argument) or
+ * .take (several); .begin runs before the case and .end after it returned:
  *
- *	TEST_MAIN_WITH(cases, .args = "COLLECTOR [TOOL...]", .take = take_tools)
+ *	static const char *synth;
+ *	TEST_MAIN_WITH(cases, .args = "SYNTH_DIR", .arg = &synth)
  */
 #ifndef ORBIT_TEST_HARNESS_H
 #define ORBIT_TEST_HARNESS_H
@@ -74,7 +75,10 @@ struct test_suite {
 	struct test_family family; /* more cases; entries NULL: none */
 	/* What may follow CASE, for the usage line; NULL: nothing may. */
 	const char *args;
-	/* Takes the arguments after CASE (argc may be 0) and checks them. */
+	/* The one argument after CASE goes to *arg (NULL when none is given;
+	 * more than one is a usage error), or all of them to take (argc may
+	 * be 0), which checks them. */
+	const char **arg;
 	void (*take)(int argc, char **argv);
 	/* Called before the case (after take), and after it returned. */
 	void (*begin)(void);
@@ -99,6 +103,10 @@ int test_main(int argc, char **argv, const struct test_suite *suite);
 
 /* clock_gettime(clock) in ns. */
 uint64_t test_now_ns(clockid_t clock);
+
+/* The next number of a reproducible sequence (xorshift64) from *state,
+ * which must not start at 0. */
+uint64_t test_rand(uint64_t *state);
 
 /* Sleeps ms milliseconds, through signals. */
 void test_sleep_ms(unsigned ms);

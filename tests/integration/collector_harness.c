@@ -29,12 +29,8 @@ uint64_t harness_now_ms(void)
 
 void harness_random(uint8_t *p, size_t n, uint64_t *seed)
 {
-	for (size_t i = 0; i < n; i++) {
-		*seed ^= *seed << 13;
-		*seed ^= *seed >> 7;
-		*seed ^= *seed << 17;
-		p[i] = (uint8_t)(*seed >> 24);
-	}
+	for (size_t i = 0; i < n; i++)
+		p[i] = (uint8_t)(test_rand(seed) >> 24);
 }
 
 /* ---- the collector process ---- */

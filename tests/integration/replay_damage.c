@@ -198,15 +198,10 @@ static const struct test_case cases[] = {
     {"flip", case_flip},
 };
 
-static void take_capture(int argc, char **argv)
-{
-	CHECK(argc == 1);
-	capture = argv[0];
-}
-
 /* The intact capture's scopes, from a copy in a directory of this run. */
 static void begin(void)
 {
+	CHECK(capture != NULL);
 	cap = (uint8_t *)test_read_file(capture, &len);
 	test_tmpdir(tmpdir, sizeof tmpdir, "replay-damage");
 	snprintf(cap_path, sizeof cap_path, "%s/capture.zst", tmpdir);
@@ -226,4 +221,4 @@ static void end(void)
 	       nintact, harmless);
 }
 
-TEST_MAIN_WITH(cases, .args = "CAPTURE", .take = take_capture, .begin = begin, .end = end)
+TEST_MAIN_WITH(cases, .args = "CAPTURE", .arg = &capture, .begin = begin, .end = end)

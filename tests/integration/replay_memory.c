@@ -149,6 +149,7 @@ static const char *replay_exe;
 static void case_peak_rss(void)
 {
 	char path[] = "/tmp/orbit-replay-memory-XXXXXX";
+	CHECK(replay_exe != NULL);
 	if (getenv("ORBIT_SANITIZED"))
 		SKIP("peak RSS means nothing under the sanitizers");
 	int tmp = mkstemp(path);
@@ -178,10 +179,4 @@ static const struct test_case cases[] = {
     {"peak_rss", case_peak_rss},
 };
 
-static void take_replay(int argc, char **argv)
-{
-	CHECK(argc == 1);
-	replay_exe = argv[0];
-}
-
-TEST_MAIN_WITH(cases, .args = "ORBIT-REPLAY", .take = take_replay)
+TEST_MAIN_WITH(cases, .args = "ORBIT-REPLAY", .arg = &replay_exe)

@@ -42,19 +42,9 @@ static uint64_t delivered, pages_read, missed_pages;
 
 static _Thread_local uint64_t rng_state;
 
-static uint64_t rng(void)
-{
-	uint64_t x = rng_state;
-
-	x ^= x << 13;
-	x ^= x >> 7;
-	x ^= x << 17;
-	return rng_state = x;
-}
-
 static void maybe_pause(unsigned one_in, unsigned ms)
 {
-	if (paused_mode && rng_state != 0 && rng() % one_in == 0)
+	if (paused_mode && rng_state != 0 && test_rand(&rng_state) % one_in == 0)
 		test_sleep_ms(ms);
 }
 
@@ -73,7 +63,7 @@ static void hook(void *arg, enum orbit__page_hook_point point)
 		maybe_pause(64, 1);
 		break;
 	}
-	if (rng_state != 0 && rng() % 4096 == 0)
+	if (rng_state != 0 && test_rand(&rng_state) % 4096 == 0)
 		test_clock_jump(150000000); /* TIME_EXTENDs under load */
 }
 
@@ -85,7 +75,7 @@ static void *writer_main(void *p)
 
 	rng_state = 0x9e3779b97f4a7c15ull * (w->id + 1);
 	while (!atomic_load_explicit(&stop_writers, memory_order_relaxed)) {
-		uint32_t len = PAYLOAD_MIN + (uint32_t)(rng() % 200);
+		uint32_t len = PAYLOAD_MIN + (uint32_t)(test_rand(&rng_state) % 200);
 		int r = orbit__page_reserve(ring, len, &res);
 
 		if (r == -ESHUTDOWN) {
@@ -190,7 +180,7 @@ static const struct mode {
     {"cycles", 1, 0, 1},
 };
 
-static double seconds = 2.0;
+static const char *seconds; /* to run for; 2 when not given */
 
 static void run_mode(const void *entry)
 {
@@ -217,7 +207,7 @@ static void run_mode(const void *entry)
 	if (cycles_mode)
 		CHECK(pthread_create(&controller, NULL, controller_main, NULL) == 0);
 
-	test_sleep_ms((unsigned)(seconds * 1000));
+	test_sleep_ms((unsigned)((seconds ? atof(seconds) : 2.0) * 1000));
 	if (cycles_mode) {
 		atomic_store(&stop_controller, 1);
 		CHECK(pthread_join(controller, NULL) == 0);
@@ -248,11 +238,4 @@ static void run_mode(const void *entry)
 	orbit__page_destroy(ring);
 }
 
-static void take_seconds(int argc, char **argv)
-{
-	CHECK(argc <= 1);
-	if (argc == 1)
-		seconds = atof(argv[0]);
-}
-
-TEST_MAIN_SUITE(.family = TEST_FAMILY(modes, run_mode), .args = "[SECONDS]", .take = take_seconds)
+TEST_MAIN_SUITE(.family = TEST_FAMILY(modes, run_mode), .args = "[SECONDS]", .arg = &seconds)

@@ -20,7 +20,7 @@
 #define MAX_THREADS 4
 
 static atomic_int running;
-static int threads = 1; /* producers */
+static const char *threads_arg; /* producers; 1 when not given */
 
 /* A name that fills a value's record: the name area after the call site. */
 #define NAME_LEN (ORBIT_RECORD_NAME - ORBIT_RECORD_SITE)
@@ -81,6 +81,7 @@ static void on_records(void *ctx, uint32_t ring, uint64_t first, const uint8_t *
 
 static void case_lapped(void)
 {
+	int threads = threads_arg ? atoi(threads_arg) : 1;
 	CHECK(threads >= 1 && threads <= MAX_THREADS);
 	setenv("ORBIT_RINGS", "1", 1);
 	setenv("ORBIT_RING_BUDGET", "4096", 1); /* 64 slots */
@@ -126,11 +127,4 @@ static const struct test_case cases[] = {
     {"lapped", case_lapped},
 };
 
-static void take_threads(int argc, char **argv)
-{
-	CHECK(argc <= 1);
-	if (argc == 1)
-		threads = atoi(argv[0]);
-}
-
-TEST_MAIN_WITH(cases, .args = "[THREADS]", .take = take_threads)
+TEST_MAIN_WITH(cases, .args = "[THREADS]", .arg = &threads_arg)

@@ -18,22 +18,6 @@
 
 #include "api_every_macro.h"
 
-static uint64_t records;
-
-static void count_records(void *ctx, uint32_t ring, uint64_t first, const uint8_t *recs, uint32_t n)
-{
-	(void)ctx, (void)ring, (void)first, (void)recs;
-	records += n; /* agent thread; read after orbit_flush() returned */
-}
-
-static uint64_t claimed(const struct orbit__segment *seg)
-{
-	uint64_t sum = 0;
-	for (uint32_t i = 0; i < seg->layout.ring_count; i++)
-		sum += orbit__ring_claimed(seg, i);
-	return sum;
-}
-
 /* No capture: nothing at all happens. */
 static void case_no_segment(void)
 {

@@ -99,14 +99,6 @@ struct synth {
 	size_t n, cap;
 };
 
-static uint64_t rnd(uint64_t *s)
-{
-	*s ^= *s << 13;
-	*s ^= *s >> 7;
-	*s ^= *s << 17;
-	return *s;
-}
-
 static void synth_piece(struct synth *s, uint64_t at_ticks, double at_ns, double rate)
 {
 	if (s->n == s->cap) {
@@ -146,15 +138,15 @@ static double synth_ns(const struct synth *s, uint64_t t)
 /* Pair k: ticks a little off the 10 ms grid, ns with noise. */
 static struct orbit__clock_pair synth_pair(struct synth *s, uint64_t k, uint64_t t0)
 {
-	uint64_t t = t0 + k * PAIR_TICKS + rnd(&s->rng) % 6000;
+	uint64_t t = t0 + k * PAIR_TICKS + test_rand(&s->rng) % 6000;
 	if (k > 0 && k % s->every == 0) { /* the slew changes, as NTP's does */
-		double step = (double)(rnd(&s->rng) % 3) - 1.0;
+		double step = (double)(test_rand(&s->rng) % 3) - 1.0;
 		s->ppm += step * s->ppm_step;
 		if (fabs(s->ppm) > s->ppm_max)
 			s->ppm -= 2 * step * s->ppm_step;
 		synth_piece(s, t, synth_ns(s, t), (1.0 + s->ppm * 1e-6) / 3.0);
 	}
-	double ns = synth_ns(s, t) + (double)(int)(rnd(&s->rng) % (2 * NOISE_NS + 1)) - NOISE_NS;
+	double ns = synth_ns(s, t) + (double)(int)(test_rand(&s->rng) % (2 * NOISE_NS + 1)) - NOISE_NS;
 	return (struct orbit__clock_pair){t, (uint64_t)llround(ns)};
 }
 
@@ -356,12 +348,12 @@ static void reset(void)
 	uint64_t t = 3000000000ull;
 	for (int k = 0; k < 20000; k++) {
 		uint64_t gap = k % 1000 == 999 ? 180000000000ull : k % 7 == 3 ? 6000 : PAIR_TICKS;
-		t += gap + rnd(&s.rng) % 3000;
+		t += gap + test_rand(&s.rng) % 3000;
 		if (k % s.every == 0) {
-			s.ppm = (double)(int)(rnd(&s.rng) % 601) - 300;
+			s.ppm = (double)(int)(test_rand(&s.rng) % 601) - 300;
 			synth_piece(&s, t, synth_ns(&s, t), (1.0 + s.ppm * 1e-6) / 3.0);
 		}
-		double n = synth_ns(&s, t) + (double)(int)(rnd(&s.rng) % 41) - 20;
+		double n = synth_ns(&s, t) + (double)(int)(test_rand(&s.rng) % 41) - 20;
 		int r =
 		    orbit__clock_add_pair(c, (struct orbit__clock_pair){t, (uint64_t)llround(n)});
 		CHECK(r != ORBIT__CLOCK_RESET);
@@ -513,7 +505,7 @@ static void *late_producer(void *arg)
 		uint64_t i = atomic_fetch_add_explicit(&late_next, 1, memory_order_relaxed);
 		if (i >= LATE_MAX)
 			break;
-		uint64_t hold = 0, r = rnd(&rng);
+		uint64_t hold = 0, r = test_rand(&rng);
 		if (role < 6 && r % 500 == 0)
 			hold = r / 500 % late_hold_max_ns;
 		else if (role == 6 && r % 20000 == 0)
@@ -619,11 +611,11 @@ static void case_refill(void)
 	history(3, 3, 200000);
 }
 
-static uint64_t late_seconds = 12;
+static const char *late_seconds; /* late's S, for a longer run by hand */
 
 static void case_late(void)
 {
-	late(late_seconds);
+	late(late_seconds ? strtoull(late_seconds, NULL, 10) : 12);
 }
 
 static const struct test_case cases[] = {
@@ -636,12 +628,4 @@ static const struct test_case cases[] = {
     {"late", case_late},
 };
 
-/* late's S, for a longer run by hand. */
-static void take_seconds(int argc, char **argv)
-{
-	CHECK(argc <= 1);
-	if (argc == 1)
-		late_seconds = strtoull(argv[0], NULL, 10);
-}
-
-TEST_MAIN_WITH(cases, .args = "[S]", .take = take_seconds)
+TEST_MAIN_WITH(cases, .args = "[S]", .arg = &late_seconds)

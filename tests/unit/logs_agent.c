@@ -935,15 +935,9 @@ static const struct test_case cases[] = {
     {"env", case_env},
 };
 
-static void take_value(int argc, char **argv)
-{
-	CHECK(argc <= 1);
-	env_value = argc == 1 ? argv[0] : NULL;
-}
-
 static void begin(void)
 {
 	ncpu(); /* before any thread: the list is read without a lock */
 }
 
-TEST_MAIN_WITH(cases, .args = "[VALUE]", .take = take_value, .begin = begin)
+TEST_MAIN_WITH(cases, .args = "[VALUE]", .arg = &env_value, .begin = begin)

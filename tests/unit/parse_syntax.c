@@ -229,10 +229,4 @@ static const struct test_case cases[] = {
     {"agree", agree},
 };
 
-static void take_collector(int argc, char **argv)
-{
-	CHECK(argc <= 1);
-	collector = argc == 1 ? argv[0] : NULL;
-}
-
-TEST_MAIN_WITH(cases, .args = "[COLLECTOR]", .take = take_collector)
+TEST_MAIN_WITH(cases, .args = "[COLLECTOR]", .arg = &collector)

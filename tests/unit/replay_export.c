@@ -325,13 +325,20 @@ static void check_attrs(void)
 	CHECK_EQ_U64(colored, 200);
 }
 
+/* The capture replay_synth wrote for a scenario. */
+static void synth_capture(char *path, size_t size, const char *scenario)
+{
+	CHECK(synth != NULL); /* replay_export CASE SYNTH_DIR */
+	snprintf(path, size, "%s/%s.orbit.zst", synth, scenario);
+}
+
 /* replay_synth's loss scenario: ring 0 claims 0 (X at T0+100), [1 and 2
  * lapped], 3..4 (Z at T0+400..500); the equation holds with lapped 2. */
 static void check_loss(void)
 {
 	char path[512];
 	const uint64_t t0 = 5000000000ull;
-	snprintf(path, sizeof path, "%s/loss.orbit.zst", synth);
+	synth_capture(path, sizeof path, "loss");
 	CHECK_EQ_U64(replay(path, NULL), ORBIT_REPLAY_OK);
 	CHECK_EQ_U64(count(LOSS, NULL), 1);
 	size_t m = 0, z = 0;
@@ -352,7 +359,7 @@ static void check_loss(void)
 static void check_streams(void)
 {
 	char path[512];
-	snprintf(path, sizeof path, "%s/streams.orbit.zst", synth);
+	synth_capture(path, sizeof path, "streams");
 	CHECK_EQ_U64(replay(path, NULL), ORBIT_REPLAY_OK);
 	CHECK_EQ_U64(count(STREAM, NULL), 2);
 	CHECK_EQ_U64(count(STREAM_END, NULL), 2);
@@ -387,7 +394,7 @@ static void check_filter(void)
 static void check_lines(void)
 {
 	char path[512];
-	snprintf(path, sizeof path, "%s/logs.orbit.zst", synth);
+	synth_capture(path, sizeof path, "logs");
 	recorder.needs |= ORBIT_RP_NEED_EARLY_NAMES;
 	CHECK_EQ_U64(replay(path, NULL), ORBIT_REPLAY_OK);
 	CHECK_EQ_U64(count(LINE, NULL), 5);
@@ -407,10 +414,4 @@ static const struct test_case cases[] = {
     {"lines", check_lines},
 };
 
-static void take_dir(int argc, char **argv)
-{
-	CHECK(argc == 1);
-	synth = argv[0];
-}
-
-TEST_MAIN_WITH(cases, .args = "SYNTH_DIR", .take = take_dir)
+TEST_MAIN_WITH(cases, .args = "SYNTH_DIR", .arg = &synth)

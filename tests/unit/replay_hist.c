@@ -15,17 +15,9 @@
 
 static uint64_t rng = 88172645463325252ull;
 
-static uint64_t rnd(void)
-{
-	rng ^= rng << 13;
-	rng ^= rng >> 7;
-	rng ^= rng << 17;
-	return rng;
-}
-
 static double unit(void)
 {
-	return (double)(rnd() >> 11) / 9007199254740992.0;
+	return (double)(test_rand(&rng) >> 11) / 9007199254740992.0;
 }
 
 static int cmp(const void *a, const void *b)
@@ -81,7 +73,7 @@ static void fill(uint64_t *v, size_t n, uint64_t (*gen)(void))
 
 static uint64_t g_uniform(void)
 {
-	return 1 + rnd() % 1000000;
+	return 1 + test_rand(&rng) % 1000000;
 }
 
 static uint64_t g_lognormal(void)
@@ -98,17 +90,17 @@ static uint64_t g_constant(void)
 
 static uint64_t g_small(void)
 {
-	return rnd() % 200;
+	return test_rand(&rng) % 200;
 }
 
 static uint64_t g_huge(void)
 {
-	return UINT64_MAX - rnd() % (UINT64_MAX / 3);
+	return UINT64_MAX - test_rand(&rng) % (UINT64_MAX / 3);
 }
 
 static uint64_t g_bimodal(void)
 {
-	return rnd() % 10 ? 20 + rnd() % 10 : 50000000 + rnd() % 1000000;
+	return test_rand(&rng) % 10 ? 20 + test_rand(&rng) % 10 : 50000000 + test_rand(&rng) % 1000000;
 }
 
 static void bucket_bounds(void)

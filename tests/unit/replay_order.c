@@ -34,14 +34,6 @@ static struct out outs[2 * MAX_SCOPES];
 static uint32_t nout;
 static uint64_t rng = 0x9e3779b97f4a7c15ull;
 
-static uint64_t rnd(void)
-{
-	rng ^= rng << 13;
-	rng ^= rng >> 7;
-	rng ^= rng << 17;
-	return rng;
-}
-
 static void emit(void *ctx, const struct orbit_rp_span *s, int end)
 {
 	(void)ctx;
@@ -58,9 +50,9 @@ static void tree(struct orbit_rp_order *o, uint32_t ops, unsigned tie_pct, int n
 	uint64_t t = 1000, last_end = 0;
 	nsc = nout = 0;
 	for (uint32_t i = 0; i < ops || depth > 0; i++) {
-		if (rnd() % 100 >= tie_pct)
-			t += 1 + rnd() % 3;
-		int push = i < ops && depth < MAX_DEPTH && nsc < MAX_SCOPES && rnd() % 2;
+		if (test_rand(&rng) % 100 >= tie_pct)
+			t += 1 + test_rand(&rng) % 3;
+		int push = i < ops && depth < MAX_DEPTH && nsc < MAX_SCOPES && test_rand(&rng) % 2;
 		if (push || depth == 0) {
 			if (nsc == MAX_SCOPES)
 				break;
@@ -167,7 +159,7 @@ static void random_trees(int chrome)
 	struct orbit_rp_order o;
 	memset(&o, 0, sizeof o);
 	for (int trial = 0; trial < 3000; trial++) {
-		tree(&o, 50 + (uint32_t)(rnd() % 1500), (unsigned)(trial % 10) * 10, chrome);
+		tree(&o, 50 + (uint32_t)(test_rand(&rng) % 1500), (unsigned)(trial % 10) * 10, chrome);
 		if (chrome)
 			check_chrome();
 		else

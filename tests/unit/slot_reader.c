@@ -17,21 +17,13 @@
 
 static uint64_t rnd_state = 0x9e3779b97f4a7c15ull;
 
-static uint64_t rnd(void)
-{
-	rnd_state ^= rnd_state << 13;
-	rnd_state ^= rnd_state >> 7;
-	rnd_state ^= rnd_state << 17;
-	return rnd_state;
-}
-
 static void case_check(void)
 {
 	static const uint64_t edge[] = {0, 1, ~0ull, 1ull << 63, 0x8000000080000000ull};
 	for (int i = 0; i < 100000; i++) {
 		uint64_t w[7];
 		for (int k = 0; k < 7; k++)
-			w[k] = i < 5 ? edge[(i + k) % 5] : rnd();
+			w[k] = i < 5 ? edge[(i + k) % 5] : test_rand(&rnd_state);
 		CHECK_EQ_U64(orbit__seg_check(w), orbit__check(w[0], w[1], w[2], w + 3));
 	}
 }
