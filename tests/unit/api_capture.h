@@ -44,7 +44,8 @@ struct capture_stats {
 	    orphan_continuations, gaps;
 };
 
-/* Installs the sink (orbit_init() is the caller's business). */
+/* Installs the sink; before orbit_init(), so that no drain pass of the
+ * agent runs without it (orbit_init() is the caller's business). */
 void capture_install(void);
 /* orbit_flush(), then reconstructs every record received since the last
  * capture_collect(). Returns orbit_flush()'s result. */
