@@ -28,8 +28,8 @@ static const char *const names[] = {
     "%s%n%x format",
     "NULL",
     "",
-    "a name longer than one record can hold, so it travels in continuation records "
-    "after its head: 0123456789abcdef0123456789abcdef0123456789abcdef",
+    ("a name longer than one record can hold, so it travels in continuation records "
+     "after its head: 0123456789abcdef0123456789abcdef0123456789abcdef"),
 };
 #define NNAMES (sizeof names / sizeof names[0])
 
