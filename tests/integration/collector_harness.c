@@ -5,7 +5,6 @@
 #include <dirent.h>
 #include <errno.h>
 #include <fcntl.h>
-#include <ftw.h>
 #include <netinet/in.h>
 #include <netinet/tcp.h>
 #include <poll.h>
@@ -21,24 +20,17 @@
 #include <time.h>
 #include <unistd.h>
 
-#include "check.h"
+#include "harness.h"
 
 uint64_t harness_now_ms(void)
 {
-	struct timespec ts;
-
-	clock_gettime(CLOCK_MONOTONIC, &ts);
-	return (uint64_t)ts.tv_sec * 1000 + (uint64_t)ts.tv_nsec / 1000000;
+	return test_now_ns(CLOCK_MONOTONIC) / 1000000;
 }
 
 void harness_random(uint8_t *p, size_t n, uint64_t *seed)
 {
-	for (size_t i = 0; i < n; i++) {
-		*seed ^= *seed << 13;
-		*seed ^= *seed >> 7;
-		*seed ^= *seed << 17;
-		p[i] = (uint8_t)(*seed >> 24);
-	}
+	for (size_t i = 0; i < n; i++)
+		p[i] = (uint8_t)(test_rand(seed) >> 24);
 }
 
 /* ---- the collector process ---- */
@@ -48,9 +40,7 @@ void harness_root(struct coll *h)
 	memset(h, 0, sizeof *h);
 	h->pid = -1;
 	h->stderr_fd = -1;
-	const char *tmp = getenv("TMPDIR");
-	snprintf(h->root, sizeof h->root, "%s/orbit-collector-test-XXXXXX", tmp ? tmp : "/tmp");
-	CHECK(mkdtemp(h->root) != NULL);
+	test_tmpdir(h->root, sizeof h->root, "collector-test");
 	snprintf(h->dir, sizeof h->dir, "%s/captures", h->root);
 	snprintf(h->log, sizeof h->log, "%s/collector.log", h->root);
 }
@@ -201,33 +191,15 @@ void coll_check_rss(const struct coll *h, const char *when)
 	CHECK(hwm > 0 && hwm < limit);
 }
 
+/* The file's bytes; none when it is not there (yet). */
 static char *read_all(const char *path, size_t *len)
 {
-	int fd = open(path, O_RDONLY);
-	size_t n = 0, cap = 4096;
-	char *buf = malloc(cap + 1);
-
-	CHECK(buf != NULL);
-	if (fd < 0) {
-		buf[0] = '\0';
-		*len = 0;
-		return buf;
-	}
-	for (;;) {
-		if (n == cap) {
-			cap *= 2;
-			buf = realloc(buf, cap + 1);
-			CHECK(buf != NULL);
-		}
-		ssize_t r = read(fd, buf + n, cap - n);
-		if (r <= 0)
-			break;
-		n += (size_t)r;
-	}
-	close(fd);
-	buf[n] = '\0';
-	*len = n;
-	return buf;
+	if (access(path, F_OK) == 0)
+		return test_read_file(path, len);
+	char *b = calloc(1, 1);
+	CHECK(b != NULL);
+	*len = 0;
+	return b;
 }
 
 int coll_log_count(const struct coll *h, const char *needle)
@@ -274,14 +246,6 @@ void coll_dump_log(const struct coll *h)
 	free(log);
 }
 
-static int rm_one(const char *path, const struct stat *st, int flag, struct FTW *ftw)
-{
-	(void)st;
-	(void)flag;
-	(void)ftw;
-	return remove(path);
-}
-
 void coll_cleanup(struct coll *h)
 {
 	if (h->pid > 0) {
@@ -289,7 +253,7 @@ void coll_cleanup(struct coll *h)
 		waitpid(h->pid, NULL, 0);
 		h->pid = -1;
 	}
-	nftw(h->root, rm_one, 16, FTW_DEPTH | FTW_PHYS);
+	test_rm_tree(h->root);
 }
 
 /* ---- clients ---- */

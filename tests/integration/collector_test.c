@@ -1,7 +1,7 @@
 /*
  * collector_test.c — orbit-collector as a real process on loopback.
  *
- *   collector_test PATH-TO-orbit-collector CASE
+ *   collector_test CASE PATH-TO-orbit-collector [TOOL...]
  *
  * Each case starts a collector on port 0 in a fresh directory, reads its
  * "listening on" line, and talks to it with clients that send frames made by
@@ -28,8 +28,8 @@
 #include <unistd.h>
 #include <zstd.h>
 
-#include "check.h"
 #include "collector_harness.h"
+#include "harness.h"
 
 static const char *exe;
 /* Optional tools after the case: tcp_proxy, emit, capture_dump,
@@ -2055,7 +2055,9 @@ static void case_proxy_blackhole(void)
 	finish(&h);
 }
 
-static const struct {
+/* The hostile peers: each attacks a collector that a good client streams to
+ * at the same time (hostile()). */
+static const struct attack_case {
 	const char *name;
 	void (*attack)(struct coll *h);
 } attacks[] = {
@@ -2080,97 +2082,104 @@ static const struct {
     {"agent_ack", attack_agent_ack},
 };
 
-int main(int argc, char **argv)
+static void run_attack(const void *entry)
 {
-	if (argc < 3) {
-		fprintf(stderr, "usage: %s PATH-TO-orbit-collector CASE [TOOL...]\n", argv[0]);
-		return 2;
-	}
-	exe = argv[1];
-	const char *c = argv[2];
-	for (int i = 3; i < argc; i++) {
+	hostile(NULL, ((const struct attack_case *)entry)->attack);
+}
+
+static void case_sigterm(void)
+{
+	case_signal(SIGTERM);
+}
+
+static void case_sigint(void)
+{
+	case_signal(SIGINT);
+}
+
+static void case_token_right(void)
+{
+	case_token("right");
+}
+
+static void case_token_wrong(void)
+{
+	case_token("wrong");
+}
+
+static void case_token_prefix(void)
+{
+	case_token("prefix");
+}
+
+static void case_token_none(void)
+{
+	case_token("none");
+}
+
+static const struct test_case cases[] = {
+    {"good", case_good},
+    {"kernel", case_kernel},
+    {"concurrent", case_concurrent},
+    {"names", case_names},
+    {"exists", case_exists},
+    {"idle", case_idle},
+    {"trickle", case_trickle},
+    {"idle_timeout", case_idle_timeout},
+    {"max_connections", case_max_connections},
+    {"sigterm", case_sigterm},
+    {"sigint", case_sigint},
+    {"signal_burst", case_signal_burst},
+    {"disk_full", case_disk_full},
+    {"fast", case_fast},
+    {"token_right", case_token_right},
+    {"token_wrong", case_token_wrong},
+    {"token_prefix", case_token_prefix},
+    {"token_none", case_token_none},
+    {"ipv6", case_ipv6},
+    {"hostname", case_hostname},
+    {"args", case_args},
+    {"status_tty", case_status_tty},
+    {"quiet", case_quiet},
+    {"strangers", case_strangers},
+    {"strangers_agent", case_strangers_agent},
+    {"pending_pool", case_pending_pool},
+    {"acks", case_acks},
+    {"acks_bad_frame", case_acks_bad_frame},
+    {"acks_stop", case_acks_stop},
+    {"capture_cap", case_capture_cap},
+    {"dir_cap", case_dir_cap},
+    {"proxy_throttle", case_proxy_throttle},
+    {"proxy_drop", case_proxy_drop},
+    {"proxy_blackhole", case_proxy_blackhole},
+};
+
+/* What follows CASE: the collector, then the tools by name. What the
+ * command line names must be there: a test of a program that was not
+ * built fails, it does not skip. */
+static void take_programs(int argc, char **argv)
+{
+	CHECK(argc >= 1);
+	for (int i = 0; i < argc; i++) {
 		const char *base = strrchr(argv[i], '/') ? strrchr(argv[i], '/') + 1 : argv[i];
-		const char **slot = strcmp(base, "tcp_proxy") == 0      ? &tool_proxy
+		const char **slot = i == 0                              ? &exe
+		                    : strcmp(base, "tcp_proxy") == 0    ? &tool_proxy
 		                    : strcmp(base, "emit") == 0         ? &tool_emit
 		                    : strcmp(base, "capture_dump") == 0 ? &tool_dump
 		                    : strcmp(base, "orbit-replay") == 0 ? &tool_replay
 		                                                        : NULL;
-		if (slot != NULL && access(argv[i], X_OK) == 0)
-			*slot = argv[i];
-	}
-	if (access(exe, X_OK) != 0)
-		SKIP("%s: not built", exe);
-	for (size_t i = 0; i < sizeof attacks / sizeof attacks[0]; i++) {
-		if (strcmp(c, attacks[i].name) == 0) {
-			hostile(NULL, attacks[i].attack);
-			return 0;
+		if (slot == NULL) {
+			fprintf(stderr, "collector_test: %s is not a tool it uses\n", argv[i]);
+			exit(2);
 		}
+		if (access(argv[i], X_OK) != 0) {
+			fprintf(stderr, "collector_test: %s: %s\n", argv[i], strerror(errno));
+			exit(1);
+		}
+		*slot = argv[i];
 	}
-	if (strcmp(c, "good") == 0)
-		case_good();
-	else if (strcmp(c, "kernel") == 0)
-		case_kernel();
-	else if (strcmp(c, "concurrent") == 0)
-		case_concurrent();
-	else if (strcmp(c, "names") == 0)
-		case_names();
-	else if (strcmp(c, "exists") == 0)
-		case_exists();
-	else if (strcmp(c, "idle") == 0)
-		case_idle();
-	else if (strcmp(c, "trickle") == 0)
-		case_trickle();
-	else if (strcmp(c, "idle_timeout") == 0)
-		case_idle_timeout();
-	else if (strcmp(c, "max_connections") == 0)
-		case_max_connections();
-	else if (strcmp(c, "sigterm") == 0)
-		case_signal(SIGTERM);
-	else if (strcmp(c, "sigint") == 0)
-		case_signal(SIGINT);
-	else if (strcmp(c, "signal_burst") == 0)
-		case_signal_burst();
-	else if (strcmp(c, "disk_full") == 0)
-		case_disk_full();
-	else if (strcmp(c, "fast") == 0)
-		case_fast();
-	else if (strncmp(c, "token_", 6) == 0)
-		case_token(c + 6);
-	else if (strcmp(c, "ipv6") == 0)
-		case_ipv6();
-	else if (strcmp(c, "hostname") == 0)
-		case_hostname();
-	else if (strcmp(c, "args") == 0)
-		case_args();
-	else if (strcmp(c, "status_tty") == 0)
-		case_status_tty();
-	else if (strcmp(c, "quiet") == 0)
-		case_quiet();
-	else if (strcmp(c, "strangers") == 0)
-		case_strangers();
-	else if (strcmp(c, "strangers_agent") == 0)
-		case_strangers_agent();
-	else if (strcmp(c, "pending_pool") == 0)
-		case_pending_pool();
-	else if (strcmp(c, "acks") == 0)
-		case_acks();
-	else if (strcmp(c, "acks_bad_frame") == 0)
-		case_acks_bad_frame();
-	else if (strcmp(c, "acks_stop") == 0)
-		case_acks_stop();
-	else if (strcmp(c, "capture_cap") == 0)
-		case_capture_cap();
-	else if (strcmp(c, "dir_cap") == 0)
-		case_dir_cap();
-	else if (strcmp(c, "proxy_throttle") == 0)
-		case_proxy_throttle();
-	else if (strcmp(c, "proxy_drop") == 0)
-		case_proxy_drop();
-	else if (strcmp(c, "proxy_blackhole") == 0)
-		case_proxy_blackhole();
-	else {
-		fprintf(stderr, "unknown case '%s'\n", c);
-		return 2;
-	}
-	return 0;
 }
+
+TEST_MAIN_WITH(cases, .family = TEST_FAMILY(attacks, run_attack),
+               .args = "COLLECTOR [tcp_proxy|emit|capture_dump|orbit-replay...]",
+               .take = take_programs)

@@ -32,14 +32,8 @@
 #include <time.h>
 #include <unistd.h>
 
+#include "harness.h"
 #include "orbit.h"
-
-static uint64_t now_ns(void)
-{
-	struct timespec ts;
-	clock_gettime(CLOCK_MONOTONIC, &ts);
-	return (uint64_t)ts.tv_sec * 1000000000ull + (uint64_t)ts.tv_nsec;
-}
 
 static void crash(void)
 {
@@ -106,8 +100,8 @@ static void *worker(void *arg)
 	char name[32];
 	snprintf(name, sizeof name, "worker %d", w->k);
 	ORBIT_THREAD_NAME(name);
-	uint64_t end = now_ns() + (uint64_t)(w->seconds * 1e9);
-	while (now_ns() < end) {
+	uint64_t end = test_now_ns(CLOCK_MONOTONIC) + (uint64_t)(w->seconds * 1e9);
+	while (test_now_ns(CLOCK_MONOTONIC) < end) {
 		ORBIT_SCOPE("work");
 		struct timespec ts = {0, 20000};
 		nanosleep(&ts, NULL);

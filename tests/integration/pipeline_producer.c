@@ -21,14 +21,8 @@
 #include <string.h>
 #include <time.h>
 
+#include "harness.h"
 #include "orbit.h"
-
-static uint64_t now_ns(void)
-{
-	struct timespec ts;
-	clock_gettime(CLOCK_MONOTONIC, &ts);
-	return (uint64_t)ts.tv_sec * 1000000000ull + (uint64_t)ts.tv_nsec;
-}
 
 static atomic_int go;
 
@@ -73,11 +67,12 @@ int main(int argc, char **argv)
 	}
 	if (argc == 4 && strcmp(argv[1], "spin") == 0) {
 		double rate = atof(argv[2]);
-		uint64_t len = (uint64_t)(atof(argv[3]) * 1e9), start = now_ns(), n = 0;
+		uint64_t len = (uint64_t)(atof(argv[3]) * 1e9),
+		         start = test_now_ns(CLOCK_MONOTONIC), n = 0;
 		double step = 2e9 / rate; /* a scope is two events */
 		for (uint64_t k = 0;; k++) {
 			uint64_t due = start + (uint64_t)((double)k * step), now;
-			while ((now = now_ns()) < due)
+			while ((now = test_now_ns(CLOCK_MONOTONIC)) < due)
 				;
 			if (now - start >= len)
 				break;

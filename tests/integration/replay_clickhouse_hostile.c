@@ -28,7 +28,6 @@ static const char *const names[] = {
     "%s%n%x format",
     "NULL",
     "",
-    /* one name, written on two lines */
     ("a name longer than one record can hold, so it travels in continuation records "
      "after its head: 0123456789abcdef0123456789abcdef0123456789abcdef"),
 };

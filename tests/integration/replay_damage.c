@@ -7,7 +7,7 @@
  * name, start and end), every unfinished one starts where one of them
  * does. Never a crash (run it under the asan preset too).
  *
- *   replay_damage CAPTURE truncate|flip
+ *   replay_damage truncate|flip CAPTURE
  */
 #include <stdint.h>
 #include <stdio.h>
@@ -15,7 +15,7 @@
 #include <string.h>
 #include <unistd.h>
 
-#include "check.h"
+#include "harness.h"
 #include "replay.h"
 
 #define MAX_ROWS 65536
@@ -29,7 +29,7 @@ struct row {
 
 static struct row intact[MAX_ROWS];
 static size_t nintact;
-static char tmpdir[] = "/tmp/orbit-replay-damage-XXXXXX";
+static char tmpdir[200];
 static char cap_path[256], csv_path[256], err_path[256];
 
 /* Rows of an orbit-replay CSV whose names have no commas or quotes. */
@@ -151,18 +151,6 @@ static void check_damaged(const char *what, int may_be_clean)
 	}
 }
 
-static uint8_t *load(const char *path, size_t *len)
-{
-	FILE *f = fopen(path, "rb");
-	if (f == NULL)
-		SKIP("%s missing", path);
-	uint8_t *b = malloc(1 << 22);
-	CHECK(b != NULL);
-	*len = fread(b, 1, 1 << 22, f);
-	fclose(f);
-	return b;
-}
-
 static void put(const uint8_t *b, size_t len)
 {
 	FILE *f = fopen(cap_path, "wb");
@@ -171,13 +159,51 @@ static void put(const uint8_t *b, size_t len)
 	CHECK(fclose(f) == 0);
 }
 
-int main(int argc, char **argv)
+static const char *capture; /* the intact capture */
+static uint8_t *cap;
+static size_t len;
+
+/* Every truncation point. */
+static void case_truncate(void)
 {
-	size_t len;
 	char what[64];
-	CHECK(argc == 3);
-	uint8_t *cap = load(argv[1], &len);
-	CHECK(mkdtemp(tmpdir) != NULL);
+	for (size_t cut = 0; cut < len; cut++) {
+		put(cap, cut);
+		snprintf(what, sizeof what, "cut at %zu", cut);
+		check_damaged(what, 0);
+	}
+}
+
+/* 2000 rounds of 1 to 8 random byte flips. */
+static void case_flip(void)
+{
+	char what[64];
+	uint8_t *copy = malloc(len);
+	unsigned seed = 12345;
+	CHECK(copy != NULL);
+	for (int round = 0; round < 2000; round++) {
+		memcpy(copy, cap, len);
+		int flips = 1 + rand_r(&seed) % 8;
+		for (int k = 0; k < flips; k++)
+			copy[(size_t)rand_r(&seed) % len] ^= (uint8_t)(1 + rand_r(&seed) % 255);
+		put(copy, len);
+		snprintf(what, sizeof what, "flip round %d", round);
+		check_damaged(what, 1);
+	}
+	free(copy);
+}
+
+static const struct test_case cases[] = {
+    {"truncate", case_truncate},
+    {"flip", case_flip},
+};
+
+/* The intact capture's scopes, from a copy in a directory of this run. */
+static void begin(void)
+{
+	CHECK(capture != NULL);
+	cap = (uint8_t *)test_read_file(capture, &len);
+	test_tmpdir(tmpdir, sizeof tmpdir, "replay-damage");
 	snprintf(cap_path, sizeof cap_path, "%s/capture.zst", tmpdir);
 	snprintf(csv_path, sizeof csv_path, "%s/scopes.csv", tmpdir);
 	snprintf(err_path, sizeof err_path, "%s/stderr", tmpdir);
@@ -185,36 +211,14 @@ int main(int argc, char **argv)
 	CHECK(run(cap_path) == ORBIT_REPLAY_OK);
 	nintact = read_rows(csv_path, intact);
 	CHECK(nintact > 0);
-	if (strcmp(argv[2], "truncate") == 0) {
-		for (size_t cut = 0; cut < len; cut++) {
-			put(cap, cut);
-			snprintf(what, sizeof what, "cut at %zu", cut);
-			check_damaged(what, 0);
-		}
-	} else if (strcmp(argv[2], "flip") == 0) {
-		uint8_t *copy = malloc(len);
-		unsigned seed = 12345;
-		CHECK(copy != NULL);
-		for (int round = 0; round < 2000; round++) {
-			memcpy(copy, cap, len);
-			int flips = 1 + rand_r(&seed) % 8;
-			for (int k = 0; k < flips; k++)
-				copy[(size_t)rand_r(&seed) % len] ^=
-				    (uint8_t)(1 + rand_r(&seed) % 255);
-			put(copy, len);
-			snprintf(what, sizeof what, "flip round %d", round);
-			check_damaged(what, 1);
-		}
-		free(copy);
-	} else {
-		return 1;
-	}
-	unlink(cap_path);
-	unlink(csv_path);
-	unlink(err_path);
-	rmdir(tmpdir);
+}
+
+static void end(void)
+{
+	test_rm_tree(tmpdir);
 	free(cap);
 	printf("%zu intact scopes; no damaged run invented one (%d flips changed nothing)\n",
 	       nintact, harmless);
-	return 0;
 }
+
+TEST_MAIN_WITH(cases, .args = "CAPTURE", .arg = &capture, .begin = begin, .end = end)

@@ -6,7 +6,7 @@
  * 64 MiB. Skipped under the sanitizers, whose shadow memory says nothing
  * about ours.
  *
- *   replay_memory ORBIT_REPLAY
+ *   replay_memory peak_rss ORBIT_REPLAY
  */
 #include <fcntl.h>
 #include <stdint.h>
@@ -18,9 +18,9 @@
 #include <unistd.h>
 
 #include "capture.h"
-#include "check.h"
 #include "frame.h"
 #include "stream_writer.h"
+#include "harness.h"
 
 #define THREADS 16u
 #define RECORDS (2ull << 30) / ORBIT_RECORD_SIZE
@@ -123,10 +123,12 @@ static void generate(const char *path)
 	close(fd);
 }
 
-int main(int argc, char **argv)
+static const char *replay_exe;
+
+static void case_peak_rss(void)
 {
 	char path[] = "/tmp/orbit-replay-memory-XXXXXX";
-	CHECK(argc == 2);
+	CHECK(replay_exe != NULL);
 	if (getenv("ORBIT_SANITIZED"))
 		SKIP("peak RSS means nothing under the sanitizers");
 	int tmp = mkstemp(path);
@@ -137,7 +139,7 @@ int main(int argc, char **argv)
 	if (pid == 0) {
 		int null = open("/dev/null", O_WRONLY);
 		dup2(null, 1);
-		execl(argv[1], argv[1], path, "--csv", "/dev/null", "--chrome", "/dev/null",
+		execl(replay_exe, replay_exe, path, "--csv", "/dev/null", "--chrome", "/dev/null",
 		      "--perfetto", "/dev/null", "--no-progress", (char *)NULL);
 		_exit(127);
 	}
@@ -150,5 +152,10 @@ int main(int argc, char **argv)
 	       (unsigned long long)total, (unsigned long long)(total * ORBIT_RECORD_SIZE >> 20),
 	       ru.ru_maxrss / 1024);
 	CHECK(ru.ru_maxrss < LIMIT_KIB);
-	return 0;
 }
+
+static const struct test_case cases[] = {
+    {"peak_rss", case_peak_rss},
+};
+
+TEST_MAIN_WITH(cases, .args = "ORBIT-REPLAY", .arg = &replay_exe)

@@ -4,7 +4,7 @@
  * by the real orbit-replay. Root with tracefs (mounted here if it is not,
  * as the other sched tests do); skips (77) otherwise.
  *
- *   sched_capture CASE REPLAY COLLECTOR SCHED_SCOPES PROTOC PERFETTO_PROTOS
+ *   sched_capture CASE REPLAY COLLECTOR SCHED_SCOPES PROTOC SUBSET_DIR [PERFETTO]
  *
  *   collector     through orbit-collector: in orbit-replay's CSV the
  *                 sleeping scopes are <= 10 % on-CPU and the spinning ones
@@ -57,7 +57,8 @@
 #define SCOPE_NS 40000000ull
 
 static const char *replay_exe, *collector_exe, *prog_exe, *protoc_exe, *subset_dir, *perfetto_dir;
-static char tmp[256];
+static const char *tracefs; /* its mount point */
+static char tmp[256];       /* this run's directory */
 
 /* ---- running things ---- */
 
@@ -102,26 +103,6 @@ static void path_of(char *buf, size_t n, const char *name)
 	snprintf(buf, n, "%s/%s", tmp, name);
 }
 
-static char *slurp_file(const char *path)
-{
-	FILE *f = fopen(path, "rb");
-	CHECK(f != NULL);
-	size_t cap = 1 << 16, len = 0, r;
-	char *b = malloc(cap + 1);
-	CHECK(b != NULL);
-	while ((r = fread(b + len, 1, cap - len, f)) > 0) {
-		len += r;
-		if (len == cap) {
-			cap *= 2;
-			b = realloc(b, cap + 1);
-			CHECK(b != NULL);
-		}
-	}
-	fclose(f);
-	b[len] = '\0';
-	return b;
-}
-
 /* orbit-replay ARGS...; its status. */
 static int replay(const char *const *args)
 {
@@ -136,7 +117,7 @@ static int replay(const char *const *args)
 	path_of(err, sizeof err, "replay.err");
 	int st = wait_status(spawn(argv, NULL, out, err, 0));
 	if (st != 0) {
-		char *e = slurp_file(err);
+		char *e = test_read_file(err, NULL);
 		fprintf(stderr, "orbit-replay exited %d: %s\n", st, e);
 		free(e);
 	}
@@ -155,7 +136,7 @@ struct prog {
 
 static void read_prog_output(struct prog *p, const char *out)
 {
-	char *text = slurp_file(out);
+	char *text = test_read_file(out, NULL);
 	for (char *line = strtok(text, "\n"); line != NULL; line = strtok(NULL, "\n")) {
 		char name[32];
 		int tid;
@@ -185,7 +166,7 @@ static void run_prog(struct prog *p, const char *mode, const char *output_env, i
 	memset(p, 0, sizeof *p);
 	p->pid = spawn(argv, env, out, err, nobody);
 	int st = wait_status(p->pid);
-	p->err = slurp_file(err);
+	p->err = test_read_file(err, NULL);
 	if (st == 125)
 		SKIP("cannot become nobody");
 	if (st != 0)
@@ -293,7 +274,7 @@ struct split {
 /* The CSV's rows of the program, per name (sleep 0, spin 1). */
 static void read_csv(const char *path, const struct prog *p, struct split s[2])
 {
-	char *text = slurp_file(path), *save = NULL;
+	char *text = test_read_file(path, NULL), *save = NULL;
 	int col[32], ncol = 0;
 	memset(s, 0, 2 * sizeof *s);
 	char *line = strtok_r(text, "\r\n", &save);
@@ -404,7 +385,7 @@ static void check_capture(const char *capture, const struct prog *p)
 		CHECK(s[1].oncpu * 100 >= s[1].dur * 60); /* spinning: at least 60 % */
 
 	/* The JSON summary: the same split per name, the kernel's equation. */
-	char *j = slurp_file(json);
+	char *j = test_read_file(json, NULL);
 	const char *ks = strstr(j, "\"kernel\":{");
 	CHECK(ks != NULL);
 	CHECK(strstr(ks, "\"equation\":\"holds\"") != NULL);
@@ -423,7 +404,7 @@ static void check_capture(const char *capture, const struct prog *p)
 	CHECK(replay((const char *[]){capture, NULL}) == 0);
 	char out[300];
 	path_of(out, sizeof out, "replay.out");
-	char *text = slurp_file(out);
+	char *text = test_read_file(out, NULL);
 	CHECK(strstr(text, "on-CPU") != NULL);
 	CHECK(strstr(text, "  kernel     read ") != NULL && strstr(text, ": holds") != NULL);
 	free(text);
@@ -436,7 +417,7 @@ static char *snapshot(const char *tracefs, const int *ours, int n)
 	return tracefs_snapshot(tracefs, ours, n);
 }
 
-static void case_collector(const char *tracefs)
+static void case_collector(void)
 {
 	int self = getpid(), ours[2] = {self, 0};
 	char *before = snapshot(tracefs, &self, 1), *after, env[300];
@@ -475,7 +456,7 @@ static void file_run(struct prog *p, char *capture, size_t n)
 	CHECK(strstr(p->err, "orbit:") == NULL);
 }
 
-static void case_file(const char *tracefs)
+static void case_file(void)
 {
 	int self = getpid(), ours[2] = {self, 0};
 	char *before = snapshot(tracefs, &self, 1), *after, capture[300];
@@ -491,9 +472,8 @@ static void case_file(const char *tracefs)
 	free(p.err);
 }
 
-static void case_perfetto(const char *tracefs)
+static void case_perfetto(void)
 {
-	(void)tracefs;
 	char capture[300], trace[300], cmd[1400], line[512];
 	struct prog p;
 	if (access(protoc_exe, X_OK) != 0)
@@ -552,9 +532,8 @@ static void case_perfetto(const char *tracefs)
 	free(p.err);
 }
 
-static void case_interop(const char *tracefs)
+static void case_interop(void)
 {
-	(void)tracefs;
 	char capture[300];
 	struct prog p;
 	struct capture c;
@@ -575,7 +554,7 @@ static void case_interop(const char *tracefs)
 	free(p.err);
 }
 
-static void case_kill(const char *tracefs)
+static void case_kill(void)
 {
 	int self = getpid(), ours[3] = {self, 0, 0};
 	char *before = snapshot(tracefs, &self, 1), *after, env[400], capture[300], out[300],
@@ -618,7 +597,7 @@ static void case_kill(const char *tracefs)
 	free(p.err);
 }
 
-static void case_unprivileged(const char *tracefs)
+static void case_unprivileged(void)
 {
 	int self = getpid(), ours[2] = {self, 0};
 	char *before = snapshot(tracefs, &self, 1), *after, env[400], capture[300];
@@ -657,7 +636,7 @@ static void case_unprivileged(const char *tracefs)
 	free(p.err);
 }
 
-static void case_fork(const char *tracefs)
+static void case_fork(void)
 {
 	int self = getpid(), ours[3] = {self, 0, 0};
 	char *before = snapshot(tracefs, &self, 1), *after, env[400], capture[300], out[300];
@@ -666,7 +645,7 @@ static void case_fork(const char *tracefs)
 	snprintf(env, sizeof env, "ORBIT_CAPTURE=%s", capture);
 	run_prog(&p, "fork", env, 0);
 	path_of(out, sizeof out, "prog.out");
-	char *text = slurp_file(out);
+	char *text = test_read_file(out, NULL);
 	int child = 0, parent_fds = -1, child_fds = -1;
 	for (char *l = strtok(text, "\n"); l != NULL; l = strtok(NULL, "\n")) {
 		sscanf(l, "child %d", &child);
@@ -695,45 +674,33 @@ static void case_fork(const char *tracefs)
 	free(p.err);
 }
 
-int main(int argc, char **argv)
+static const struct test_case cases[] = {
+    {"collector", case_collector}, {"file", case_file}, {"perfetto", case_perfetto},
+    {"interop", case_interop},     {"kill", case_kill}, {"unprivileged", case_unprivileged},
+    {"fork", case_fork},
+};
+
+static void take_programs(int argc, char **argv)
 {
-	if (argc < 7) {
-		fprintf(stderr, "usage: sched_capture CASE REPLAY COLLECTOR SCHED_SCOPES PROTOC "
-		                "SUBSET_DIR [PERFETTO]\n");
-		return 2;
-	}
-	replay_exe = argv[2];
-	collector_exe = argv[3];
-	prog_exe = argv[4];
-	protoc_exe = argv[5];
-	subset_dir = argv[6];
-	perfetto_dir = argc > 7 ? argv[7] : "";
-	const char *tracefs = tracefs_test_require();
-	const char *t = getenv("TMPDIR");
-	snprintf(tmp, sizeof tmp, "%s/orbit-sched-capture-XXXXXX", t ? t : "/tmp");
-	CHECK(mkdtemp(tmp) != NULL);
-	setvbuf(stdout, NULL, _IOLBF, 0);
-	if (strcmp(argv[1], "collector") == 0)
-		case_collector(tracefs);
-	else if (strcmp(argv[1], "file") == 0)
-		case_file(tracefs);
-	else if (strcmp(argv[1], "perfetto") == 0)
-		case_perfetto(tracefs);
-	else if (strcmp(argv[1], "interop") == 0)
-		case_interop(tracefs);
-	else if (strcmp(argv[1], "kill") == 0)
-		case_kill(tracefs);
-	else if (strcmp(argv[1], "unprivileged") == 0)
-		case_unprivileged(tracefs);
-	else if (strcmp(argv[1], "fork") == 0)
-		case_fork(tracefs);
-	else {
-		fprintf(stderr, "unknown case %s\n", argv[1]);
-		return 2;
-	}
-	char cmd[400];
-	snprintf(cmd, sizeof cmd, "rm -rf %s", tmp);
-	if (getenv("KEEP") == NULL && system(cmd) != 0)
-		fprintf(stderr, "could not remove %s\n", tmp);
-	return 0;
+	CHECK(argc == 5 || argc == 6);
+	replay_exe = argv[0];
+	collector_exe = argv[1];
+	prog_exe = argv[2];
+	protoc_exe = argv[3];
+	subset_dir = argv[4];
+	perfetto_dir = argc > 5 ? argv[5] : "";
 }
+
+static void begin(void)
+{
+	tracefs = tracefs_test_require();
+	test_tmpdir(tmp, sizeof tmp, "sched-capture");
+}
+
+static void end(void)
+{
+	test_rm_tree(tmp);
+}
+
+TEST_MAIN_WITH(cases, .args = "REPLAY COLLECTOR SCHED_SCOPES PROTOC SUBSET_DIR [PERFETTO]",
+               .take = take_programs, .begin = begin, .end = end)

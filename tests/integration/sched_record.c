@@ -51,6 +51,8 @@
 
 #define MAX_PAGES 65536
 
+static const char *tracefs; /* its mount point */
+
 struct pages {
 	uint32_t cpu[MAX_PAGES];
 	uint32_t len[MAX_PAGES];
@@ -89,25 +91,9 @@ static void free_pages(void)
 	pages.records = 0;
 }
 
-static uint64_t now_ns(clockid_t c)
-{
-	struct timespec ts;
-
-	clock_gettime(c, &ts);
-	return (uint64_t)ts.tv_sec * 1000000000ull + (uint64_t)ts.tv_nsec;
-}
-
 static int tid_self(void)
 {
 	return (int)syscall(SYS_gettid);
-}
-
-static void sleep_ms(unsigned ms)
-{
-	struct timespec ts = {ms / 1000, (long)(ms % 1000) * 1000000L};
-
-	while (nanosleep(&ts, &ts) != 0 && errno == EINTR)
-		;
 }
 
 static struct orbit__sched *open_or_fail(const struct orbit__sched_params *p)
@@ -192,18 +178,19 @@ static void *worker_main(void *arg)
 		setpriority(PRIO_PROCESS, (id_t)tid_self(), -10); /* root: its share under load */
 	atomic_store(&w->tid, tid_self());
 	while (!atomic_load_explicit(w->go, memory_order_acquire))
-		sleep_ms(1);
+		test_sleep_ms(1);
 	for (int i = 0; i < INTERVALS; i++) {
-		uint64_t c0 = now_ns(CLOCK_THREAD_CPUTIME_ID), t0 = now_ns(CLOCK_MONOTONIC);
+		uint64_t c0 = test_now_ns(CLOCK_THREAD_CPUTIME_ID),
+		         t0 = test_now_ns(CLOCK_MONOTONIC);
 
 		if (w->spin) {
-			while (now_ns(CLOCK_MONOTONIC) - t0 < INTERVAL_MS * 1000000ull)
+			while (test_now_ns(CLOCK_MONOTONIC) - t0 < INTERVAL_MS * 1000000ull)
 				;
 		} else {
-			sleep_ms(INTERVAL_MS);
+			test_sleep_ms(INTERVAL_MS);
 		}
-		w->end[i] = now_ns(CLOCK_MONOTONIC);
-		w->cpu[i] = now_ns(CLOCK_THREAD_CPUTIME_ID) - c0;
+		w->end[i] = test_now_ns(CLOCK_MONOTONIC);
+		w->cpu[i] = test_now_ns(CLOCK_THREAD_CPUTIME_ID) - c0;
 		w->start[i] = t0;
 		if (w->spin && i == INTERVALS / 2)
 			pthread_setname_np(pthread_self(), "spinner2"); /* task_rename */
@@ -275,7 +262,7 @@ static void check_worker(const struct orbit__rp_sched_timeline *tl, const struct
 		CHECK(oncpu * 100 <= total * 10);
 }
 
-static void case_states(const char *tracefs)
+static void case_states(void)
 {
 	int self = getpid();
 	char *before = tracefs_snapshot(tracefs, &self, 1), *after;
@@ -292,17 +279,17 @@ static void case_states(const char *tracefs)
 	 * spinner is created after it (followed through event-fork). */
 	CHECK(pthread_create(&sleeper.th, NULL, worker_main, &sleeper) == 0);
 	while (atomic_load(&sleeper.tid) == 0)
-		sleep_ms(1);
+		test_sleep_ms(1);
 	s = open_or_fail(NULL);
 	f = orbit__sched_formats(s);
 	CHECK(tracefs_instances_of(tracefs, self) == 1);
 	CHECK(tid_listed(f, self) && tid_listed(f, sleeper.tid));
 	CHECK(pthread_create(&spinner.th, NULL, worker_main, &spinner) == 0);
-	sleep_ms(20);
+	test_sleep_ms(20);
 	atomic_store_explicit(&go, 1, memory_order_release);
 	for (int i = 0; i < 120; i++) {
 		CHECK(orbit__sched_read(s, 0, keep_page, &pages) >= 0);
-		sleep_ms(10);
+		test_sleep_ms(10);
 	}
 	pthread_join(sleeper.th, NULL);
 	pthread_join(spinner.th, NULL);
@@ -344,7 +331,7 @@ static void *short_life(void *arg)
 	(void)arg;
 	pthread_setname_np(pthread_self(), "renamed");
 	for (int i = 0; i < 10; i++)
-		sleep_ms(2);
+		test_sleep_ms(2);
 	return NULL;
 }
 
@@ -379,14 +366,13 @@ static void save(const char *dir, const struct orbit__sched_formats *f)
 	}
 }
 
-static void case_interop(const char *tracefs)
+static void case_interop(void)
 {
 	struct orbit__sched *s;
 	const struct orbit__sched_formats *f;
 	struct cmp_result res;
 	const char *dir = getenv("ORBIT_SCHED_SAVE");
 
-	(void)tracefs;
 	s = open_or_fail(NULL);
 	f = orbit__sched_formats(s);
 	for (int round = 0; round < 3; round++) {
@@ -414,7 +400,7 @@ static void case_interop(const char *tracefs)
 
 /* ---- kill ---- */
 
-static void case_kill(const char *tracefs)
+static void case_kill(void)
 {
 	int self = getpid(), ours[2] = {self, 0}, fds[2];
 	char *before = tracefs_snapshot(tracefs, &self, 1), *after, c;
@@ -432,7 +418,7 @@ static void case_kill(const char *tracefs)
 		for (;;) {
 			orbit__sched_read(cs, 0, keep_page, &pages);
 			free_pages();
-			sleep_ms(5);
+			test_sleep_ms(5);
 		}
 	}
 	CHECK(read(fds[0], &c, 1) == 1);
@@ -479,7 +465,7 @@ static void remove_instance_dir(const char *tracefs, const char *name)
 		CHECK(errno == ENOENT);
 }
 
-static void case_stale(const char *tracefs)
+static void case_stale(void)
 {
 	int self = getpid(), fds[2], held, ours[3] = {self, 0, 0};
 	char *before = tracefs_snapshot(tracefs, &self, 1), *after;
@@ -555,7 +541,7 @@ static void case_stale(const char *tracefs)
 
 /* ---- unprivileged ---- */
 
-static void case_unprivileged(const char *tracefs)
+static void case_unprivileged(void)
 {
 	int self = getpid(), ours[2] = {self, 0}, status;
 	char *before = tracefs_snapshot(tracefs, &self, 1), *after;
@@ -623,7 +609,7 @@ static int nofile_child(uint32_t cpus)
 	return 0;
 }
 
-static void case_nofile(const char *tracefs)
+static void case_nofile(void)
 {
 	int self = getpid(), ours[2] = {self, 0}, status;
 	char *before = tracefs_snapshot(tracefs, &self, 1), *after;
@@ -668,11 +654,11 @@ static void *napper(void *arg)
 	CPU_SET(n->cpu, &set);
 	pthread_setaffinity_np(pthread_self(), sizeof set, &set);
 	while (!atomic_load(n->stop))
-		sleep_ms(1);
+		test_sleep_ms(1);
 	return NULL;
 }
 
-static void case_budget(const char *tracefs)
+static void case_budget(void)
 {
 	struct orbit__sched *s = open_or_fail(NULL);
 	const struct orbit__sched_formats *f = orbit__sched_formats(s);
@@ -683,7 +669,6 @@ static void case_budget(const char *tracefs)
 	struct napper nap[2] = {{&stop, 0}, {&stop, 0}};
 	uint64_t *seen = calloc(f->cpu_count, sizeof *seen);
 
-	(void)tracefs;
 	CHECK(seen != NULL);
 	/* One napper on each of the first two CPUs this process may use. */
 	CHECK(sched_getaffinity(0, sizeof mine, &mine) == 0);
@@ -695,7 +680,7 @@ static void case_budget(const char *tracefs)
 	want = nap[0].cpu != nap[1].cpu ? 2 : 1;
 	for (int i = 0; i < 2; i++)
 		CHECK(pthread_create(&t[i], NULL, napper, &nap[i]) == 0);
-	sleep_ms(300);
+	test_sleep_ms(300);
 	atomic_store(&stop, 1);
 	for (int i = 0; i < 2; i++)
 		pthread_join(t[i], NULL);
@@ -718,7 +703,7 @@ static void case_budget(const char *tracefs)
 
 /* ---- fork_close ---- */
 
-static void case_fork_close(const char *tracefs)
+static void case_fork_close(void)
 {
 	int self = getpid(), status;
 	struct orbit__sched *s = open_or_fail(NULL);
@@ -755,7 +740,7 @@ static void *pong(void *arg)
 	return NULL;
 }
 
-static void case_loss(const char *tracefs)
+static void case_loss(void)
 {
 	struct orbit__sched_params p = {.buffer_kb = ORBIT__SCHED_MIN_BUFFER_KB};
 	struct orbit__sched *s = open_or_fail(&p);
@@ -767,7 +752,6 @@ static void case_loss(const char *tracefs)
 	uint64_t flagged = 0, overrun = 0, read_events = 0, stored = 0;
 	struct orbit__rp_sched_timeline *tl;
 
-	(void)tracefs;
 	CHECK(pipe(a) == 0 && pipe(b) == 0);
 	pp = (struct pingpong){a[0], b[1], rounds};
 	CHECK(pthread_create(&t, NULL, pong, &pp) == 0);
@@ -820,37 +804,15 @@ static void case_loss(const char *tracefs)
 	free_pages();
 }
 
-int main(int argc, char **argv)
-{
-	const char *tracefs;
+static const struct test_case cases[] = {
+    {"states", case_states}, {"interop", case_interop},           {"kill", case_kill},
+    {"stale", case_stale},   {"unprivileged", case_unprivileged}, {"nofile", case_nofile},
+    {"budget", case_budget}, {"fork_close", case_fork_close},     {"loss", case_loss},
+};
 
-	if (argc != 2) {
-		fprintf(stderr, "usage: sched_record CASE\n");
-		return 2;
-	}
+static void begin(void)
+{
 	tracefs = tracefs_test_require();
-	if (strcmp(argv[1], "states") == 0)
-		case_states(tracefs);
-	else if (strcmp(argv[1], "interop") == 0)
-		case_interop(tracefs);
-	else if (strcmp(argv[1], "kill") == 0)
-		case_kill(tracefs);
-	else if (strcmp(argv[1], "stale") == 0)
-		case_stale(tracefs);
-	else if (strcmp(argv[1], "unprivileged") == 0)
-		case_unprivileged(tracefs);
-	else if (strcmp(argv[1], "nofile") == 0)
-		case_nofile(tracefs);
-	else if (strcmp(argv[1], "budget") == 0)
-		case_budget(tracefs);
-	else if (strcmp(argv[1], "fork_close") == 0)
-		case_fork_close(tracefs);
-	else if (strcmp(argv[1], "loss") == 0)
-		case_loss(tracefs);
-	else {
-		fprintf(stderr, "unknown case %s\n", argv[1]);
-		return 2;
-	}
-	printf("ok\n");
-	return 0;
 }
+
+TEST_MAIN_WITH(cases, .begin = begin)

@@ -42,6 +42,7 @@
 #include <time.h>
 #include <unistd.h>
 
+#include "harness.h"
 #include "orbit.h"
 
 #define SCOPE_MS 40
@@ -56,20 +57,6 @@ struct worker {
 };
 
 static atomic_int started, go;
-
-static uint64_t now_ns(clockid_t c)
-{
-	struct timespec ts;
-	clock_gettime(c, &ts);
-	return (uint64_t)ts.tv_sec * 1000000000ull + (uint64_t)ts.tv_nsec;
-}
-
-static void sleep_ms(unsigned ms)
-{
-	struct timespec ts = {ms / 1000, (long)(ms % 1000) * 1000000L};
-	while (nanosleep(&ts, &ts) != 0 && errno == EINTR)
-		;
-}
 
 /* Descriptors of this process open on a tracefs instance. */
 static int tracefs_fds(void)
@@ -93,21 +80,21 @@ static int tracefs_fds(void)
 
 static void one_scope(struct worker *w)
 {
-	uint64_t c0 = now_ns(CLOCK_THREAD_CPUTIME_ID), t0 = now_ns(CLOCK_MONOTONIC);
+	uint64_t c0 = test_now_ns(CLOCK_THREAD_CPUTIME_ID), t0 = test_now_ns(CLOCK_MONOTONIC);
 	if (w->spin) {
 		ORBIT_SCOPE("spin");
 		if (w->done == 0)
 			atomic_fetch_add(&started, 1);
-		while (now_ns(CLOCK_MONOTONIC) - t0 < SCOPE_MS * 1000000ull)
+		while (test_now_ns(CLOCK_MONOTONIC) - t0 < SCOPE_MS * 1000000ull)
 			;
 	} else {
 		ORBIT_SCOPE("sleep");
 		if (w->done == 0)
 			atomic_fetch_add(&started, 1);
-		sleep_ms(SCOPE_MS);
+		test_sleep_ms(SCOPE_MS);
 	}
-	w->wall += now_ns(CLOCK_MONOTONIC) - t0;
-	w->cpu += now_ns(CLOCK_THREAD_CPUTIME_ID) - c0;
+	w->wall += test_now_ns(CLOCK_MONOTONIC) - t0;
+	w->cpu += test_now_ns(CLOCK_THREAD_CPUTIME_ID) - c0;
 	w->done++;
 }
 
@@ -121,7 +108,7 @@ static void *worker_main(void *arg)
 	if (w->spin)
 		setpriority(PRIO_PROCESS, (id_t)w->tid, -10);
 	while (!atomic_load(&go))
-		sleep_ms(1);
+		test_sleep_ms(1);
 	for (long i = 0; w->scopes < 0 || i < w->scopes; i++)
 		one_scope(w);
 	return NULL;
@@ -142,7 +129,7 @@ int main(int argc, char **argv)
 	if (strcmp(mode, "fork") == 0) {
 		int n = 0;
 		for (int i = 0; i < 5000 && (n = tracefs_fds()) == 0; i++)
-			sleep_ms(1); /* the agent opens its instance on its own thread */
+			test_sleep_ms(1); /* the agent opens its instance on its own thread */
 		printf("parent tracefs fds %d\n", n);
 		fflush(stdout);
 		pid_t child = fork();
@@ -151,7 +138,7 @@ int main(int argc, char **argv)
 		if (child == 0) { /* no exec: it has copies of what the parent had */
 			printf("child tracefs fds %d\n", tracefs_fds());
 			fflush(stdout);
-			sleep_ms(1500 + (unsigned)scopes * SCOPE_MS);
+			test_sleep_ms(1500 + (unsigned)scopes * SCOPE_MS);
 			_exit(0);
 		}
 		printf("child %d\n", (int)child);
@@ -159,7 +146,7 @@ int main(int argc, char **argv)
 	}
 	if (forever) {
 		while (atomic_load(&started) < 2)
-			sleep_ms(1);
+			test_sleep_ms(1);
 		printf("ready\n");
 		fflush(stdout);
 	}

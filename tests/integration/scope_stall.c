@@ -27,7 +27,7 @@
 #include <time.h>
 #include <unistd.h>
 
-#include "check.h"
+#include "harness.h"
 #include "orbit.h"
 #include "record.h"
 #include "scope_ring.h"
@@ -213,101 +213,134 @@ static void on_records(void *ctx, uint32_t ring, uint64_t first, const uint8_t *
 	}
 }
 
-static void sleep_ms(int ms)
+/* What a case works on: the stopped child, its segment, the drain. */
+struct stall {
+	pid_t pid;
+	uint32_t ring_s;
+	struct orbit__segment seg;
+	struct orbit__drain d;
+	struct orbit__drain_result res;
+	struct count c;
+};
+
+static void drain(struct stall *t)
 {
-	struct timespec ts = {ms / 1000, (long)(ms % 1000) * 1000000};
-	nanosleep(&ts, NULL);
+	orbit__drain_all(&t->d, on_records, &t->c, &t->res);
 }
 
-int main(int argc, char **argv)
+static void stall_sigstop(struct stall *t)
 {
-	const char *mode = argc > 1 ? argv[1] : "sigstop";
+	int status;
+	test_sleep_ms(200); /* a live process is waited for */
+	drain(t);
+	CHECK(t->d.ring[t->ring_s].stalled);
+	CHECK_EQ_U64(orbit__ring_lost(&t->d.ring[t->ring_s]), 0);
+	kill(t->pid, SIGCONT);
+	CHECK(waitpid(t->pid, &status, 0) == t->pid && WIFEXITED(status) &&
+	      WEXITSTATUS(status) == 0);
+	drain(t);
+	CHECK_EQ_U64(t->c.stuck, 1); /* the claim arrived */
+	CHECK_EQ_U64(t->c.after, 2 * EVENTS);
+	CHECK_EQ_U64(orbit__ring_lost(&t->d.ring[t->ring_s]), 0);
+}
+
+static void stall_sigkill(struct stall *t)
+{
+	int status;
+	kill(t->pid, SIGKILL);
+	CHECK(waitpid(t->pid, &status, 0) == t->pid && WIFSIGNALED(status));
+	drain(t); /* at once, no backstop */
+	CHECK_EQ_U64(t->d.ring[t->ring_s].lost_dead, 1);
+	CHECK_EQ_U64(t->res.backstops, 0);
+	CHECK_EQ_U64(t->c.stuck, 0);
+	CHECK_EQ_U64(t->c.after, 2 * EVENTS);
+}
+
+static void stall_dying(struct stall *t)
+{
+	dying_pid = t->pid;
+	drain(t);
+	CHECK_EQ_U64(dying_pid, 0);  /* the liveness check ran, the child is gone */
+	CHECK_EQ_U64(t->c.stuck, 1); /* published before the end: delivered */
+	CHECK_EQ_U64(t->d.ring[t->ring_s].lost_dead, 0);
+	CHECK_EQ_U64(t->c.after, 2 * EVENTS);
+	CHECK(!t->d.ring[t->ring_s].stalled);
+}
+
+static void stall_backstop(struct stall *t)
+{
+	int status;
+	test_sleep_ms(100);
+	drain(t);
+	CHECK(t->d.ring[t->ring_s].stalled); /* alive, before the backstop */
+	test_sleep_ms(300);
+	drain(t);
+	CHECK_EQ_U64(t->res.backstops, 1); /* reported */
+	CHECK_EQ_U64(t->d.ring[t->ring_s].lost_backstop, 1);
+	CHECK_EQ_U64(t->c.after, 2 * EVENTS);
+	kill(t->pid, SIGKILL);
+	waitpid(t->pid, &status, 0);
+}
+
+static const struct stall_case {
+	const char *name;
+	void (*then)(struct stall *t);
+	uint64_t backstop_ns; /* 0: the drain's own */
+} stall_cases[] = {
+    {"sigstop", stall_sigstop, 0},
+    {"sigkill", stall_sigkill, 0},
+    {"dying", stall_dying, 0},
+    {"backstop", stall_backstop, 300000000ull},
+};
+
+/* The child stopped with S's claim unpublished; the case; then every
+ * ring's account. */
+static void run_stall(const void *entry)
+{
+	const struct stall_case *sc = entry;
+	static struct stall t;
 	int fds[2];
 	CHECK(pipe(fds) == 0);
-	pid_t pid = fork();
-	CHECK(pid >= 0);
-	if (pid == 0) {
+	t.pid = fork();
+	CHECK(t.pid >= 0);
+	if (t.pid == 0) {
 		close(fds[0]);
 		child(fds[1]);
 	}
 	close(fds[1]);
 	uint32_t msg[2];
 	CHECK(read(fds[0], msg, sizeof msg) == sizeof msg);
-	uint32_t ring_s = msg[0], ring_y = 1 - ring_s;
+	t.ring_s = msg[0];
+	uint32_t ring_y = 1 - t.ring_s;
 	int status;
-	CHECK(waitpid(pid, &status, WUNTRACED) == pid && WIFSTOPPED(status));
+	CHECK(waitpid(t.pid, &status, WUNTRACED) == t.pid && WIFSTOPPED(status));
 
 	char name[64];
-	struct orbit__segment seg;
-	CHECK(orbit__segment_find(pid, name, sizeof name) == 0);
-	CHECK(orbit__segment_open(name, &seg) == 0);
+	CHECK(orbit__segment_find(t.pid, name, sizeof name) == 0);
+	CHECK(orbit__segment_open(name, &t.seg) == 0);
 	shm_unlink(name);
-	CHECK(seg.layout.ring_count == 2 && seg.layout.pid == (uint32_t)pid);
+	CHECK(t.seg.layout.ring_count == 2 && t.seg.layout.pid == (uint32_t)t.pid);
 
-	struct orbit__drain d;
-	struct orbit__drain_result res;
-	struct count c = {0};
-	orbit__drain_init(&d, &seg, 0);
-	if (strcmp(mode, "backstop") == 0)
-		d.backstop_ns = 300000000ull;
-	orbit__drain_all(&d, on_records, &c, &res);
+	orbit__drain_init(&t.d, &t.seg, 0);
+	if (sc->backstop_ns != 0)
+		t.d.backstop_ns = sc->backstop_ns;
+	drain(&t);
 
 	/* Ring Y flowed; ring S stopped at the claim: T's events held back. */
-	CHECK_EQ_U64(d.ring[ring_y].drained, EVENTS);
-	CHECK_EQ_U64(c.before, EVENTS);
-	CHECK_EQ_U64(c.after, EVENTS); /* Y's only */
-	CHECK_EQ_U64(c.stuck, 0);
-	CHECK(d.ring[ring_s].stalled);
-	CHECK_EQ_U64(res.stalled_rings, 1);
-	CHECK_EQ_U64(orbit__ring_claimed(&seg, ring_s), 2 * EVENTS + 1);
+	CHECK_EQ_U64(t.d.ring[ring_y].drained, EVENTS);
+	CHECK_EQ_U64(t.c.before, EVENTS);
+	CHECK_EQ_U64(t.c.after, EVENTS); /* Y's only */
+	CHECK_EQ_U64(t.c.stuck, 0);
+	CHECK(t.d.ring[t.ring_s].stalled);
+	CHECK_EQ_U64(t.res.stalled_rings, 1);
+	CHECK_EQ_U64(orbit__ring_claimed(&t.seg, t.ring_s), 2 * EVENTS + 1);
 
-	if (strcmp(mode, "sigstop") == 0) {
-		sleep_ms(200); /* a live process is waited for */
-		orbit__drain_all(&d, on_records, &c, &res);
-		CHECK(d.ring[ring_s].stalled);
-		CHECK_EQ_U64(orbit__ring_lost(&d.ring[ring_s]), 0);
-		kill(pid, SIGCONT);
-		CHECK(waitpid(pid, &status, 0) == pid && WIFEXITED(status) &&
-		      WEXITSTATUS(status) == 0);
-		orbit__drain_all(&d, on_records, &c, &res);
-		CHECK_EQ_U64(c.stuck, 1); /* the claim arrived */
-		CHECK_EQ_U64(c.after, 2 * EVENTS);
-		CHECK_EQ_U64(orbit__ring_lost(&d.ring[ring_s]), 0);
-	} else if (strcmp(mode, "sigkill") == 0) {
-		kill(pid, SIGKILL);
-		CHECK(waitpid(pid, &status, 0) == pid && WIFSIGNALED(status));
-		orbit__drain_all(&d, on_records, &c, &res); /* at once, no backstop */
-		CHECK_EQ_U64(d.ring[ring_s].lost_dead, 1);
-		CHECK_EQ_U64(res.backstops, 0);
-		CHECK_EQ_U64(c.stuck, 0);
-		CHECK_EQ_U64(c.after, 2 * EVENTS);
-	} else if (strcmp(mode, "dying") == 0) {
-		dying_pid = pid;
-		orbit__drain_all(&d, on_records, &c, &res);
-		CHECK_EQ_U64(dying_pid, 0); /* the liveness check ran, the child is gone */
-		CHECK_EQ_U64(c.stuck, 1);   /* published before the end: delivered */
-		CHECK_EQ_U64(d.ring[ring_s].lost_dead, 0);
-		CHECK_EQ_U64(c.after, 2 * EVENTS);
-		CHECK(!d.ring[ring_s].stalled);
-	} else if (strcmp(mode, "backstop") == 0) {
-		sleep_ms(100);
-		orbit__drain_all(&d, on_records, &c, &res);
-		CHECK(d.ring[ring_s].stalled); /* alive, before the backstop */
-		sleep_ms(300);
-		orbit__drain_all(&d, on_records, &c, &res);
-		CHECK_EQ_U64(res.backstops, 1); /* reported */
-		CHECK_EQ_U64(d.ring[ring_s].lost_backstop, 1);
-		CHECK_EQ_U64(c.after, 2 * EVENTS);
-		kill(pid, SIGKILL);
-		waitpid(pid, &status, 0);
-	} else {
-		fprintf(stderr, "unknown mode %s\n", mode);
-		return 2;
-	}
+	sc->then(&t);
 	for (uint32_t r = 0; r < 2; r++)
-		CHECK_EQ_U64(orbit__ring_claimed(&seg, r),
-		             d.ring[r].drained + orbit__ring_lost(&d.ring[r]));
-	CHECK_EQ_U64(c.other, 0);
-	orbit__segment_close(&seg);
-	return 0;
+		CHECK_EQ_U64(orbit__ring_claimed(&t.seg, r),
+		             t.d.ring[r].drained + orbit__ring_lost(&t.d.ring[r]));
+	CHECK_EQ_U64(t.c.other, 0);
+	orbit__segment_close(&t.seg);
 }
+
+TEST_MAIN_SUITE(.family = TEST_FAMILY(stall_cases, run_stall))

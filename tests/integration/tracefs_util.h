@@ -21,7 +21,7 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
-#include "check.h"
+#include "harness.h"
 #include "sched_tracefs.h"
 
 #define TRACEFS_TEST_MAX 65536

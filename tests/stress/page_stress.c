@@ -7,7 +7,7 @@
  *     record is delivered twice or out of ring order (guarantee 5);
  *   - reserve attempts == records read + records counted lost, exactly
  *     (guarantee 6), summed over every enable period.
- * Usage: page_stress MODE [seconds]
+ * Usage: page_stress MODE [SECONDS]
  *   MODE: plain | overwrite | paused | paused_overwrite | cycles
  *   paused*: writers pause (test hook and between reserve and commit) and
  *   the reader pauses while owning the head, while the others wrap the ring.
@@ -42,20 +42,10 @@ static uint64_t delivered, pages_read, missed_pages;
 
 static _Thread_local uint64_t rng_state;
 
-static uint64_t rng(void)
-{
-	uint64_t x = rng_state;
-
-	x ^= x << 13;
-	x ^= x >> 7;
-	x ^= x << 17;
-	return rng_state = x;
-}
-
 static void maybe_pause(unsigned one_in, unsigned ms)
 {
-	if (paused_mode && rng_state != 0 && rng() % one_in == 0)
-		sleep_ms(ms);
+	if (paused_mode && rng_state != 0 && test_rand(&rng_state) % one_in == 0)
+		test_sleep_ms(ms);
 }
 
 static void hook(void *arg, enum orbit__page_hook_point point)
@@ -73,7 +63,7 @@ static void hook(void *arg, enum orbit__page_hook_point point)
 		maybe_pause(64, 1);
 		break;
 	}
-	if (rng_state != 0 && rng() % 4096 == 0)
+	if (rng_state != 0 && test_rand(&rng_state) % 4096 == 0)
 		test_clock_jump(150000000); /* TIME_EXTENDs under load */
 }
 
@@ -85,7 +75,7 @@ static void *writer_main(void *p)
 
 	rng_state = 0x9e3779b97f4a7c15ull * (w->id + 1);
 	while (!atomic_load_explicit(&stop_writers, memory_order_relaxed)) {
-		uint32_t len = PAYLOAD_MIN + (uint32_t)(rng() % 200);
+		uint32_t len = PAYLOAD_MIN + (uint32_t)(test_rand(&rng_state) % 200);
 		int r = orbit__page_reserve(ring, len, &res);
 
 		if (r == -ESHUTDOWN) {
@@ -171,40 +161,42 @@ static void *controller_main(void *p)
 
 	(void)p;
 	while (!atomic_load(&stop_controller)) {
-		sleep_ms(20);
+		test_sleep_ms(20);
 		CHECK(orbit__page_disable(ring, &loss) == 0);
 		atomic_fetch_add(&lost_total, loss.records);
-		sleep_ms(2);
+		test_sleep_ms(2);
 		CHECK(orbit__page_enable(ring) == 0);
 	}
 	return NULL;
 }
 
-int main(int argc, char **argv)
+/* The modes: the ring overwrites or not, its users pause, or a controller
+ * disables and re-enables it. */
+static const struct mode {
+	const char *name;
+	int overwrite, paused, cycles;
+} modes[] = {
+    {"plain", 0, 0, 0},  {"overwrite", 1, 0, 0}, {"paused", 0, 1, 0}, {"paused_overwrite", 1, 1, 0},
+    {"cycles", 1, 0, 1},
+};
+
+static const char *seconds; /* to run for; 2 when not given */
+
+static void run_mode(const void *entry)
 {
-	struct orbit__page_config cfg = {
-	    .pages = PAGES, .page_size = PAGE_SIZE, .clock = test_clock, .hook = hook};
+	const struct mode *m = entry;
+	const char *mode = m->name;
+	struct orbit__page_config cfg = {.pages = PAGES,
+	                                 .page_size = PAGE_SIZE,
+	                                 .overwrite = m->overwrite,
+	                                 .clock = test_clock,
+	                                 .hook = hook};
 	struct orbit__page_loss loss;
 	pthread_t reader, controller;
 	uint64_t attempts = 0, reserved = 0, full = 0, dropped = 0;
-	double seconds = argc > 2 ? atof(argv[2]) : 2.0;
-	const char *mode = argc > 1 ? argv[1] : "plain";
 
-	if (strcmp(mode, "plain") == 0) {
-	} else if (strcmp(mode, "overwrite") == 0) {
-		cfg.overwrite = 1;
-	} else if (strcmp(mode, "paused") == 0) {
-		paused_mode = 1;
-	} else if (strcmp(mode, "paused_overwrite") == 0) {
-		paused_mode = 1;
-		cfg.overwrite = 1;
-	} else if (strcmp(mode, "cycles") == 0) {
-		cycles_mode = 1;
-		cfg.overwrite = 1;
-	} else {
-		fprintf(stderr, "unknown mode %s\n", mode);
-		return 2;
-	}
+	paused_mode = m->paused;
+	cycles_mode = m->cycles;
 	CHECK(orbit__page_create(&ring, &cfg) == 0);
 	CHECK(orbit__page_enable(ring) == 0);
 	CHECK(pthread_create(&reader, NULL, reader_main, NULL) == 0);
@@ -215,7 +207,7 @@ int main(int argc, char **argv)
 	if (cycles_mode)
 		CHECK(pthread_create(&controller, NULL, controller_main, NULL) == 0);
 
-	sleep_ms((unsigned)(seconds * 1000));
+	test_sleep_ms((unsigned)((seconds ? atof(seconds) : 2.0) * 1000));
 	if (cycles_mode) {
 		atomic_store(&stop_controller, 1);
 		CHECK(pthread_join(controller, NULL) == 0);
@@ -244,5 +236,6 @@ int main(int argc, char **argv)
 	if (full + dropped > 0 && pages_read > 0 && !cycles_mode)
 		CHECK(missed_pages > 0);
 	orbit__page_destroy(ring);
-	return 0;
 }
+
+TEST_MAIN_SUITE(.family = TEST_FAMILY(modes, run_mode), .args = "[SECONDS]", .arg = &seconds)

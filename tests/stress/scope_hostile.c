@@ -21,7 +21,7 @@
  * joined before the child exited): scope_ring.c guarantees 2, 4 and 7,
  * reconstruct.h. Several runs, each a new child.
  *
- *   scope_hostile ORBIT-REPLAY DIR [RUNS [SCOPES-PER-THREAD]]
+ *   scope_hostile lapped ORBIT-REPLAY DIR [RUNS [SCOPES-PER-THREAD]]
  */
 #include <errno.h>
 #include <pthread.h>
@@ -33,7 +33,7 @@
 #include <time.h>
 #include <unistd.h>
 
-#include "check.h"
+#include "harness.h"
 #include "orbit.h"
 
 #define THREADS 8
@@ -61,13 +61,6 @@ struct truth {
 	uint64_t t2, t3; /* around ORBIT_STOP */
 };
 
-static uint64_t mono(void)
-{
-	struct timespec ts;
-	clock_gettime(CLOCK_MONOTONIC, &ts);
-	return (uint64_t)ts.tv_sec * 1000000000ull + (uint64_t)ts.tv_nsec;
-}
-
 /* ---- the traced child ---- */
 
 struct writer {
@@ -92,23 +85,23 @@ static void *writer_main(void *arg)
 		struct truth *outer = &w->truth[w->count++];
 		outer->name = (uint32_t)((rng >> 33) % NNAMES);
 		outer->depth = 0;
-		outer->t0 = mono();
+		outer->t0 = test_now_ns(CLOCK_MONOTONIC);
 		ORBIT_START(names[outer->name]);
-		outer->t1 = mono();
+		outer->t1 = test_now_ns(CLOCK_MONOTONIC);
 		if ((rng >> 20) % 4 == 0) { /* a scope inside, now and then */
 			struct truth *inner = &w->truth[w->count++];
 			inner->name = (uint32_t)((rng >> 40) % NNAMES);
 			inner->depth = 1;
-			inner->t0 = mono();
+			inner->t0 = test_now_ns(CLOCK_MONOTONIC);
 			ORBIT_START(names[inner->name]);
-			inner->t1 = mono();
-			inner->t2 = mono();
+			inner->t1 = test_now_ns(CLOCK_MONOTONIC);
+			inner->t2 = test_now_ns(CLOCK_MONOTONIC);
 			ORBIT_STOP();
-			inner->t3 = mono();
+			inner->t3 = test_now_ns(CLOCK_MONOTONIC);
 		}
-		outer->t2 = mono();
+		outer->t2 = test_now_ns(CLOCK_MONOTONIC);
 		ORBIT_STOP();
-		outer->t3 = mono();
+		outer->t3 = test_now_ns(CLOCK_MONOTONIC);
 	}
 	return NULL;
 }
@@ -186,23 +179,6 @@ static char *csv_field(char **p, size_t *len, int *eol)
 	return out;
 }
 
-static char *read_all(const char *path, size_t *len)
-{
-	FILE *f = fopen(path, "rb");
-	CHECK(f != NULL);
-	CHECK(fseek(f, 0, SEEK_END) == 0);
-	long n = ftell(f);
-	CHECK(n >= 0);
-	rewind(f);
-	char *b = malloc((size_t)n + 1);
-	CHECK(b != NULL);
-	CHECK(fread(b, 1, (size_t)n, f) == (size_t)n);
-	b[n] = '\0';
-	fclose(f);
-	*len = (size_t)n;
-	return b;
-}
-
 static int by_thread_start(const void *a, const void *b)
 {
 	const struct row *x = a, *y = b;
@@ -232,7 +208,7 @@ static void check_run(const char *csv_path, const char *truth_path, uint64_t *ro
                       uint64_t *truths_out)
 {
 	size_t len;
-	char *csv = read_all(csv_path, &len), *p = csv;
+	char *csv = test_read_file(csv_path, &len), *p = csv;
 	size_t cap = 1024, n = 0;
 	struct row *rows = malloc(cap * sizeof *rows);
 	CHECK(rows != NULL);
@@ -300,7 +276,7 @@ static void check_run(const char *csv_path, const char *truth_path, uint64_t *ro
 	qsort(rows, n, sizeof *rows, by_thread_start);
 
 	size_t tlen;
-	char *tb = read_all(truth_path, &tlen), *tp = tb;
+	char *tb = test_read_file(truth_path, &tlen), *tp = tb;
 	uint64_t truths = 0, matched = 0;
 	size_t ri = 0;
 	uint32_t threads_seen = 0;
@@ -365,20 +341,22 @@ static int run(char *const argv[], char *const envp[], const char *out_path)
 	return WIFEXITED(status) ? WEXITSTATUS(status) : 128 + WTERMSIG(status);
 }
 
-int main(int argc, char **argv)
+static const char *replay_exe, *dir;
+static int runs = 3;
+static uint32_t per_thread = 20000;
+
+static void case_lapped(void)
 {
 	const char *child_truth = getenv("SCOPE_HOSTILE_TRUTH");
-	uint32_t per_thread = argc > 4 ? (uint32_t)atoi(argv[4]) : 20000;
-	if (child_truth != NULL)
-		return child_main(child_truth, (uint32_t)atoi(getenv("SCOPE_HOSTILE_SCOPES")));
-	CHECK(argc >= 3);
-	int runs = argc > 3 ? atoi(argv[3]) : 3;
+	if (child_truth != NULL) /* the traced child: this program again */
+		exit(child_main(child_truth, (uint32_t)atoi(getenv("SCOPE_HOSTILE_SCOPES"))));
+	CHECK(replay_exe != NULL && dir != NULL);
 	for (int run_i = 0; run_i < runs; run_i++) {
 		char capture[4096], truth[4096], csv[4096], summary[4096];
-		snprintf(capture, sizeof capture, "%s/scope_hostile-%d.orbit.zst", argv[2], run_i);
-		snprintf(truth, sizeof truth, "%s/scope_hostile-%d.truth", argv[2], run_i);
-		snprintf(csv, sizeof csv, "%s/scope_hostile-%d.csv", argv[2], run_i);
-		snprintf(summary, sizeof summary, "%s/scope_hostile-%d.txt", argv[2], run_i);
+		snprintf(capture, sizeof capture, "%s/scope_hostile-%d.orbit.zst", dir, run_i);
+		snprintf(truth, sizeof truth, "%s/scope_hostile-%d.truth", dir, run_i);
+		snprintf(csv, sizeof csv, "%s/scope_hostile-%d.csv", dir, run_i);
+		snprintf(summary, sizeof summary, "%s/scope_hostile-%d.txt", dir, run_i);
 		unlink(capture);
 		char e_capture[4200], e_truth[4200], e_scopes[64];
 		snprintf(e_capture, sizeof e_capture, "ORBIT_CAPTURE=%s", capture);
@@ -386,13 +364,13 @@ int main(int argc, char **argv)
 		snprintf(e_scopes, sizeof e_scopes, "SCOPE_HOSTILE_SCOPES=%u", per_thread);
 		char *env[] = {
 		    e_capture, e_truth, e_scopes, "ORBIT_RINGS=1", "ORBIT_RING_BUDGET=256K", NULL};
-		char *child_argv[] = {argv[0], NULL};
+		char *child_argv[] = {"/proc/self/exe", "lapped", NULL};
 		CHECK_EQ_U64(run(child_argv, env, NULL), 0);
-		char *replay_argv[] = {argv[1], "--csv", csv, capture, NULL};
+		char *replay_argv[] = {(char *)replay_exe, "--csv", csv, capture, NULL};
 		char *no_env[] = {NULL};
 		int rc = run(replay_argv, no_env, summary);
 		size_t slen;
-		char *text = read_all(summary, &slen);
+		char *text = test_read_file(summary, &slen);
 		const char *eq = strstr(text, "equation");
 		CHECK(eq != NULL);
 		const char *eol = strchr(eq, '\n');
@@ -417,8 +395,24 @@ int main(int argc, char **argv)
 		      memmem(lost, (size_t)(lost_end - lost), "none", 4) != NULL);
 		free(text);
 	}
-	return 0;
 }
+
+static const struct test_case cases[] = {
+    {"lapped", case_lapped},
+};
+
+static void take_args(int argc, char **argv)
+{
+	CHECK(argc <= 4);
+	replay_exe = argc > 0 ? argv[0] : NULL;
+	dir = argc > 1 ? argv[1] : NULL;
+	if (argc > 2)
+		runs = atoi(argv[2]);
+	if (argc > 3)
+		per_thread = (uint32_t)atoi(argv[3]);
+}
+
+TEST_MAIN_WITH(cases, .args = "ORBIT-REPLAY DIR [RUNS [SCOPES-PER-THREAD]]", .take = take_args)
 
 __attribute__((constructor)) static void make_long_name(void)
 {

@@ -3,13 +3,14 @@
  * concurrently: claimed == drained + lost exactly (scope_ring.c guarantee 4),
  * every delivered record is intact (guarantee 2: its name bytes derive from
  * its id) and each producer's records come in its own order (guarantee 3).
- * Argument: number of producer threads.
+ *
+ *   scope_overflow lapped [THREADS] (producers, 1 by default)
  */
 #include <pthread.h>
 #include <stdatomic.h>
 #include <stdlib.h>
 
-#include "check.h"
+#include "harness.h"
 #include "orbit.h"
 #include "record.h"
 #include "scope_ring.h"
@@ -19,6 +20,7 @@
 #define MAX_THREADS 4
 
 static atomic_int running;
+static const char *threads_arg; /* producers; 1 when not given */
 
 /* A name that fills a value's record: the name area after the call site. */
 #define NAME_LEN (ORBIT_RECORD_NAME - ORBIT_RECORD_SITE)
@@ -77,9 +79,9 @@ static void on_records(void *ctx, uint32_t ring, uint64_t first, const uint8_t *
 	}
 }
 
-int main(int argc, char **argv)
+static void case_lapped(void)
 {
-	int threads = argc > 1 ? atoi(argv[1]) : 1;
+	int threads = threads_arg ? atoi(threads_arg) : 1;
 	CHECK(threads >= 1 && threads <= MAX_THREADS);
 	setenv("ORBIT_RINGS", "1", 1);
 	setenv("ORBIT_RING_BUDGET", "4096", 1); /* 64 slots */
@@ -119,5 +121,10 @@ int main(int argc, char **argv)
 	CHECK_EQ_U64(s.bad, 0);
 	CHECK_EQ_U64(s.out_of_order, 0);
 	orbit_shutdown();
-	return 0;
 }
+
+static const struct test_case cases[] = {
+    {"lapped", case_lapped},
+};
+
+TEST_MAIN_WITH(cases, .args = "[THREADS]", .arg = &threads_arg)

@@ -8,7 +8,7 @@
 #include <pthread.h>
 #include <stdlib.h>
 
-#include "check.h"
+#include "harness.h"
 #include "orbit.h"
 #include "record.h"
 #include "scope_ring.h"
@@ -60,7 +60,7 @@ static void on_records(void *ctx, uint32_t ring, uint64_t first, const uint8_t *
 	}
 }
 
-int main(void)
+static void case_claims(void)
 {
 	/* One ring big enough for every event: nothing may be lapped. */
 	setenv("ORBIT_RINGS", "1", 1);
@@ -107,5 +107,10 @@ int main(void)
 #endif
 	free(s.hit);
 	orbit_shutdown();
-	return 0;
 }
+
+static const struct test_case cases[] = {
+    {"claims", case_claims},
+};
+
+TEST_MAIN(cases)

@@ -12,6 +12,7 @@
 #include "orbit.h"
 #include "reconstruct.h"
 #include "record.h"
+#include "segment.h"
 
 static pthread_mutex_t mu = PTHREAD_MUTEX_INITIALIZER;
 static uint8_t *bytes;
@@ -23,6 +24,8 @@ struct run {
 };
 static struct run *runs;
 static size_t nruns, capruns;
+static uint64_t next_claim[ORBIT_MAX_RINGS]; /* per ring, under mu */
+static uint64_t sink_gaps;                        /* under mu */
 
 static struct capture_event *events;
 static size_t nevents, capevents;
@@ -32,6 +35,10 @@ static void on_records(void *ctx, uint32_t ring, uint64_t first, const uint8_t *
 	(void)ctx;
 	size_t add = (size_t)n * ORBIT_RECORD_SIZE;
 	pthread_mutex_lock(&mu);
+	if (ring >= ORBIT_MAX_RINGS || first != next_claim[ring])
+		sink_gaps++; /* a claim that never reached the sink */
+	else
+		next_claim[ring] = first + n;
 	if (len + add > cap) {
 		cap = cap ? cap : 1 << 16;
 		while (cap < len + add)
@@ -73,9 +80,12 @@ static void on_event(void *ctx, const struct orbit_event *ev)
 	    .end_tid = ev->end_tid,
 	    .depth = ev->depth,
 	    .unfinished = ev->unfinished,
+	    .name_incomplete = ev->name_incomplete,
+	    .time_untrusted = ev->time_untrusted,
 	    .id = ev->id,
 	    .start = ev->start,
 	    .end = ev->end,
+	    .open_until = ev->open_until,
 	    .name_len = ev->name_len,
 	    .has_attrs = ev->has_attrs,
 	    .color = ev->color,
@@ -96,7 +106,9 @@ int capture_collect(struct capture_stats *st)
 	orbit__agent_stats(&as);
 	memset(st, 0, sizeof *st);
 	st->claimed = as.claimed;
+	st->drained = as.drained;
 	st->lost = as.lost_lapped + as.lost_dead + as.lost_backstop;
+	st->stalled_rings = as.stalled_rings;
 	for (size_t i = 0; i < nevents; i++)
 		free(events[i].name);
 	nevents = 0;
@@ -104,6 +116,7 @@ int capture_collect(struct capture_stats *st)
 	CHECK(rc != NULL);
 	pthread_mutex_lock(&mu);
 	st->records = len / ORBIT_RECORD_SIZE;
+	st->sink_gaps = sink_gaps;
 	for (size_t i = 0; i < nruns; i++)
 		CHECK(orbit__reconstruct_batch(rc, runs[i].ring, runs[i].first, bytes + runs[i].off,
 		                               runs[i].n) == 0);
@@ -112,10 +125,12 @@ int capture_collect(struct capture_stats *st)
 	pthread_mutex_unlock(&mu);
 	orbit__reconstruct_finish(rc);
 	const struct orbit_reconstruct_stats *rs = orbit__reconstruct_stats(rc);
+	st->reconstructed = rs->records;
 	st->bad_records = rs->bad_records;
 	st->unmatched_stops = rs->unmatched_stops;
 	st->unfinished = rs->unfinished;
 	st->incomplete_names = rs->incomplete_names;
+	st->orphan_continuations = rs->orphan_continuations;
 	st->gaps = rs->gaps;
 	orbit__reconstruct_free(rc);
 	return err;

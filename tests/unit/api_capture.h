@@ -1,8 +1,9 @@
 /*
- * api_capture.h — a small C interface to an in-process capture, for the API
- * tests (api_cpp.cpp cannot include the agent's C11 headers: <stdatomic.h>
- * is not C++). api_capture.c installs a sink, flushes, and runs the records
- * through the reconstructor.
+ * api_capture.h — a small C interface to an in-process capture, for the
+ * tests of what the macros write (scope_names.c; api_cpp.cpp, which cannot
+ * include the agent's C11 headers: <stdatomic.h> is not C++).
+ * api_capture.c installs a sink that keeps every record in the batches the
+ * agent delivered, flushes, and runs them through the reconstructor.
  */
 #ifndef ORBIT_TEST_API_CAPTURE_H
 #define ORBIT_TEST_API_CAPTURE_H
@@ -18,9 +19,10 @@ extern "C" {
 struct capture_event {
 	int type; /* ORBIT_EVENT_* of reconstruct.h: 1 scope, 2 async, 3 value, 4 thread name */
 	uint32_t tid, end_tid, depth;
-	int unfinished;
+	int unfinished, name_incomplete, time_untrusted;
 	uint64_t id;
 	uint64_t start, end;
+	uint64_t open_until; /* unfinished: how long it was seen open */
 	char *name;
 	size_t name_len;
 	int has_attrs;
@@ -31,13 +33,19 @@ struct capture_event {
 };
 
 struct capture_stats {
-	uint64_t records; /* reached the sink */
-	uint64_t claimed; /* the agent's sum of ring cursors */
-	uint64_t lost;    /* lapped + dead + backstop */
-	uint64_t bad_records, unmatched_stops, unfinished, incomplete_names, gaps;
+	uint64_t records;   /* reached the sink */
+	uint64_t sink_gaps; /* batches that did not start at their ring's next claim (from 0) */
+	uint64_t claimed;   /* the agent's sum of ring cursors */
+	uint64_t drained;   /* the agent's */
+	uint64_t lost;      /* lapped + dead + backstop */
+	uint64_t stalled_rings;
+	/* the reconstructor's */
+	uint64_t reconstructed, bad_records, unmatched_stops, unfinished, incomplete_names,
+	    orphan_continuations, gaps;
 };
 
-/* Installs the sink (orbit_init() is the caller's business). */
+/* Installs the sink; before orbit_init(), so that no drain pass of the
+ * agent runs without it (orbit_init() is the caller's business). */
 void capture_install(void);
 /* orbit_flush(), then reconstructs every record received since the last
  * capture_collect(). Returns orbit_flush()'s result. */

@@ -1,9 +1,8 @@
 /*
- * api_capture_off.c — with no capture running the macros do nothing ("a relaxed load and a not-taken branch"): before orbit_init() they
- * evaluate no argument, attach no thread and create no segment; after
- * orbit_shutdown() they write no record into the segment that stays mapped,
- * and orbit_init() starts a new capture afterwards; in the child of a fork
- * they write nothing.
+ * api_capture_off.c — with no capture running the macros do nothing ("a relaxed load and a
+ * not-taken branch"): before orbit_init() they evaluate no argument, attach no thread and create no
+ * segment; after orbit_shutdown() they write no record into the segment that stays mapped, and
+ * orbit_init() starts a new capture afterwards; in the child of a fork they write nothing.
  *
  * Usage: api_capture_off CASE (one ctest entry per case).
  */
@@ -13,7 +12,7 @@
 #include <unistd.h>
 
 #include "agent.h"
-#include "check.h"
+#include "harness.h"
 #include "orbit.h"
 #include "segment_create.h"
 
@@ -21,29 +20,14 @@
 
 #define RECORDS_PER_USE 29u /* see api_every_macro.h */
 
-static uint64_t records;
-
-static void count_records(void *ctx, uint32_t ring, uint64_t first, const uint8_t *recs, uint32_t n)
-{
-	(void)ctx, (void)ring, (void)first, (void)recs;
-	records += n; /* agent thread; read after orbit_flush() returned */
-}
-
-static uint64_t claimed(const struct orbit__segment *seg)
-{
-	uint64_t sum = 0;
-	for (uint32_t i = 0; i < seg->layout.ring_count; i++)
-		sum += orbit__ring_claimed(seg, i);
-	return sum;
-}
-
 static const struct orbit__segment *start(void)
 {
+	/* The sink first: every drain pass hands its records to it. */
+	struct orbit__sink sink = {.records = count_records, .ctx = NULL};
+	orbit__agent_set_sink(&sink);
 	CHECK_EQ_U64(orbit_init(), 0);
 	const struct orbit__segment *seg = orbit__own_segment();
 	CHECK(seg != NULL);
-	struct orbit__sink sink = {.records = count_records, .ctx = NULL};
-	orbit__agent_set_sink(&sink);
 	return seg;
 }
 
@@ -133,21 +117,10 @@ static void case_fork_child(void)
 	orbit_shutdown();
 }
 
-int main(int argc, char **argv)
-{
-	if (argc != 2) {
-		fprintf(stderr, "usage: %s CASE\n", argv[0]);
-		return 2;
-	}
-	if (strcmp(argv[1], "before_init") == 0)
-		case_before_init();
-	else if (strcmp(argv[1], "after_shutdown") == 0)
-		case_after_shutdown();
-	else if (strcmp(argv[1], "fork_child") == 0)
-		case_fork_child();
-	else {
-		fprintf(stderr, "%s: no case %s\n", argv[0], argv[1]);
-		return 2;
-	}
-	return 0;
-}
+static const struct test_case cases[] = {
+    {"before_init", case_before_init},
+    {"after_shutdown", case_after_shutdown},
+    {"fork_child", case_fork_child},
+};
+
+TEST_MAIN(cases)

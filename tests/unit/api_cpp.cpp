@@ -11,7 +11,7 @@
 #include "orbit.h"
 
 #include "api_capture.h"
-#include "check.h"
+#include "harness.h"
 
 static uint32_t g_tid;
 
@@ -83,10 +83,10 @@ template <typename T> static T twice(T v)
 	return v * 2;
 }
 
-int main()
+static void case_macros()
 {
+	capture_install(); /* first: every drain pass hands its records to it */
 	CHECK(orbit_init() == 0);
-	capture_install();
 	g_tid = capture_tid();
 	capture_stats st;
 
@@ -206,5 +206,16 @@ int main()
 		scopes += capture_get(i)->type == 1;
 	CHECK_EQ_U64(scopes, 15);
 	orbit_shutdown();
-	return 0;
+}
+
+static const test_case cases[] = {
+    {"macros", case_macros},
+};
+
+int main(int argc, char **argv)
+{
+	test_suite suite = {}; /* harness.h's TEST_MAIN is C (designated initializers) */
+	suite.cases = cases;
+	suite.count = sizeof cases / sizeof cases[0];
+	return test_main(argc, argv, &suite);
 }

@@ -13,26 +13,10 @@
 #include <unistd.h>
 
 #include "agent.h"
-#include "check.h"
+#include "harness.h"
 #include "segment_create.h"
 
 #include "api_every_macro.h"
-
-static uint64_t records;
-
-static void count_records(void *ctx, uint32_t ring, uint64_t first, const uint8_t *recs, uint32_t n)
-{
-	(void)ctx, (void)ring, (void)first, (void)recs;
-	records += n; /* agent thread; read after orbit_flush() returned */
-}
-
-static uint64_t claimed(const struct orbit__segment *seg)
-{
-	uint64_t sum = 0;
-	for (uint32_t i = 0; i < seg->layout.ring_count; i++)
-		sum += orbit__ring_claimed(seg, i);
-	return sum;
-}
 
 /* No capture: nothing at all happens. */
 static void case_no_segment(void)
@@ -52,11 +36,11 @@ static void case_no_segment(void)
  * the out-of-line path, called directly, shows the sink works. */
 static void case_with_capture(void)
 {
+	struct orbit__sink sink = {.records = count_records, .ctx = NULL};
+	orbit__agent_set_sink(&sink); /* first: every drain pass hands its records to it */
 	CHECK_EQ_U64(orbit_init(), 0);
 	const struct orbit__segment *seg = orbit__own_segment();
 	CHECK(seg != NULL);
-	struct orbit__sink sink = {.records = count_records, .ctx = NULL};
-	orbit__agent_set_sink(&sink);
 	CHECK_EQ_U64(atomic_load_explicit(&orbit__capture_flag, memory_order_relaxed), 1);
 
 	use_every_macro();
@@ -73,19 +57,9 @@ static void case_with_capture(void)
 	orbit_shutdown();
 }
 
-int main(int argc, char **argv)
-{
-	if (argc != 2) {
-		fprintf(stderr, "usage: %s CASE\n", argv[0]);
-		return 2;
-	}
-	if (strcmp(argv[1], "no_segment") == 0)
-		case_no_segment();
-	else if (strcmp(argv[1], "with_capture") == 0)
-		case_with_capture();
-	else {
-		fprintf(stderr, "%s: no case %s\n", argv[0], argv[1]);
-		return 2;
-	}
-	return 0;
-}
+static const struct test_case cases[] = {
+    {"no_segment", case_no_segment},
+    {"with_capture", case_with_capture},
+};
+
+TEST_MAIN(cases)

@@ -1,11 +1,30 @@
 /* api_every_macro.h — one use of every macro of orbit.h, for the tests that
  * check what the macros do when they must do nothing (api_disabled.c, with
- * ORBIT_API_ENABLED 0; api_capture_off.c, with no capture running). Include
- * after orbit.h. */
+ * ORBIT_API_ENABLED 0; api_capture_off.c, with no capture running), and
+ * what they count it with: records that reach a sink, claims in a segment.
+ * Include after orbit.h, agent.h and segment_create.h. */
 #ifndef ORBIT_TEST_API_EVERY_MACRO_H
 #define ORBIT_TEST_API_EVERY_MACRO_H
 
 #include <stdint.h>
+
+/* Records that reached count_records, the sink. */
+static uint64_t records;
+
+static void count_records(void *ctx, uint32_t ring, uint64_t first, const uint8_t *recs, uint32_t n)
+{
+	(void)ctx, (void)ring, (void)first, (void)recs;
+	records += n; /* agent thread; read after orbit_flush() returned */
+}
+
+/* The segment's claims, all rings. */
+static uint64_t claimed(const struct orbit__segment *seg)
+{
+	uint64_t sum = 0;
+	for (uint32_t i = 0; i < seg->layout.ring_count; i++)
+		sum += orbit__ring_claimed(seg, i);
+	return sum;
+}
 
 static int evaluated;
 

@@ -35,13 +35,13 @@
 #include <unistd.h>
 
 #include "agent.h"
-#include "check.h"
 #include "clock.h"
+#include "harness.h"
 #include "orbit.h"
 
 static struct orbit__clock_conv conv; /* ~100 KiB: not on the stack */
 
-static int interpolate(void)
+static void interpolate(void)
 {
 	struct orbit__clock_conv *c = &conv;
 	orbit__clock_init(c, ORBIT__CLOCK_TSC);
@@ -82,7 +82,6 @@ static int interpolate(void)
 	}
 	CHECK_EQ_U64(orbit__clock_rate(c),
 	             3000000000ull); /* over the epoch: 18213 ticks, 6071 ns */
-	return 0;
 }
 
 /* ---- a synthetic counter: 3 GHz, slewed, pairs with noise ---------------- */
@@ -99,14 +98,6 @@ struct synth {
 	double *ns0, *rate;
 	size_t n, cap;
 };
-
-static uint64_t rnd(uint64_t *s)
-{
-	*s ^= *s << 13;
-	*s ^= *s >> 7;
-	*s ^= *s << 17;
-	return *s;
-}
 
 static void synth_piece(struct synth *s, uint64_t at_ticks, double at_ns, double rate)
 {
@@ -147,15 +138,15 @@ static double synth_ns(const struct synth *s, uint64_t t)
 /* Pair k: ticks a little off the 10 ms grid, ns with noise. */
 static struct orbit__clock_pair synth_pair(struct synth *s, uint64_t k, uint64_t t0)
 {
-	uint64_t t = t0 + k * PAIR_TICKS + rnd(&s->rng) % 6000;
+	uint64_t t = t0 + k * PAIR_TICKS + test_rand(&s->rng) % 6000;
 	if (k > 0 && k % s->every == 0) { /* the slew changes, as NTP's does */
-		double step = (double)(rnd(&s->rng) % 3) - 1.0;
+		double step = (double)(test_rand(&s->rng) % 3) - 1.0;
 		s->ppm += step * s->ppm_step;
 		if (fabs(s->ppm) > s->ppm_max)
 			s->ppm -= 2 * step * s->ppm_step;
 		synth_piece(s, t, synth_ns(s, t), (1.0 + s->ppm * 1e-6) / 3.0);
 	}
-	double ns = synth_ns(s, t) + (double)(int)(rnd(&s->rng) % (2 * NOISE_NS + 1)) - NOISE_NS;
+	double ns = synth_ns(s, t) + (double)(int)(test_rand(&s->rng) % (2 * NOISE_NS + 1)) - NOISE_NS;
 	return (struct orbit__clock_pair){t, (uint64_t)llround(ns)};
 }
 
@@ -198,7 +189,7 @@ static uint64_t exact_map(const struct orbit__clock_pair *p, uint64_t n, uint64_
  *  - and, against the synthetic truth, the error stays within the pairs'
  *    noise and the rate's bend, plus the tolerance.
  */
-static int history(uint32_t every, double ppm_step, uint64_t pairs)
+static void history(uint32_t every, double ppm_step, uint64_t pairs)
 {
 	struct orbit__clock_conv *c = &conv;
 	orbit__clock_init(c, ORBIT__CLOCK_TSC);
@@ -278,11 +269,10 @@ static int history(uint32_t every, double ppm_step, uint64_t pairs)
 	}
 	free(all);
 	synth_free(&s);
-	return 0;
 }
 
 /* Guarantees 3 and 4 with injected pairs. */
-static int reset(void)
+static void reset(void)
 {
 	struct orbit__clock_conv *c = &conv;
 	orbit__clock_init(c, ORBIT__CLOCK_TSC);
@@ -358,19 +348,18 @@ static int reset(void)
 	uint64_t t = 3000000000ull;
 	for (int k = 0; k < 20000; k++) {
 		uint64_t gap = k % 1000 == 999 ? 180000000000ull : k % 7 == 3 ? 6000 : PAIR_TICKS;
-		t += gap + rnd(&s.rng) % 3000;
+		t += gap + test_rand(&s.rng) % 3000;
 		if (k % s.every == 0) {
-			s.ppm = (double)(int)(rnd(&s.rng) % 601) - 300;
+			s.ppm = (double)(int)(test_rand(&s.rng) % 601) - 300;
 			synth_piece(&s, t, synth_ns(&s, t), (1.0 + s.ppm * 1e-6) / 3.0);
 		}
-		double n = synth_ns(&s, t) + (double)(int)(rnd(&s.rng) % 41) - 20;
+		double n = synth_ns(&s, t) + (double)(int)(test_rand(&s.rng) % 41) - 20;
 		int r =
 		    orbit__clock_add_pair(c, (struct orbit__clock_pair){t, (uint64_t)llround(n)});
 		CHECK(r != ORBIT__CLOCK_RESET);
 	}
 	CHECK_EQ_U64(orbit__clock_resets(c), 0);
 	synth_free(&s);
-	return 0;
 }
 
 /* ---- records from the agent ---- */
@@ -384,14 +373,12 @@ static struct orbit_rec {
 } * recs;
 static uint64_t nrecs;
 
-static uint64_t mono(void);
-
 static void on_records(void *ctx, uint32_t ring, uint64_t first, const uint8_t *r, uint32_t n)
 {
 	(void)ctx;
 	(void)ring;
 	(void)first;
-	uint64_t now = mono();
+	uint64_t now = test_now_ns(CLOCK_MONOTONIC);
 	for (uint32_t i = 0; i < n && nrecs < MAX_RECORDS; i++) {
 		if (r[(size_t)i * 56 + 20] == ORBIT__THREAD_END)
 			continue; /* a producer's last record: not a sample */
@@ -413,13 +400,6 @@ static void start_capture(void)
 	CHECK(orbit_init() == 0);
 }
 
-static uint64_t mono(void)
-{
-	struct timespec ts;
-	clock_gettime(CLOCK_MONOTONIC, &ts);
-	return (uint64_t)ts.tv_sec * 1000000000ull + (uint64_t)ts.tv_nsec;
-}
-
 /* How far t lies outside [before, after]. */
 static uint64_t outside(uint64_t t, uint64_t before, uint64_t after)
 {
@@ -428,14 +408,14 @@ static uint64_t outside(uint64_t t, uint64_t before, uint64_t after)
 
 #define SAMPLES 2000u
 
-static int error(void)
+static void error(void)
 {
 	static uint64_t before[SAMPLES], after[SAMPLES];
 	start_capture();
 	for (uint32_t i = 0; i < SAMPLES; i++) {
-		before[i] = mono();
+		before[i] = test_now_ns(CLOCK_MONOTONIC);
 		ORBIT_UINT("sample", i);
-		after[i] = mono();
+		after[i] = test_now_ns(CLOCK_MONOTONIC);
 		struct timespec ts = {0, 200000}; /* 0.4 s in all: many pairs */
 		nanosleep(&ts, NULL);
 	}
@@ -453,7 +433,6 @@ static int error(void)
 	       orbit__clock_kind, worst);
 	CHECK(worst <= 1000);
 	orbit_shutdown();
-	return 0;
 }
 
 #define PER_THREAD 1500000u
@@ -466,7 +445,7 @@ static void *spin(void *arg)
 	return NULL;
 }
 
-static int monotonic(void)
+static void monotonic(void)
 {
 	setenv("ORBIT_RINGS", "1", 1);
 	setenv("ORBIT_RING_BUDGET", "256M", 1); /* no lapping: all records seen */
@@ -493,7 +472,6 @@ static int monotonic(void)
 	CHECK_EQ_U64(seen[1], PER_THREAD);
 	CHECK_EQ_U64(back, 0);
 	orbit_shutdown();
-	return 0;
 }
 
 /* ---- late publication ---------------------------------------------------- */
@@ -527,15 +505,15 @@ static void *late_producer(void *arg)
 		uint64_t i = atomic_fetch_add_explicit(&late_next, 1, memory_order_relaxed);
 		if (i >= LATE_MAX)
 			break;
-		uint64_t hold = 0, r = rnd(&rng);
+		uint64_t hold = 0, r = test_rand(&rng);
 		if (role < 6 && r % 500 == 0)
 			hold = r / 500 % late_hold_max_ns;
 		else if (role == 6 && r % 20000 == 0)
 			hold = r / 20000 % (late_hold_max_ns / 4 + 1);
 		truth[i].held_ns = hold;
-		truth[i].before = mono();
+		truth[i].before = test_now_ns(CLOCK_MONOTONIC);
 		uint64_t time = orbit__ticks();
-		truth[i].after = mono();
+		truth[i].after = test_now_ns(CLOCK_MONOTONIC);
 		if (role < 6 && hold)
 			sleep_ns(hold); /* late: its ticks are old when it is claimed */
 		uint64_t claim;
@@ -549,7 +527,7 @@ static void *late_producer(void *arg)
 	return NULL;
 }
 
-static int late(uint64_t seconds)
+static void late(uint64_t seconds)
 {
 	setenv("ORBIT_RINGS", "1", 1);          /* one ring: the stall holds everyone */
 	setenv("ORBIT_RING_BUDGET", "256M", 1); /* no lapping: all records seen */
@@ -621,27 +599,33 @@ static int late(uint64_t seconds)
 	CHECK_EQ_U64(back, 0);
 	CHECK_EQ_U64(flagged, 0);
 	orbit_shutdown();
-	return 0;
 }
 
-int main(int argc, char **argv)
+static void case_history(void)
 {
-	const char *which = argc > 1 ? argv[1] : "";
-	if (strcmp(which, "interpolate") == 0)
-		return interpolate();
-	if (strcmp(which, "history") == 0)
-		return history(1000, 5, 200000);
-	if (strcmp(which, "refill") == 0)
-		return history(3, 3, 200000);
-	if (strcmp(which, "reset") == 0)
-		return reset();
-	if (strcmp(which, "error") == 0)
-		return error();
-	if (strcmp(which, "monotonic") == 0)
-		return monotonic();
-	if (strcmp(which, "late") == 0)
-		return late(argc > 2 ? strtoull(argv[2], NULL, 10) : 12);
-	fprintf(stderr, "usage: clock_conv interpolate|history|refill|reset|error|monotonic|"
-	                "late [seconds]\n");
-	return 2;
+	history(1000, 5, 200000);
 }
+
+static void case_refill(void)
+{
+	history(3, 3, 200000);
+}
+
+static const char *late_seconds; /* late's S, for a longer run by hand */
+
+static void case_late(void)
+{
+	late(late_seconds ? strtoull(late_seconds, NULL, 10) : 12);
+}
+
+static const struct test_case cases[] = {
+    {"interpolate", interpolate},
+    {"history", case_history},
+    {"refill", case_refill},
+    {"reset", reset},
+    {"error", error},
+    {"monotonic", monotonic},
+    {"late", case_late},
+};
+
+TEST_MAIN_WITH(cases, .args = "[S]", .arg = &late_seconds)

@@ -10,8 +10,8 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "check.h"
 #include "flight.h"
+#include "harness.h"
 #include "segment_clock.h"
 
 #define RING 4096u
@@ -289,28 +289,11 @@ static void case_clock(void)
 	free(b);
 }
 
-static const struct {
-	const char *name;
-	void (*fn)(void);
-} cases[] = {
+static const struct test_case cases[] = {
     {"entries", case_entries},
     {"bad_entries", case_bad_entries},
     {"meta", case_meta},
     {"clock", case_clock},
 };
 
-int main(int argc, char **argv)
-{
-	if (argc != 2) {
-		fprintf(stderr, "usage: %s CASE\n", argv[0]);
-		return 2;
-	}
-	for (size_t i = 0; i < sizeof cases / sizeof cases[0]; i++) {
-		if (strcmp(argv[1], cases[i].name) == 0) {
-			cases[i].fn();
-			return 0;
-		}
-	}
-	fprintf(stderr, "%s: no case %s\n", argv[0], argv[1]);
-	return 2;
-}
+TEST_MAIN(cases)

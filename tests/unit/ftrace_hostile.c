@@ -5,8 +5,8 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "check.h"
 #include "ftrace_page.h"
+#include "harness.h"
 
 #define PAGE 4096u
 
@@ -46,9 +46,12 @@ static int run(size_t len, int *records, uint32_t *err_off)
 	*err_off = it.err_off;
 	if (r < 0) {
 		CHECK(orbit__ftrace_strerror(r) != NULL);
-		/* errors are sticky */
-		if (*records >= 0 && it.err != 0)
-			CHECK(orbit__ftrace_next(&it, &rec) == r);
+		/* Errors are sticky: the iterator keeps the error and its
+		 * offset, and every later call returns it again. */
+		CHECK(it.err == r);
+		CHECK(orbit__ftrace_next(&it, &rec) == r);
+		CHECK(orbit__ftrace_next(&it, &rec) == r);
+		CHECK(it.err == r && it.err_off == *err_off);
 	}
 	return r;
 }
@@ -110,15 +113,38 @@ static void case_commit_noise(void)
 	CHECK(hdr.missed && !hdr.missed_stored && hdr.missed_count == 0);
 }
 
+/* The lost count stored after the records (bit 30) must lie inside the
+ * page: read from there when it does, refused when any of its 8 bytes would
+ * not. */
 static void case_lost_outside(void)
 {
+	struct orbit__ftrace_iter it;
+	struct orbit__ftrace_header hdr;
+
 	put64(8, (1ull << 31) | (1ull << 30) | (PAGE - 16 - 4));
 	expect(ORBIT__FTRACE_ELOSTCOUNT, 0, PAGE - 4);
+	put64(8, (1ull << 31) | (1ull << 30) | (PAGE - 16 - 7));
+	expect(ORBIT__FTRACE_ELOSTCOUNT, 0, PAGE - 7);
+	/* Exactly 8 bytes after the records: the count, read from them. */
 	put64(8, (1ull << 31) | (1ull << 30) | (PAGE - 16 - 8));
 	put64(PAGE - 8, 12345);
 	put32(16, hdr_word(0, 0));
 	put32(20, PAGE - 16 - 8 - 4);
 	expect(0, 1, 0);
+	CHECK(orbit__ftrace_open(&it, page, PAGE, &hdr) == 0);
+	CHECK(hdr.missed && hdr.missed_stored);
+	CHECK_EQ_U64(hdr.size, PAGE - 16 - 8);
+	CHECK_EQ_U64(hdr.missed_count, 12345);
+	/* The record's last bytes are not the count's: the count is read
+	 * from data[size], not from inside the records. */
+	put64(PAGE - 16, 777);
+	CHECK(orbit__ftrace_open(&it, page, PAGE, &hdr) == 0);
+	CHECK_EQ_U64(hdr.missed_count, 12345);
+	/* Without bit 30 there is no count, whatever follows the records. */
+	put64(8, (1ull << 31) | (PAGE - 16 - 8));
+	CHECK(orbit__ftrace_open(&it, page, PAGE, &hdr) == 0);
+	CHECK(hdr.missed && !hdr.missed_stored);
+	CHECK_EQ_U64(hdr.missed_count, 0);
 }
 
 static void case_zero_length_type0(void)
@@ -232,10 +258,7 @@ static void case_all_ones(void)
 	CHECK(run(PAGE, &n, &off) == ORBIT__FTRACE_EZERO); /* zero words */
 }
 
-static const struct {
-	const char *name;
-	void (*fn)(void);
-} cases[] = {
+static const struct test_case cases[] = {
     {"short", case_short},
     {"commit_oversized", case_commit_oversized},
     {"commit_zero", case_commit_zero},
@@ -250,18 +273,16 @@ static const struct {
     {"all_ones", case_all_ones},
 };
 
-int main(int argc, char **argv)
+/* Exactly PAGE bytes on the heap, so ASan sees any overread. */
+static void alloc_page(void)
 {
-	/* Exactly PAGE bytes on the heap, so ASan sees any overread. */
 	page = calloc(1, PAGE);
 	CHECK(page != NULL);
-	for (size_t i = 0; argc == 2 && i < sizeof(cases) / sizeof(cases[0]); i++) {
-		if (strcmp(argv[1], cases[i].name) == 0) {
-			cases[i].fn();
-			free(page);
-			return 0;
-		}
-	}
-	fprintf(stderr, "usage: %s CASE\n", argv[0]);
-	return 2;
 }
+
+static void free_page(void)
+{
+	free(page);
+}
+
+TEST_MAIN_WITH(cases, .begin = alloc_page, .end = free_page)

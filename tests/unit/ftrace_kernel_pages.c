@@ -6,8 +6,8 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "check.h"
 #include "ftrace_page.h"
+#include "harness.h"
 
 #define PAGE 4096u
 
@@ -23,7 +23,7 @@ static void load_pages(void)
 	fclose(f);
 }
 
-int main(void)
+static void case_sample_pages(void)
 {
 	FILE *f;
 	char line[512];
@@ -97,5 +97,10 @@ int main(void)
 	CHECK(orbit__ftrace_next(&it, &rec) == 0);
 	CHECK_EQ_U64(total, 153);
 	printf("153 kernel records decoded as kbuffer does\n");
-	return 0;
 }
+
+static const struct test_case cases[] = {
+    {"sample_pages", case_sample_pages},
+};
+
+TEST_MAIN(cases)

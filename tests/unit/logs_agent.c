@@ -1,10 +1,10 @@
-/* logs_agent.c — the agent side of ORBIT_LOG / orbit_marker (logs.h; issue
- * 3, "In the agent"), in process, without orbit_init: the test picks the
- * producers' clock (orbit__clock_choose, so ORBIT_CLOCK=monotonic selects the
- * second ctest entry's clock), starts the rings and turns the capture flag
- * on itself. Guarantees cited by number are logs.c's.
+/* logs_agent.c — the agent side of ORBIT_LOG / orbit_marker (logs.h), in
+ * process, without orbit_init: the test picks the producers' clock
+ * (orbit__clock_choose, so ORBIT_CLOCK=monotonic or tsc in a ctest entry's
+ * environment selects that clock), starts the rings and turns the capture
+ * flag on itself. Guarantees cited by number are logs.c's.
  *
- * Usage: logs_agent CASE [ARG] */
+ * Usage: logs_agent CASE, or logs_agent env VALUE */
 #include <errno.h>
 #include <inttypes.h>
 #include <pthread.h>
@@ -345,7 +345,7 @@ static void case_threads(void)
 	memset(w, 0, sizeof(w));
 	CHECK(pthread_barrier_init(&go, NULL, n + 1) == 0);
 	c.a = take_pair();
-	sleep_ms(20);
+	test_sleep_ms(20);
 	for (unsigned i = 0; i < n; i++) {
 		w[i].index = i;
 		w[i].cpu = i;
@@ -357,7 +357,7 @@ static void case_threads(void)
 		CHECK(w[i].before && w[i].after);
 	}
 	run_writers(w, n, &go);
-	sleep_ms(20);
+	test_sleep_ms(20);
 	c.b = take_pair();
 
 	g.ntid = n;
@@ -471,7 +471,7 @@ static void run_concurrent(int overwrite)
 			have += __atomic_load_n(&w[i].tid, __ATOMIC_ACQUIRE) != 0;
 		if (have == n)
 			break;
-		sleep_ms(1);
+		test_sleep_ms(1);
 	}
 	for (unsigned i = 0; i < n; i++)
 		g.tid[i] = __atomic_load_n(&w[i].tid, __ATOMIC_ACQUIRE);
@@ -731,32 +731,85 @@ static void case_errors(void)
 }
 
 /* The reader closes a page only once its first record is flush_age_ns old,
- * in ns also when the rings count TSC ticks. */
+ * in ns also when the rings count TSC ticks (logs.c, Read). Judged by the
+ * order of clock readings, not by sleeping for set times: every read is
+ * bracketed by two readings, and
+ *   - a read that closed the page ended no earlier than the record's age
+ *     after the record was written,
+ *   - a read that left it open began before that age had passed.
+ * A stall anywhere only moves the readings; no outcome depends on how long
+ * anything took. The slack is for the tick rate logs.c measures from the
+ * rings' creation (a stall inside the start, between its two clock reads,
+ * adds to it); ticks taken for ns (a TSC at 2 GHz or more) would close the
+ * page at half the age or sooner. With ORBIT_CLOCK=tsc the rings count
+ * ticks; without an invariant TSC that entry skips. */
+#define FLUSH_AGE_NS ((uint64_t)200000000)
+#define FLUSH_AGE_SLACK_NS (FLUSH_AGE_NS / 4)
+
 static void case_flush_age(void)
 {
 	struct one_line o;
+	uint64_t starting, created, before, after, r0, r1;
+	int n, reads = 0;
+	const char *clock = getenv("ORBIT_CLOCK");
 
 	pin(0);
+	starting = test_now_ns(CLOCK_MONOTONIC);
 	start();
-	sleep_ms(5); /* the rings' tick rate is measured from their creation */
+	created = test_now_ns(CLOCK_MONOTONIC);
+	if (clock != NULL && strcmp(clock, "tsc") == 0 && orbit__clock_kind != ORBIT__CLOCK_TSC)
+		SKIP("ORBIT_CLOCK=tsc: no invariant TSC here");
+	/* Before 1 ms of rate measurement logs.c may close early; let it
+	 * pass. */
+	while (test_now_ns(CLOCK_MONOTONIC) - created < 2000000)
+		test_sleep_ms(1);
 	memset(&o, 0, sizeof(o));
+	before = test_now_ns(CLOCK_MONOTONIC);
 	CHECK(orbit_log("aged") == 0);
-	CHECK_EQ_U64(orbit__logs_read(live_to_ns, NULL, grab_page, &o, 200000000), 0);
-	sleep_ms(100); /* ticks read as ns would be 200 ms at 2 GHz */
-	CHECK_EQ_U64(orbit__logs_read(live_to_ns, NULL, grab_page, &o, 200000000), 0);
-	sleep_ms(150);
-	CHECK_EQ_U64(orbit__logs_read(live_to_ns, NULL, grab_page, &o, 200000000), 1);
+	after = test_now_ns(CLOCK_MONOTONIC);
+	do {
+		r0 = test_now_ns(CLOCK_MONOTONIC);
+		n = orbit__logs_read(live_to_ns, NULL, grab_page, &o, FLUSH_AGE_NS);
+		r1 = test_now_ns(CLOCK_MONOTONIC);
+		reads++;
+		CHECK(n == 0 || n == 1);
+		if (n == 0 &&
+		    r0 - after >= FLUSH_AGE_NS + FLUSH_AGE_SLACK_NS + (created - starting)) {
+			fprintf(stderr,
+			        "read %d began %" PRIu64 " ms after the record and left its "
+			        "page open (age %" PRIu64 " ms)\n",
+			        reads, (r0 - after) / 1000000, FLUSH_AGE_NS / 1000000);
+			exit(1);
+		}
+		if (n == 1 && r1 - before < FLUSH_AGE_NS - FLUSH_AGE_SLACK_NS) {
+			fprintf(stderr,
+			        "read %d ended %" PRIu64 " ms after the record and closed its "
+			        "page (age %" PRIu64 " ms)\n",
+			        reads, (r1 - before) / 1000000, FLUSH_AGE_NS / 1000000);
+			exit(1);
+		}
+		if (n == 0)
+			test_sleep_ms(1);
+	} while (n == 0);
+	printf("clock %s: the page closed at read %d, %" PRIu64 " to %" PRIu64
+	       " ms after the record (age %" PRIu64 " ms)\n",
+	       orbit__clock_kind == ORBIT__CLOCK_TSC ? "tsc" : "monotonic", reads,
+	       (r0 - after) / 1000000, (r1 - before) / 1000000, FLUSH_AGE_NS / 1000000);
 	CHECK(o.n == 1 && strncmp(o.text, "aged", 4) == 0);
 	orbit__logs_stop();
 }
 
 /* ---- environment ---- */
 
-/* ARG: the value of ORBIT_PAGE_RING_PAGES ("unset" leaves it unset, "empty"
- * sets it empty), or "ow:VALUE" for ORBIT_PAGE_RING_OVERWRITE. Checks the pages in use and the
- * one stderr line a bad value costs. */
-static void case_env(const char *arg)
+/* What follows "env" on the command line: the value of ORBIT_PAGE_RING_PAGES
+ * ("unset" leaves it unset, "empty" sets it empty), or "ow:VALUE" for
+ * ORBIT_PAGE_RING_OVERWRITE. */
+static const char *env_value;
+
+/* Checks the pages in use and the one stderr line a bad value costs. */
+static void case_env(void)
 {
+	const char *arg = env_value;
 	char path[] = "/tmp/orbit-logs-env-XXXXXX", out[1024] = {0};
 	int fd = mkstemp(path), saved = dup(2);
 	uint32_t pages, ps, want_pages = 64;
@@ -765,6 +818,7 @@ static void case_env(const char *arg)
 	FILE *f;
 	size_t n;
 
+	CHECK(arg != NULL); /* logs_agent env VALUE */
 	CHECK(fd >= 0 && saved >= 0);
 	unlink(path);
 	if (strcmp(arg, "empty") == 0)
@@ -869,37 +923,21 @@ static void case_start_fails(void)
 	CHECK(orbit_marker("x", 1) == ORBIT_EDISABLED);
 }
 
-int main(int argc, char **argv)
-{
-	static const struct {
-		const char *name;
-		void (*fn)(void);
-	} cases[] = {
-	    {"threads", case_threads},
-	    {"concurrent", case_concurrent},
-	    {"concurrent_overwrite", case_concurrent_overwrite},
-	    {"overwrite", case_overwrite},
-	    {"full", case_full},
-	    {"errors", case_errors},
-	    {"start_fails", case_start_fails},
-	    {"flush_age", case_flush_age},
-	};
+static const struct test_case cases[] = {
+    {"threads", case_threads},
+    {"concurrent", case_concurrent},
+    {"concurrent_overwrite", case_concurrent_overwrite},
+    {"overwrite", case_overwrite},
+    {"full", case_full},
+    {"errors", case_errors},
+    {"start_fails", case_start_fails},
+    {"flush_age", case_flush_age},
+    {"env", case_env},
+};
 
+static void begin(void)
+{
 	ncpu(); /* before any thread: the list is read without a lock */
-	if (argc == 3 && strcmp(argv[1], "env") == 0) {
-		case_env(argv[2]);
-		return 0;
-	}
-	if (argc != 2) {
-		fprintf(stderr, "usage: %s CASE | env VALUE\n", argv[0]);
-		return 2;
-	}
-	for (size_t i = 0; i < sizeof(cases) / sizeof(cases[0]); i++) {
-		if (strcmp(argv[1], cases[i].name) == 0) {
-			cases[i].fn();
-			return 0;
-		}
-	}
-	fprintf(stderr, "%s: unknown case %s\n", argv[0], argv[1]);
-	return 2;
 }
+
+TEST_MAIN_WITH(cases, .args = "[VALUE]", .arg = &env_value, .begin = begin)

@@ -7,8 +7,8 @@
 
 #include <stdatomic.h>
 
-#include "check.h"
 #include "clock.h"
+#include "harness.h"
 #include "logs.h"
 
 static int evaluated;
@@ -39,7 +39,7 @@ static void count_page(void *arg, uint32_t ring, const uint8_t *page, size_t len
 	pages++;
 }
 
-int main(void)
+static void case_compiled_out(void)
 {
 	uint64_t reserved = 0;
 
@@ -70,5 +70,10 @@ int main(void)
 	CHECK(orbit_marker("m", 1) == 0);
 	CHECK(orbit__logs_read(identity, NULL, count_page, NULL, 0) == 1);
 	orbit__logs_stop();
-	return 0;
 }
+
+static const struct test_case cases[] = {
+    {"compiled_out", case_compiled_out},
+};
+
+TEST_MAIN(cases)

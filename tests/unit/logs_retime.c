@@ -306,29 +306,12 @@ static void case_hostile(void)
 	}
 }
 
-int main(int argc, char **argv)
-{
-	static const struct {
-		const char *name;
-		void (*fn)(void);
-	} cases[] = {
-	    {"identity", case_identity},   {"identity_extend", case_identity_extend},
-	    {"scale", case_scale},         {"scale_extend", case_scale_extend},
-	    {"scale_up", case_scale_up},   {"clamp", case_clamp},
-	    {"backwards", case_backwards}, {"kernel", case_kernel},
-	    {"hostile", case_hostile},
-	};
+static const struct test_case cases[] = {
+    {"identity", case_identity},   {"identity_extend", case_identity_extend},
+    {"scale", case_scale},         {"scale_extend", case_scale_extend},
+    {"scale_up", case_scale_up},   {"clamp", case_clamp},
+    {"backwards", case_backwards}, {"kernel", case_kernel},
+    {"hostile", case_hostile},
+};
 
-	if (argc != 2) {
-		fprintf(stderr, "usage: %s CASE\n", argv[0]);
-		return 2;
-	}
-	for (size_t i = 0; i < sizeof(cases) / sizeof(cases[0]); i++) {
-		if (strcmp(argv[1], cases[i].name) == 0) {
-			cases[i].fn();
-			return 0;
-		}
-	}
-	fprintf(stderr, "%s: unknown case %s\n", argv[0], argv[1]);
-	return 2;
-}
+TEST_MAIN(cases)

@@ -60,7 +60,7 @@ static void compare_page(struct kbuffer *kb, uint64_t *next, int *extends_seen)
 	CHECK(data == NULL);
 }
 
-int main(void)
+static void case_kbuffer(void)
 {
 	struct orbit__page_ring *ring = make_ring(4, PAGE, 0);
 	struct kbuffer *kb = kbuffer_alloc(KBUFFER_LSIZE_8, KBUFFER_ENDIAN_LITTLE);
@@ -103,5 +103,10 @@ int main(void)
 	       written, extends);
 	kbuffer_free(kb);
 	orbit__page_destroy(ring);
-	return 0;
 }
+
+static const struct test_case cases[] = {
+    {"kbuffer", case_kbuffer},
+};
+
+TEST_MAIN(cases)

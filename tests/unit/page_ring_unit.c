@@ -377,7 +377,7 @@ static void *holder_thread(void *p)
 
 	CHECK(orbit__page_reserve(a->ring, 20, &res) == 0);
 	atomic_store(&a->stage, 1);
-	sleep_ms(200);
+	test_sleep_ms(200);
 	payload_fill(res.data, 1, 20, 0);
 	CHECK(atomic_load(&a->disabled) == 0);
 	orbit__page_commit(a->ring, &res);
@@ -403,9 +403,9 @@ static void case_disable_waits(void)
 
 	CHECK(pthread_create(&h, NULL, holder_thread, &a) == 0);
 	while (atomic_load(&a.stage) == 0)
-		sleep_ms(1);
+		test_sleep_ms(1);
 	CHECK(pthread_create(&d, NULL, disabler_thread, &a) == 0);
-	sleep_ms(50);
+	test_sleep_ms(50);
 	CHECK(atomic_load(&a.disabled) == 0);
 	/* Closed to newcomers while it waits. */
 	CHECK(orbit__page_reserve(a.ring, 20, &res) == -ESHUTDOWN);
@@ -556,10 +556,7 @@ static void case_order(void)
 	orbit__page_destroy(ring);
 }
 
-static const struct {
-	const char *name;
-	void (*fn)(void);
-} cases[] = {
+static const struct test_case cases[] = {
     {"roundtrip", case_roundtrip},
     {"invalid_size", case_invalid_size},
     {"type0", case_type0},
@@ -579,14 +576,4 @@ static const struct {
     {"order", case_order},
 };
 
-int main(int argc, char **argv)
-{
-	for (size_t i = 0; argc == 2 && i < sizeof(cases) / sizeof(cases[0]); i++) {
-		if (strcmp(argv[1], cases[i].name) == 0) {
-			cases[i].fn();
-			return 0;
-		}
-	}
-	fprintf(stderr, "usage: %s CASE\n", argv[0]);
-	return 2;
-}
+TEST_MAIN(cases)

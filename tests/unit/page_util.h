@@ -10,8 +10,8 @@
 #include <string.h>
 #include <time.h>
 
-#include "check.h"
 #include "ftrace_page.h"
+#include "harness.h"
 #include "page_ring.h"
 
 /* ---- test clock: monotonic across threads, steps by 1 ns per call,
@@ -27,22 +27,6 @@ static inline uint64_t test_clock(void *arg)
 static inline void test_clock_jump(uint64_t ns)
 {
 	atomic_fetch_add_explicit(&test_clock_ns, ns, memory_order_relaxed);
-}
-
-static inline uint64_t mono_clock(void *arg)
-{
-	struct timespec ts;
-
-	(void)arg;
-	clock_gettime(CLOCK_MONOTONIC, &ts);
-	return (uint64_t)ts.tv_sec * 1000000000ull + (uint64_t)ts.tv_nsec;
-}
-
-static inline void sleep_ms(unsigned ms)
-{
-	struct timespec ts = {ms / 1000, (long)(ms % 1000) * 1000000L};
-
-	nanosleep(&ts, NULL);
 }
 
 static inline struct orbit__page_ring *make_ring(uint32_t pages, uint32_t page_size, int overwrite)

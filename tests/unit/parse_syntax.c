@@ -19,8 +19,8 @@
 #include <sys/wait.h>
 #include <unistd.h>
 
-#include "check.h"
 #include "config.h"
+#include "harness.h"
 #include "parse.h"
 
 struct hp {
@@ -30,7 +30,7 @@ struct hp {
 	const char *why; /* substring of the reason when refused */
 };
 
-static const struct hp cases[] = {
+static const struct hp host_ports[] = {
     {"127.0.0.1:7411", "127.0.0.1", 7411, NULL},
     {"localhost:1", "localhost", 1, NULL},
     {"workstation.example.org:65535", "workstation.example.org", 65535, NULL},
@@ -58,12 +58,12 @@ static const struct hp cases[] = {
     {"a/b:80", NULL, 0, "character"},
     {"", NULL, 0, "empty"},
 };
-#define NCASES (sizeof cases / sizeof cases[0])
+#define NHOST_PORTS (sizeof host_ports / sizeof host_ports[0])
 
 static void host_port(void)
 {
-	for (size_t i = 0; i < NCASES; i++) {
-		const struct hp *c = &cases[i];
+	for (size_t i = 0; i < NHOST_PORTS; i++) {
+		const struct hp *c = &host_ports[i];
 		char host[ORBIT_HOST_MAX];
 		uint16_t port = 0;
 		const char *why = NULL;
@@ -144,33 +144,20 @@ static void size(void)
 	CHECK(orbit__parse_size(NULL, &(uint64_t){0}) == -EINVAL);
 }
 
+static int read_collector_env(const void *value)
+{
+	setenv("ORBIT_COLLECTOR", value, 1);
+	static struct orbit__config c;
+	orbit__config_read(&c);
+	orbit__config_read(&c); /* said once */
+	return c.collector_set && c.collector_ok ? 0 : 1;
+}
+
 /* The agent's verdict on ORBIT_COLLECTOR=s, in a child: 1 taken, 0 refused;
  * its stderr into err. */
 static int agent_takes(const char *s, char *err, size_t errlen)
 {
-	int fds[2];
-	CHECK(pipe(fds) == 0);
-	pid_t pid = fork();
-	CHECK(pid >= 0);
-	if (pid == 0) {
-		dup2(fds[1], 2);
-		close(fds[0]);
-		setenv("ORBIT_COLLECTOR", s, 1);
-		static struct orbit__config c;
-		orbit__config_read(&c);
-		orbit__config_read(&c); /* said once */
-		_exit(c.collector_set && c.collector_ok ? 0 : 1);
-	}
-	close(fds[1]);
-	size_t got = 0;
-	ssize_t n;
-	while (got + 1 < errlen && (n = read(fds[0], err + got, errlen - 1 - got)) > 0)
-		got += (size_t)n;
-	err[got] = '\0';
-	close(fds[0]);
-	int st;
-	CHECK(waitpid(pid, &st, 0) == pid && WIFEXITED(st));
-	return WEXITSTATUS(st) == 0;
+	return test_in_child(read_collector_env, s, err, errlen) == 0;
 }
 
 static int lines(const char *s)
@@ -196,9 +183,11 @@ static void agent_env(void)
 	CHECK(strstr(err, "from 1 to 65535") != NULL && lines(err) == 1);
 }
 
+static const char *collector; /* agree's orbit-collector */
+
 /* orbit-collector's verdict on --listen s: 1 taken (it goes on to
  * --version), 0 refused with one line. */
-static int collector_takes(const char *collector, const char *s)
+static int collector_takes(const char *s)
 {
 	pid_t pid = fork();
 	CHECK(pid >= 0);
@@ -215,35 +204,29 @@ static int collector_takes(const char *collector, const char *s)
 	return WEXITSTATUS(st) == 0;
 }
 
-static void agree(const char *collector)
+static void agree(void)
 {
 	char err[2048];
-	for (size_t i = 0; i < NCASES; i++) {
-		int a = agent_takes(cases[i].s, err, sizeof err);
-		int c = collector_takes(collector, cases[i].s);
-		if (a != c || a != (cases[i].host != NULL))
-			fprintf(stderr, "'%s': agent %s, collector %s\n", cases[i].s,
+	CHECK(collector != NULL); /* parse_syntax agree COLLECTOR */
+	for (size_t i = 0; i < NHOST_PORTS; i++) {
+		int a = agent_takes(host_ports[i].s, err, sizeof err);
+		int c = collector_takes(host_ports[i].s);
+		if (a != c || a != (host_ports[i].host != NULL))
+			fprintf(stderr, "'%s': agent %s, collector %s\n", host_ports[i].s,
 			        a ? "takes it" : "refuses it", c ? "takes it" : "refuses it");
 		CHECK(a == c);
-		CHECK(a == (cases[i].host != NULL));
+		CHECK(a == (host_ports[i].host != NULL));
 	}
 	/* Port 0 is the one difference: a listener's free port. */
 	CHECK(!agent_takes("127.0.0.1:0", err, sizeof err));
-	CHECK(collector_takes(collector, "127.0.0.1:0"));
+	CHECK(collector_takes("127.0.0.1:0"));
 }
 
-int main(int argc, char **argv)
-{
-	const char *c = argc > 1 ? argv[1] : "";
-	if (strcmp(c, "host_port") == 0)
-		host_port();
-	else if (strcmp(c, "size") == 0)
-		size();
-	else if (strcmp(c, "agent_env") == 0)
-		agent_env();
-	else if (strcmp(c, "agree") == 0 && argc > 2)
-		agree(argv[2]);
-	else
-		return 2;
-	return 0;
-}
+static const struct test_case cases[] = {
+    {"host_port", host_port},
+    {"size", size},
+    {"agent_env", agent_env},
+    {"agree", agree},
+};
+
+TEST_MAIN_WITH(cases, .args = "[COLLECTOR]", .arg = &collector)

@@ -24,7 +24,7 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "check.h"
+#include "harness.h"
 #include "reconstruct.h"
 #include "record.h"
 
@@ -316,22 +316,10 @@ static void case_flags(void)
 	CHECK_EQ_U64(st->incomplete_names, 1);
 }
 
-int main(int argc, char **argv)
-{
-	static const struct {
-		const char *name;
-		void (*fn)(void);
-	} cases[] = {
-	    {"unstopped", case_unstopped},   {"enclosing", case_enclosing}, {"reused", case_reused},
-	    {"reused_end", case_reused_end}, {"input_end", case_input_end}, {"gap", case_gap},
-	    {"flags", case_flags},
-	};
-	for (size_t i = 0; argc == 2 && i < sizeof cases / sizeof cases[0]; i++) {
-		if (strcmp(argv[1], cases[i].name) == 0) {
-			cases[i].fn();
-			return 0;
-		}
-	}
-	fprintf(stderr, "usage: %s CASE\n", argv[0]);
-	return 2;
-}
+static const struct test_case cases[] = {
+    {"unstopped", case_unstopped},   {"enclosing", case_enclosing}, {"reused", case_reused},
+    {"reused_end", case_reused_end}, {"input_end", case_input_end}, {"gap", case_gap},
+    {"flags", case_flags},
+};
+
+TEST_MAIN(cases)

@@ -7,7 +7,7 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "check.h"
+#include "harness.h"
 #include "replay_internal.h"
 
 static char *buf;
@@ -159,20 +159,9 @@ static void bound_cases(void)
 		}
 }
 
-int main(int argc, char **argv)
-{
-	CHECK(argc == 2);
-	if (strcmp(argv[1], "json") == 0)
-		json_cases();
-	else if (strcmp(argv[1], "json_random") == 0)
-		json_random();
-	else if (strcmp(argv[1], "csv") == 0)
-		csv_cases();
-	else if (strcmp(argv[1], "text") == 0)
-		text_cases();
-	else if (strcmp(argv[1], "bound") == 0)
-		bound_cases();
-	else
-		return 1;
-	return 0;
-}
+static const struct test_case cases[] = {
+    {"json", json_cases}, {"json_random", json_random}, {"csv", csv_cases},
+    {"text", text_cases}, {"bound", bound_cases},
+};
+
+TEST_MAIN(cases)

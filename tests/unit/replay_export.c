@@ -7,18 +7,19 @@
  * nest in viewer order, the flags, colours and group ids, loss marks where
  * the claims are missing, log lines with their threads, and the filters.
  *
- *   replay_export SYNTH_DIR CASE
- *   CASE: order | attrs | loss | streams | filter | lines
+ *   replay_export CASE SYNTH_DIR (replay_synth's captures)
  */
 #include <stdint.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
-#include "check.h"
+#include "harness.h"
 #include "replay_export.h"
 
 #define MAX_CALLS 16384
+
+static const char *synth; /* replay_synth's captures */
 
 enum call_kind { BEGIN, STREAM, STREAM_END, SCOPE, SLICE, ASYNC, VALUE, LINE, LOSS, END, FREE };
 
@@ -324,13 +325,20 @@ static void check_attrs(void)
 	CHECK_EQ_U64(colored, 200);
 }
 
+/* The capture replay_synth wrote for a scenario. */
+static void synth_capture(char *path, size_t size, const char *scenario)
+{
+	CHECK(synth != NULL); /* replay_export CASE SYNTH_DIR */
+	snprintf(path, size, "%s/%s.orbit.zst", synth, scenario);
+}
+
 /* replay_synth's loss scenario: ring 0 claims 0 (X at T0+100), [1 and 2
  * lapped], 3..4 (Z at T0+400..500); the equation holds with lapped 2. */
-static void check_loss(const char *synth)
+static void check_loss(void)
 {
 	char path[512];
 	const uint64_t t0 = 5000000000ull;
-	snprintf(path, sizeof path, "%s/loss.orbit.zst", synth);
+	synth_capture(path, sizeof path, "loss");
 	CHECK_EQ_U64(replay(path, NULL), ORBIT_REPLAY_OK);
 	CHECK_EQ_U64(count(LOSS, NULL), 1);
 	size_t m = 0, z = 0;
@@ -348,10 +356,10 @@ static void check_loss(const char *synth)
 
 /* Two streams in one file: each one's events between its stream and
  * stream_end calls. */
-static void check_streams(const char *synth)
+static void check_streams(void)
 {
 	char path[512];
-	snprintf(path, sizeof path, "%s/streams.orbit.zst", synth);
+	synth_capture(path, sizeof path, "streams");
 	CHECK_EQ_U64(replay(path, NULL), ORBIT_REPLAY_OK);
 	CHECK_EQ_U64(count(STREAM, NULL), 2);
 	CHECK_EQ_U64(count(STREAM_END, NULL), 2);
@@ -383,10 +391,10 @@ static void check_filter(void)
 
 /* replay_synth's logs scenario: five records on two page rings, out of
  * order between rings; each with its thread and its name. */
-static void check_lines(const char *synth)
+static void check_lines(void)
 {
 	char path[512];
-	snprintf(path, sizeof path, "%s/logs.orbit.zst", synth);
+	synth_capture(path, sizeof path, "logs");
 	recorder.needs |= ORBIT_RP_NEED_EARLY_NAMES;
 	CHECK_EQ_U64(replay(path, NULL), ORBIT_REPLAY_OK);
 	CHECK_EQ_U64(count(LINE, NULL), 5);
@@ -400,27 +408,10 @@ static void check_lines(const char *synth)
 	}
 }
 
-int main(int argc, char **argv)
-{
-	CHECK(argc == 3);
-	const char *synth = argv[1], *c = argv[2];
-	if (strcmp(c, "order") == 0)
-		check_order();
-	else if (strcmp(c, "slices") == 0)
-		check_slices();
-	else if (strcmp(c, "attrs") == 0)
-		check_attrs();
-	else if (strcmp(c, "loss") == 0)
-		check_loss(synth);
-	else if (strcmp(c, "streams") == 0)
-		check_streams(synth);
-	else if (strcmp(c, "filter") == 0)
-		check_filter();
-	else if (strcmp(c, "lines") == 0)
-		check_lines(synth);
-	else {
-		fprintf(stderr, "unknown case %s\n", c);
-		return 1;
-	}
-	return 0;
-}
+static const struct test_case cases[] = {
+    {"order", check_order}, {"slices", check_slices},   {"attrs", check_attrs},
+    {"loss", check_loss},   {"streams", check_streams}, {"filter", check_filter},
+    {"lines", check_lines},
+};
+
+TEST_MAIN_WITH(cases, .args = "SYNTH_DIR", .arg = &synth)

@@ -8,24 +8,16 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "check.h"
+#include "harness.h"
 #include "replay_internal.h"
 
 #define N 200000
 
 static uint64_t rng = 88172645463325252ull;
 
-static uint64_t rnd(void)
-{
-	rng ^= rng << 13;
-	rng ^= rng >> 7;
-	rng ^= rng << 17;
-	return rng;
-}
-
 static double unit(void)
 {
-	return (double)(rnd() >> 11) / 9007199254740992.0;
+	return (double)(test_rand(&rng) >> 11) / 9007199254740992.0;
 }
 
 static int cmp(const void *a, const void *b)
@@ -81,7 +73,7 @@ static void fill(uint64_t *v, size_t n, uint64_t (*gen)(void))
 
 static uint64_t g_uniform(void)
 {
-	return 1 + rnd() % 1000000;
+	return 1 + test_rand(&rng) % 1000000;
 }
 
 static uint64_t g_lognormal(void)
@@ -98,17 +90,17 @@ static uint64_t g_constant(void)
 
 static uint64_t g_small(void)
 {
-	return rnd() % 200;
+	return test_rand(&rng) % 200;
 }
 
 static uint64_t g_huge(void)
 {
-	return UINT64_MAX - rnd() % (UINT64_MAX / 3);
+	return UINT64_MAX - test_rand(&rng) % (UINT64_MAX / 3);
 }
 
 static uint64_t g_bimodal(void)
 {
-	return rnd() % 10 ? 20 + rnd() % 10 : 50000000 + rnd() % 1000000;
+	return test_rand(&rng) % 10 ? 20 + test_rand(&rng) % 10 : 50000000 + test_rand(&rng) % 1000000;
 }
 
 static void bucket_bounds(void)
@@ -156,39 +148,30 @@ static void budget(void)
 	orbit__rp_hist_free(&h);
 }
 
-int main(int argc, char **argv)
+/* A distribution: every percentile of N values, and of a few only (below
+ * the inline count and just above). */
+static const struct dist {
+	const char *name;
+	uint64_t (*gen)(void);
+} dists[] = {{"uniform", g_uniform}, {"lognormal", g_lognormal}, {"constant", g_constant},
+             {"small", g_small},     {"huge", g_huge},           {"bimodal", g_bimodal}};
+
+static void run_dist(const void *entry)
 {
 	static uint64_t v[N];
-	static const struct {
-		const char *name;
-		uint64_t (*gen)(void);
-	} dists[] = {{"uniform", g_uniform}, {"lognormal", g_lognormal}, {"constant", g_constant},
-	             {"small", g_small},     {"huge", g_huge},           {"bimodal", g_bimodal}};
-	CHECK(argc == 2);
-	if (strcmp(argv[1], "buckets") == 0) {
-		bucket_bounds();
-		return 0;
+	const struct dist *d = entry;
+	fill(v, N, d->gen);
+	check_values(v, N);
+	for (size_t n = 1; n < 9; n++) {
+		fill(v, n, d->gen);
+		check_values(v, n);
 	}
-	if (strcmp(argv[1], "inline") == 0) {
-		inline_exact();
-		return 0;
-	}
-	if (strcmp(argv[1], "budget") == 0) {
-		budget();
-		return 0;
-	}
-	for (size_t i = 0; i < sizeof dists / sizeof dists[0]; i++) {
-		if (strcmp(argv[1], dists[i].name) != 0)
-			continue;
-		fill(v, N, dists[i].gen);
-		check_values(v, N);
-		/* and a few values only: below the inline count and just above */
-		for (size_t n = 1; n < 9; n++) {
-			fill(v, n, dists[i].gen);
-			check_values(v, n);
-		}
-		return 0;
-	}
-	fprintf(stderr, "unknown case %s\n", argv[1]);
-	return 1;
 }
+
+static const struct test_case cases[] = {
+    {"buckets", bucket_bounds},
+    {"inline", inline_exact},
+    {"budget", budget},
+};
+
+TEST_MAIN_WITH(cases, .family = TEST_FAMILY(dists, run_dist))

@@ -11,7 +11,7 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "check.h"
+#include "harness.h"
 #include "replay_internal.h"
 
 #define MAX_SCOPES 4096
@@ -34,14 +34,6 @@ static struct out outs[2 * MAX_SCOPES];
 static uint32_t nout;
 static uint64_t rng = 0x9e3779b97f4a7c15ull;
 
-static uint64_t rnd(void)
-{
-	rng ^= rng << 13;
-	rng ^= rng >> 7;
-	rng ^= rng << 17;
-	return rng;
-}
-
 static void emit(void *ctx, const struct orbit_rp_span *s, int end)
 {
 	(void)ctx;
@@ -58,9 +50,9 @@ static void tree(struct orbit_rp_order *o, uint32_t ops, unsigned tie_pct, int n
 	uint64_t t = 1000, last_end = 0;
 	nsc = nout = 0;
 	for (uint32_t i = 0; i < ops || depth > 0; i++) {
-		if (rnd() % 100 >= tie_pct)
-			t += 1 + rnd() % 3;
-		int push = i < ops && depth < MAX_DEPTH && nsc < MAX_SCOPES && rnd() % 2;
+		if (test_rand(&rng) % 100 >= tie_pct)
+			t += 1 + test_rand(&rng) % 3;
+		int push = i < ops && depth < MAX_DEPTH && nsc < MAX_SCOPES && test_rand(&rng) % 2;
 		if (push || depth == 0) {
 			if (nsc == MAX_SCOPES)
 				break;
@@ -161,39 +153,54 @@ static void check_chrome(void)
 	}
 }
 
-int main(int argc, char **argv)
+/* 3000 random trees, their order checked as Chrome or Perfetto reads it. */
+static void random_trees(int chrome)
 {
 	struct orbit_rp_order o;
 	memset(&o, 0, sizeof o);
-	CHECK(argc == 2);
-	if (strcmp(argv[1], "perfetto") == 0 || strcmp(argv[1], "chrome") == 0) {
-		int chrome = argv[1][0] == 'c';
-		for (int trial = 0; trial < 3000; trial++) {
-			tree(&o, 50 + (uint32_t)(rnd() % 1500), (unsigned)(trial % 10) * 10,
-			     chrome);
-			if (chrome)
-				check_chrome();
-			else
-				check_perfetto();
-			CHECK_EQ_U64(o.n, 0);
-		}
-	} else if (strcmp(argv[1], "hold") == 0) {
-		/* Everything at one instant: every scope ties with its parent, so
-		 * everything is held, up to the limit; nothing is lost. */
-		tree(&o,
-		     3 * ORBIT_RP_HOLD_MAX / 2 < MAX_SCOPES ? 3 * ORBIT_RP_HOLD_MAX / 2
-		                                            : MAX_SCOPES - 1,
-		     100, 0);
-		CHECK_EQ_U64(nout, 2 * nsc);
-		uint32_t seen[MAX_SCOPES] = {0};
-		for (uint32_t i = 0; i < nout; i++)
-			seen[outs[i].id] += outs[i].end ? 16 : 1;
-		for (uint32_t i = 0; i < nsc; i++)
-			CHECK_EQ_U64(seen[i], 17);
-	} else {
-		fprintf(stderr, "unknown case %s\n", argv[1]);
-		return 1;
+	for (int trial = 0; trial < 3000; trial++) {
+		tree(&o, 50 + (uint32_t)(test_rand(&rng) % 1500), (unsigned)(trial % 10) * 10, chrome);
+		if (chrome)
+			check_chrome();
+		else
+			check_perfetto();
+		CHECK_EQ_U64(o.n, 0);
 	}
 	orbit__rp_order_free(&o);
-	return 0;
 }
+
+static void case_perfetto(void)
+{
+	random_trees(0);
+}
+
+static void case_chrome(void)
+{
+	random_trees(1);
+}
+
+/* Everything at one instant: every scope ties with its parent, so
+ * everything is held, up to the limit; nothing is lost. */
+static void case_hold(void)
+{
+	struct orbit_rp_order o;
+	memset(&o, 0, sizeof o);
+	tree(&o,
+	     3 * ORBIT_RP_HOLD_MAX / 2 < MAX_SCOPES ? 3 * ORBIT_RP_HOLD_MAX / 2 : MAX_SCOPES - 1,
+	     100, 0);
+	CHECK_EQ_U64(nout, 2 * nsc);
+	uint32_t seen[MAX_SCOPES] = {0};
+	for (uint32_t i = 0; i < nout; i++)
+		seen[outs[i].id] += outs[i].end ? 16 : 1;
+	for (uint32_t i = 0; i < nsc; i++)
+		CHECK_EQ_U64(seen[i], 17);
+	orbit__rp_order_free(&o);
+}
+
+static const struct test_case cases[] = {
+    {"perfetto", case_perfetto},
+    {"chrome", case_chrome},
+    {"hold", case_hold},
+};
+
+TEST_MAIN(cases)

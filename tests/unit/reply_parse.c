@@ -7,8 +7,8 @@
 #include <errno.h>
 #include <string.h>
 
-#include "check.h"
 #include "frame.h"
+#include "harness.h"
 #include "reply.h"
 #include "stream_writer.h"
 
@@ -38,7 +38,7 @@ static int next(const uint8_t *b, size_t n, size_t *used, struct orbit_ack *a, c
 	return orbit__reply_next(b, n, used, a, reason, ORBIT_REPLY_MAX);
 }
 
-int main(void)
+static void case_replies(void)
 {
 	uint8_t b[1024];
 	char reason[ORBIT_REPLY_MAX], what[80];
@@ -116,5 +116,10 @@ int main(void)
 	CHECK(strcmp(what, "5 bytes that are not an Orbit reply") == 0);
 	static const char other[] = "orbit-collector: hello\n";
 	CHECK(next((const uint8_t *)other, sizeof other - 1, &used, &a, reason) == -EPROTO);
-	return 0;
 }
+
+static const struct test_case cases[] = {
+    {"replies", case_replies},
+};
+
+TEST_MAIN(cases)

@@ -25,7 +25,7 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "check.h"
+#include "harness.h"
 #include "replay_sched.h"
 #include "unit/sched_tep_compare.h"
 
@@ -39,23 +39,10 @@ struct blob {
 static struct blob load(const char *name)
 {
 	char path[512];
-	struct blob b = {NULL, 0};
-	FILE *f;
-	long n;
+	struct blob b;
 
 	snprintf(path, sizeof path, "%s/%s", DATA, name);
-	f = fopen(path, "rb");
-	if (f == NULL)
-		SKIP("%s missing", path);
-	CHECK(fseek(f, 0, SEEK_END) == 0);
-	n = ftell(f);
-	CHECK(n >= 0 && fseek(f, 0, SEEK_SET) == 0);
-	b.bytes = malloc((size_t)n + 1);
-	CHECK(b.bytes != NULL);
-	CHECK(fread(b.bytes, 1, (size_t)n, f) == (size_t)n);
-	b.bytes[n] = '\0';
-	b.len = (size_t)n;
-	fclose(f);
+	b.bytes = test_read_file(path, &b.len);
 	return b;
 }
 
@@ -390,32 +377,13 @@ static void case_cut_page(void)
 	orbit__rp_sched_decoder_free(d);
 }
 
-int main(int argc, char **argv)
-{
-	static const struct {
-		const char *name;
-		void (*fn)(void);
-	} cases[] = {
-	    {"kernel", case_kernel},         {"no_header", case_no_header},
-	    {"no_switch", case_no_switch},   {"garbage", case_garbage},
-	    {"too_big", case_too_big},       {"too_many", case_too_many},
-	    {"field_size", case_field_size}, {"field_outside", case_field_outside},
-	    {"data_loc", case_data_loc},     {"not_ready", case_not_ready},
-	    {"header_32", case_header_32},   {"cut_page", case_cut_page},
-	};
+static const struct test_case cases[] = {
+    {"kernel", case_kernel},         {"no_header", case_no_header},
+    {"no_switch", case_no_switch},   {"garbage", case_garbage},
+    {"too_big", case_too_big},       {"too_many", case_too_many},
+    {"field_size", case_field_size}, {"field_outside", case_field_outside},
+    {"data_loc", case_data_loc},     {"not_ready", case_not_ready},
+    {"header_32", case_header_32},   {"cut_page", case_cut_page},
+};
 
-	if (argc != 2) {
-		fprintf(stderr, "usage: sched_decode CASE\n");
-		return 2;
-	}
-	load_formats();
-	for (size_t i = 0; i < sizeof cases / sizeof cases[0]; i++) {
-		if (strcmp(argv[1], cases[i].name) == 0) {
-			cases[i].fn();
-			printf("ok\n");
-			return 0;
-		}
-	}
-	fprintf(stderr, "unknown case %s\n", argv[1]);
-	return 2;
-}
+TEST_MAIN_WITH(cases, .begin = load_formats)

@@ -26,7 +26,7 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "check.h"
+#include "harness.h"
 #include "replay_sched.h"
 
 #define S_SLEEP 1 /* TASK_INTERRUPTIBLE */
@@ -288,14 +288,6 @@ static void case_names(void)
 
 static uint64_t rng = 88172645463325252ull;
 
-static uint64_t next_rand(void)
-{
-	rng ^= rng << 13;
-	rng ^= rng >> 7;
-	rng ^= rng << 17;
-	return rng;
-}
-
 #define NEV 20000
 
 static struct orbit__rp_sched_event evs[NEV];
@@ -306,14 +298,14 @@ static int make_random(void)
 	int cur[4] = {0, 0, 0, 0}, n = 0;
 
 	while (n < NEV) {
-		uint32_t cpu = (uint32_t)(next_rand() % 4);
-		int tid = 1 + (int)(next_rand() % 12);
+		uint32_t cpu = (uint32_t)(test_rand(&rng) % 4);
+		int tid = 1 + (int)(test_rand(&rng) % 12);
 
-		t += 1 + next_rand() % 50;
-		if (next_rand() % 3 == 0) {
+		t += 1 + test_rand(&rng) % 50;
+		if (test_rand(&rng) % 3 == 0) {
 			evs[n++] = wake(t, cpu, cur[cpu], tid);
 		} else {
-			int64_t st = next_rand() % 2 ? S_SLEEP : S_PREEMPT;
+			int64_t st = test_rand(&rng) % 2 ? S_SLEEP : S_PREEMPT;
 
 			evs[n++] = sw(t, cpu, cur[cpu], st, tid);
 			cur[cpu] = tid;
@@ -344,9 +336,9 @@ static struct orbit__rp_sched_timeline *random_timeline(int n)
 	for (int i = 0; i < n; i++)
 		CHECK(orbit__rp_sched_add(tl, &evs[i]) == 0);
 	for (int g = 0; g < 20; g++) {
-		uint64_t at = 1000 + next_rand() % (evs[n - 1].time - 1000);
+		uint64_t at = 1000 + test_rand(&rng) % (evs[n - 1].time - 1000);
 
-		CHECK(orbit__rp_sched_add_gap(tl, (uint32_t)(next_rand() % 4), at, at + 100, 3) ==
+		CHECK(orbit__rp_sched_add_gap(tl, (uint32_t)(test_rand(&rng) % 4), at, at + 100, 3) ==
 		      0);
 	}
 	CHECK(orbit__rp_sched_finish(tl, 0) == 0);
@@ -368,7 +360,7 @@ static void case_random(void)
 		for (uint32_t i = 1; i < th[k].span_count; i++)
 			CHECK(th[k].spans[i].start > th[k].spans[i - 1].start);
 		for (int q = 0; q < 2000; q++) {
-			uint64_t a = next_rand() % (th[k].end + 2000), b = a + next_rand() % 5000,
+			uint64_t a = test_rand(&rng) % (th[k].end + 2000), b = a + test_rand(&rng) % 5000,
 			         x[3];
 			struct orbit__rp_sched_times t;
 
@@ -392,10 +384,10 @@ static void case_random(void)
 			uint64_t b;
 
 			if (q % 4 == 3)
-				a = next_rand() % (th[k].end + 2000); /* a jump, back or forth */
+				a = test_rand(&rng) % (th[k].end + 2000); /* a jump, back or forth */
 			else
-				a += next_rand() % 200;
-			b = a + next_rand() % 3000;
+				a += test_rand(&rng) % 200;
+			b = a + test_rand(&rng) % 3000;
 			orbit__rp_sched_times(&th[k], a, b, &t);
 			orbit__rp_sched_cursor_times(&c, a, b, &u);
 			CHECK(memcmp(&t, &u, sizeof t) == 0);
@@ -559,31 +551,11 @@ static void case_recording(void)
 	orbit__rp_sched_timeline_free(tl);
 }
 
-int main(int argc, char **argv)
-{
-	static const struct {
-		const char *name;
-		void (*fn)(void);
-	} cases[] = {
-	    {"basic", case_basic},         {"pending", case_pending},
-	    {"gap_other", case_gap_other}, {"gap_same", case_gap_same},
-	    {"dead", case_dead},           {"unseen", case_unseen},
-	    {"names", case_names},         {"order", case_order},
-	    {"random", case_random},       {"add_page", case_add_page},
-	    {"recording", case_recording},
-	};
+static const struct test_case cases[] = {
+    {"basic", case_basic},       {"pending", case_pending},     {"gap_other", case_gap_other},
+    {"gap_same", case_gap_same}, {"dead", case_dead},           {"unseen", case_unseen},
+    {"names", case_names},       {"order", case_order},         {"random", case_random},
+    {"add_page", case_add_page}, {"recording", case_recording},
+};
 
-	if (argc != 2) {
-		fprintf(stderr, "usage: sched_states CASE\n");
-		return 2;
-	}
-	for (size_t i = 0; i < sizeof cases / sizeof cases[0]; i++) {
-		if (strcmp(argv[1], cases[i].name) == 0) {
-			cases[i].fn();
-			printf("ok\n");
-			return 0;
-		}
-	}
-	fprintf(stderr, "unknown case %s\n", argv[1]);
-	return 2;
-}
+TEST_MAIN(cases)

@@ -25,63 +25,14 @@
 #include <unistd.h>
 
 #include "agent.h"
-#include "check.h"
+#include "api_capture.h"
+#include "harness.h"
 #include "orbit.h"
 #include "reconstruct.h"
 #include "record.h"
 #include "segment_create.h"
 
-/* ---- the sink: every record, in each ring's claim order ------------------- */
-
-static pthread_mutex_t sink_mu = PTHREAD_MUTEX_INITIALIZER;
-static uint8_t *sink_bytes;
-static size_t sink_len, sink_cap;
-static uint64_t sink_next_claim[ORBIT_MAX_RINGS];
-static int sink_gap;
-struct run {
-	uint32_t ring, n;
-	uint64_t first;
-	size_t off;
-};
-static struct run *runs;
-static size_t nruns, capruns;
-
-static void sink_records(void *ctx, uint32_t ring, uint64_t first, const uint8_t *recs, uint32_t n)
-{
-	(void)ctx;
-	size_t bytes = (size_t)n * ORBIT_RECORD_SIZE;
-	pthread_mutex_lock(&sink_mu);
-	if (ring >= ORBIT_MAX_RINGS || first != sink_next_claim[ring])
-		sink_gap = 1; /* a claim never delivered: checked by the cases */
-	else
-		sink_next_claim[ring] = first + n;
-	if (sink_len + bytes > sink_cap) {
-		size_t cap = sink_cap ? sink_cap : 1 << 20;
-		while (cap < sink_len + bytes)
-			cap *= 2;
-		sink_bytes = realloc(sink_bytes, cap);
-		if (sink_bytes == NULL)
-			abort();
-		sink_cap = cap;
-	}
-	if (nruns == capruns) {
-		capruns = capruns ? capruns * 2 : 256;
-		runs = realloc(runs, capruns * sizeof *runs);
-		if (runs == NULL)
-			abort();
-	}
-	runs[nruns++] = (struct run){.ring = ring, .n = n, .first = first, .off = sink_len};
-	memcpy(sink_bytes + sink_len, recs, bytes);
-	sink_len += bytes;
-	pthread_mutex_unlock(&sink_mu);
-}
-
-static uint64_t now_ns(void)
-{
-	struct timespec ts;
-	clock_gettime(CLOCK_MONOTONIC, &ts);
-	return (uint64_t)ts.tv_sec * 1000000000ull + (uint64_t)ts.tv_nsec;
-}
+/* The capture (api_capture.h): every record, in each ring's claim order. */
 
 static uint64_t t_begin;
 
@@ -90,12 +41,9 @@ static void start_capture_rings(const char *rings)
 	/* Big rings: nothing this test writes can be lapped. */
 	setenv("ORBIT_RINGS", rings, 1);
 	setenv("ORBIT_RING_BUDGET", "16M", 1);
-	/* The sink first: a drain pass takes the sink when it begins, and the
-	 * agent's first pass may begin before orbit_init returns. */
-	struct orbit__sink sink = {.records = sink_records, .ctx = NULL};
-	orbit__agent_set_sink(&sink);
+	capture_install(); /* first: every drain pass hands its records to it */
 	CHECK_EQ_U64(orbit_init(), 0);
-	t_begin = now_ns();
+	t_begin = test_now_ns(CLOCK_MONOTONIC);
 }
 
 /* One ring: every thread's records in one claim order. */
@@ -145,34 +93,7 @@ static struct expect *expect_add(enum orbit_event_type type, const char *name, s
 	return e;
 }
 
-/* ---- what came back ------------------------------------------------------ */
-
-struct got {
-	struct orbit_event ev;
-	char *name; /* own copy */
-};
-
-static struct got *gots;
-static size_t ngot, capgot;
-
-static void on_event(void *ctx, const struct orbit_event *ev)
-{
-	(void)ctx;
-	if (ngot == capgot) {
-		capgot = capgot ? capgot * 2 : 256;
-		gots = realloc(gots, capgot * sizeof *gots);
-		CHECK(gots != NULL);
-	}
-	struct got *g = &gots[ngot++];
-	g->ev = *ev;
-	g->name = malloc(ev->name_len + 1);
-	CHECK(g->name != NULL);
-	memcpy(g->name, ev->name, ev->name_len);
-	g->name[ev->name_len] = '\0';
-	g->ev.name = g->name;
-}
-
-static const char *type_name(enum orbit_event_type t)
+static const char *type_name(int t)
 {
 	switch (t) {
 	case ORBIT_EVENT_SCOPE:
@@ -190,7 +111,7 @@ static const char *type_name(enum orbit_event_type t)
 static void fail_event(size_t i, const char *what)
 {
 	const struct expect *e = &exps[i];
-	const struct orbit_event *ev = &gots[i].ev;
+	const struct capture_event *ev = capture_get(i);
 	size_t diff = 0;
 	while (diff < e->name_len && diff < ev->name_len && e->name[diff] == ev->name[diff])
 		diff++;
@@ -213,48 +134,33 @@ static void fail_event(size_t i, const char *what)
  * event with the expectations. */
 static void finish_and_check(void)
 {
-	CHECK_EQ_U64(orbit_flush(), 0);
-	uint64_t t_end = now_ns();
-	struct orbit__agent_stats st;
-	orbit__agent_stats(&st);
-	CHECK_EQ_U64(st.lost_lapped + st.lost_dead + st.lost_backstop, 0);
+	struct capture_stats st;
+	/* The sink's batches, as a capture carries them, reconstructed. */
+	CHECK_EQ_U64(capture_collect(&st), 0);
+	uint64_t t_end = test_now_ns(CLOCK_MONOTONIC);
+	CHECK_EQ_U64(st.lost, 0);
 	CHECK_EQ_U64(st.drained, st.claimed);
 	CHECK_EQ_U64(st.stalled_rings, 0);
-
-	pthread_mutex_lock(&sink_mu);
-	CHECK(!sink_gap);
-	CHECK_EQ_U64(sink_len / ORBIT_RECORD_SIZE, st.claimed);
-	struct orbit_reconstruct *rc = orbit__reconstruct_new(on_event, NULL);
-	CHECK(rc != NULL);
-	for (size_t off = 0; off < sink_len; off += ORBIT_RECORD_SIZE) {
-		struct orbit_record r;
-		CHECK_EQ_U64(orbit__record_decode(sink_bytes + off, &r), 0);
-	}
-	/* In the sink's batches, as a capture carries them. */
-	for (size_t i = 0; i < nruns; i++)
-		CHECK_EQ_U64(orbit__reconstruct_batch(rc, runs[i].ring, runs[i].first,
-		                                      sink_bytes + runs[i].off, runs[i].n),
-		             0);
-	pthread_mutex_unlock(&sink_mu);
-	orbit__reconstruct_finish(rc);
-	const struct orbit_reconstruct_stats *rs = orbit__reconstruct_stats(rc);
+	CHECK_EQ_U64(st.sink_gaps, 0); /* no claim skipped on its way to the sink */
+	CHECK_EQ_U64(st.records, st.claimed);
 	size_t want_unfinished = 0;
 	for (size_t i = 0; i < nexp; i++)
 		want_unfinished += exps[i].unfinished != 0;
-	CHECK_EQ_U64(rs->bad_records, 0);
-	CHECK_EQ_U64(rs->unmatched_stops, 0);
-	CHECK_EQ_U64(rs->unfinished, want_unfinished);
-	CHECK_EQ_U64(rs->incomplete_names, 0);
-	CHECK_EQ_U64(rs->orphan_continuations, 0);
-	CHECK_EQ_U64(rs->gaps, 0);
-	CHECK_EQ_U64(rs->records, st.claimed);
+	CHECK_EQ_U64(st.bad_records, 0); /* every record decodes */
+	CHECK_EQ_U64(st.unmatched_stops, 0);
+	CHECK_EQ_U64(st.unfinished, want_unfinished);
+	CHECK_EQ_U64(st.incomplete_names, 0);
+	CHECK_EQ_U64(st.orphan_continuations, 0);
+	CHECK_EQ_U64(st.gaps, 0);
+	CHECK_EQ_U64(st.reconstructed, st.claimed);
+	size_t ngot = capture_count();
 
 	if (ngot != nexp)
 		fprintf(stderr, "%zu events reconstructed, %zu expected\n", ngot, nexp);
 	for (size_t i = 0; i < ngot && i < nexp; i++) {
 		const struct expect *e = &exps[i];
-		const struct orbit_event *ev = &gots[i].ev;
-		if (ev->type != e->type)
+		const struct capture_event *ev = capture_get(i);
+		if (ev->type != (int)e->type)
 			fail_event(i, "type");
 		if (ev->name_len != e->name_len || memcmp(ev->name, e->name, e->name_len) != 0)
 			fail_event(i, "name");
@@ -290,7 +196,6 @@ static void finish_and_check(void)
 	}
 	CHECK_EQ_U64(ngot, nexp);
 	CHECK(nexp > 0);
-	orbit__reconstruct_free(rc);
 }
 
 /* ---- the names ----------------------------------------------------------- */
@@ -858,7 +763,7 @@ static void *unstopped_worker(void *arg)
 	{
 		ORBIT_SCOPE("worker child");
 	}
-	worker_child_end = now_ns();
+	worker_child_end = test_now_ns(CLOCK_MONOTONIC);
 	return NULL;
 }
 
@@ -878,16 +783,13 @@ static void case_unstopped(void)
 		ORBIT_SCOPE("main child");
 		expect_add(ORBIT_EVENT_SCOPE, "main child", 10)->depth = 1;
 	}
-	uint64_t main_child_end = now_ns();
+	uint64_t main_child_end = test_now_ns(CLOCK_MONOTONIC);
 	e = expect_add(ORBIT_EVENT_SCOPE, "main, never stopped", 19);
 	e->unfinished = 1, e->open_after = main_child_end - 1000000;
 	finish_and_check();
 }
 
-static const struct {
-	const char *name;
-	void (*fn)(void);
-} cases[] = {
+static const struct test_case cases[] = {
     {"unstopped", case_unstopped},
     {"scopes", case_scopes},
     {"colors", case_colors},
@@ -900,20 +802,9 @@ static const struct {
     {"migrate", case_migrate},
 };
 
-int main(int argc, char **argv)
+static void shutdown_agent(void)
 {
-	if (argc != 2) {
-		fprintf(stderr, "usage: %s CASE\n", argv[0]);
-		return 2;
-	}
-	make_names();
-	for (size_t i = 0; i < sizeof cases / sizeof cases[0]; i++) {
-		if (strcmp(argv[1], cases[i].name) == 0) {
-			cases[i].fn();
-			orbit_shutdown();
-			return 0;
-		}
-	}
-	fprintf(stderr, "%s: no case %s\n", argv[0], argv[1]);
-	return 2;
+	orbit_shutdown();
 }
+
+TEST_MAIN_WITH(cases, .begin = make_names, .end = shutdown_agent)

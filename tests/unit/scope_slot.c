@@ -26,7 +26,7 @@
 #include <sys/syscall.h>
 #include <unistd.h>
 
-#include "check.h"
+#include "harness.h"
 #include "orbit.h"
 #include "record.h"
 #include "scope_ring.h"
@@ -228,9 +228,21 @@ static void case_reorder(void)
 	CHECK_EQ_U64(seen.records, 9); /* claim 0 is lost, not delivered torn */
 }
 
-int main(int argc, char **argv)
+/* The cases; mode is the one running. */
+static const struct slot_case {
+	const char *name;
+	void (*run)(void);
+} slot_cases[] = {
+    {"torn", case_late},
+    {"torn_word", case_late},
+    {"stale_stamp", case_late},
+    {"reorder", case_reorder},
+};
+
+static void run_case(const void *entry)
 {
-	mode = argc > 1 ? argv[1] : "torn";
+	const struct slot_case *c = entry;
+	mode = c->name;
 	struct orbit__seg_params p = {.ring_count = 1, .slots_per_ring = SLOTS, .clock_source = 0};
 	CHECK(orbit__segment_create(&p, &seg) == 0);
 	orbit__segment_unlink(&seg);
@@ -239,15 +251,8 @@ int main(int argc, char **argv)
 	    .ring = r, .mask = SLOTS - 1, .tid = (uint32_t)syscall(SYS_gettid)};
 	tp = (struct orbit__thread){.ring = r, .mask = SLOTS - 1, .tid = tm.tid + 1};
 	CHECK(pthread_barrier_init(&step, NULL, 2) == 0);
-	if (strcmp(mode, "torn") == 0 || strcmp(mode, "torn_word") == 0 ||
-	    strcmp(mode, "stale_stamp") == 0)
-		case_late();
-	else if (strcmp(mode, "reorder") == 0)
-		case_reorder();
-	else {
-		fprintf(stderr, "unknown case %s\n", mode);
-		return 2;
-	}
+	c->run();
 	orbit__segment_close(&seg);
-	return 0;
 }
+
+TEST_MAIN_SUITE(.family = TEST_FAMILY(slot_cases, run_case))

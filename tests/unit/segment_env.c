@@ -7,8 +7,8 @@
 #include <sys/wait.h>
 #include <unistd.h>
 
-#include "check.h"
 #include "config.h"
+#include "harness.h"
 #include "segment.h"
 
 struct expect {
@@ -17,33 +17,25 @@ struct expect {
 	const char *message; /* substring of stderr, NULL: nothing printed */
 };
 
+static int read_config(const void *arg)
+{
+	const struct expect *e = arg;
+	if (e->rings)
+		setenv("ORBIT_RINGS", e->rings, 1);
+	if (e->budget)
+		setenv("ORBIT_RING_BUDGET", e->budget, 1);
+	static struct orbit__config c;
+	orbit__config_read(&c);
+	return c.rings == e->ring_count && c.slots_per_ring == e->slots ? 0 : 1;
+}
+
 static void run(const struct expect *e)
 {
-	int fds[2];
-	CHECK(pipe(fds) == 0);
-	pid_t pid = fork();
-	CHECK(pid >= 0);
-	if (pid == 0) {
-		dup2(fds[1], 2);
-		close(fds[0]);
-		if (e->rings)
-			setenv("ORBIT_RINGS", e->rings, 1);
-		if (e->budget)
-			setenv("ORBIT_RING_BUDGET", e->budget, 1);
-		static struct orbit__config c;
-		orbit__config_read(&c);
-		_exit(c.rings == e->ring_count && c.slots_per_ring == e->slots ? 0 : 1);
-	}
-	close(fds[1]);
 	char buf[1024];
-	ssize_t n = read(fds[0], buf, sizeof buf - 1);
-	buf[n > 0 ? n : 0] = '\0';
-	close(fds[0]);
-	int status;
-	CHECK(waitpid(pid, &status, 0) == pid);
+	int status = test_in_child(read_config, e, buf, sizeof buf);
 	printf("ORBIT_RINGS=%s ORBIT_RING_BUDGET=%s -> %s", e->rings ? e->rings : "(unset)",
 	       e->budget ? e->budget : "(unset)", buf[0] ? buf : "(no message)\n");
-	CHECK(WIFEXITED(status) && WEXITSTATUS(status) == 0);
+	CHECK_EQ_U64(status, 0);
 	if (e->message == NULL) {
 		CHECK(buf[0] == '\0');
 	} else {
@@ -52,7 +44,7 @@ static void run(const struct expect *e)
 	}
 }
 
-int main(void)
+static void case_rings_budget(void)
 {
 	static const struct expect cases[] = {
 	    {NULL, NULL, 8, 65536, NULL},
@@ -73,5 +65,10 @@ int main(void)
 	};
 	for (size_t i = 0; i < sizeof cases / sizeof cases[0]; i++)
 		run(&cases[i]);
-	return 0;
 }
+
+static const struct test_case cases[] = {
+    {"rings_budget", case_rings_budget},
+};
+
+TEST_MAIN(cases)

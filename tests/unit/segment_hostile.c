@@ -19,7 +19,7 @@
 #include <sys/wait.h>
 #include <unistd.h>
 
-#include "check.h"
+#include "harness.h"
 #include "orbit.h"
 #include "segment_create.h"
 
@@ -723,10 +723,7 @@ static void case_strerror(void)
 	CHECK(strcmp(orbit_strerror(-EINVAL), strerror(EINVAL)) == 0);
 }
 
-static const struct {
-	const char *name;
-	void (*fn)(void);
-} cases[] = {
+static const struct test_case cases[] = {
     {"valid", case_valid},           {"truncated", case_truncated},
     {"magic_zero", case_magic_zero}, {"magic_wrong", case_magic_wrong},
     {"version", case_version},       {"sizes", case_sizes},
@@ -737,18 +734,4 @@ static const struct {
     {"readonly", case_readonly},     {"strerror", case_strerror},
 };
 
-int main(int argc, char **argv)
-{
-	if (argc != 2) {
-		fprintf(stderr, "usage: %s CASE\n", argv[0]);
-		return 2;
-	}
-	for (size_t i = 0; i < sizeof cases / sizeof cases[0]; i++) {
-		if (strcmp(argv[1], cases[i].name) == 0) {
-			cases[i].fn();
-			return 0;
-		}
-	}
-	fprintf(stderr, "%s: no case %s\n", argv[0], argv[1]);
-	return 2;
-}
+TEST_MAIN(cases)

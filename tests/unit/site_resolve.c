@@ -14,7 +14,7 @@
 #include <sys/mman.h>
 #include <unistd.h>
 
-#include "check.h"
+#include "harness.h"
 #include "orbit.h"
 #include "site_resolve.h"
 
@@ -42,7 +42,7 @@ static const struct orbit__site *real_site(int *line)
 	// clang-format on
 }
 
-int main(void)
+static void case_resolve(void)
 {
 	int line;
 	const struct orbit__site *s = real_site(&line);
@@ -52,12 +52,12 @@ int main(void)
 	CHECK(strcmp(t.function, "real_site") == 0);
 
 	CHECK(orbit__site_resolve(0, &t) == -EFAULT);
-	CHECK(resolve((const char *)s + 1) == -EFAULT);           /* misaligned */
-	CHECK(resolve((const char *)s + 8) == -EFAULT);           /* inside one, no magic */
-	CHECK(resolve(&text_in_data) == -EFAULT);                 /* its text is writable */
-	CHECK(resolve(&bad_zero) == -EFAULT);                     /* padding not zero */
-	CHECK(resolve(&in_data) == -EFAULT);                      /* writable data */
-	CHECK(resolve((const void *)(uintptr_t)main) == -EFAULT); /* code */
+	CHECK(resolve((const char *)s + 1) == -EFAULT);                /* misaligned */
+	CHECK(resolve((const char *)s + 8) == -EFAULT);                /* inside one, no magic */
+	CHECK(resolve(&text_in_data) == -EFAULT);                      /* its text is writable */
+	CHECK(resolve(&bad_zero) == -EFAULT);                          /* padding not zero */
+	CHECK(resolve(&in_data) == -EFAULT);                           /* writable data */
+	CHECK(resolve((const void *)(uintptr_t)real_site) == -EFAULT); /* code */
 	struct orbit__site on_stack = *s;
 	CHECK(resolve(&on_stack) == -EFAULT);
 	struct orbit__site *heap = malloc(sizeof *heap);
@@ -80,5 +80,10 @@ int main(void)
 		if (resolve((const char *)s + d) == 0)
 			CHECK(t.file[0] != '\0' && t.function[0] != '\0' && t.line > 0);
 	}
-	return 0;
 }
+
+static const struct test_case cases[] = {
+    {"resolve", case_resolve},
+};
+
+TEST_MAIN(cases)

@@ -11,19 +11,11 @@
  */
 #include <string.h>
 
-#include "check.h"
+#include "harness.h"
 #include "orbit.h"
 #include "scope_slot.h"
 
 static uint64_t rnd_state = 0x9e3779b97f4a7c15ull;
-
-static uint64_t rnd(void)
-{
-	rnd_state ^= rnd_state << 13;
-	rnd_state ^= rnd_state >> 7;
-	rnd_state ^= rnd_state << 17;
-	return rnd_state;
-}
 
 static void case_check(void)
 {
@@ -31,7 +23,7 @@ static void case_check(void)
 	for (int i = 0; i < 100000; i++) {
 		uint64_t w[7];
 		for (int k = 0; k < 7; k++)
-			w[k] = i < 5 ? edge[(i + k) % 5] : rnd();
+			w[k] = i < 5 ? edge[(i + k) % 5] : test_rand(&rnd_state);
 		CHECK_EQ_U64(orbit__seg_check(w), orbit__check(w[0], w[1], w[2], w + 3));
 	}
 }
@@ -132,18 +124,11 @@ static void case_verdicts(void)
 	CHECK_EQ_U64(orbit__slots_clean(50, 100, 10, 200 + SLOTS, SLOTS), 110);
 }
 
-int main(int argc, char **argv)
-{
-	CHECK(argc == 2);
-	if (strcmp(argv[1], "check") == 0)
-		case_check();
-	else if (strcmp(argv[1], "stamps") == 0)
-		case_stamps();
-	else if (strcmp(argv[1], "copy") == 0)
-		case_copy();
-	else if (strcmp(argv[1], "verdicts") == 0)
-		case_verdicts();
-	else
-		return 2;
-	return 0;
-}
+static const struct test_case cases[] = {
+    {"check", case_check},
+    {"stamps", case_stamps},
+    {"copy", case_copy},
+    {"verdicts", case_verdicts},
+};
+
+TEST_MAIN(cases)

@@ -8,17 +8,17 @@
  * conversions outside the epoch (guarantee 4) on both sides too. The frames
  * go to a capture file, which orbit-replay then reads.
  *
- *   stream_clock ORBIT-REPLAY DIR
+ *   stream_clock end_of_stream ORBIT-REPLAY DIR
  */
 #include <errno.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
-#include "check.h"
 #include "clock.h"
 #include "config.h"
 #include "frame.h"
+#include "harness.h"
 #include "ledger.h"
 #include "orbit.pb-c.h"
 #include "record.h"
@@ -27,6 +27,8 @@
 #include "stream.h"
 
 #define STEP 100000000ull /* a pair every 100 ms */
+
+static const char *replay_exe, *dir; /* where the capture goes */
 
 static FILE *capture;
 static uint64_t end_untrusted = UINT64_MAX, end_resets = UINT64_MAX;
@@ -87,11 +89,10 @@ static void untrusted_conversion(struct orbit__clock_conv *c, uint64_t ticks)
 	CHECK(orbit__clock_cursor_untrusted(&cur));
 }
 
-int main(int argc, char **argv)
+static void case_end_of_stream(void)
 {
-	CHECK(argc == 3);
 	char path[4096], cmd[8300];
-	snprintf(path, sizeof path, "%s/stream_clock.orbit.zst", argv[2]);
+	snprintf(path, sizeof path, "%s/stream_clock.orbit.zst", dir);
 	capture = fopen(path, "wb");
 	CHECK(capture != NULL);
 
@@ -151,7 +152,7 @@ int main(int argc, char **argv)
 	CHECK_EQ_U64(end_untrusted, 2); /* likewise */
 
 	/* orbit-replay's summary says what the agent counted. */
-	snprintf(cmd, sizeof cmd, "'%s' '%s'", argv[1], path);
+	snprintf(cmd, sizeof cmd, "'%s' '%s'", replay_exe, path);
 	FILE *out = popen(cmd, "r");
 	CHECK(out != NULL);
 	char line[1024];
@@ -166,5 +167,17 @@ int main(int argc, char **argv)
 	CHECK(seen);
 	orbit__ledger_free(&l);
 	orbit__segment_close(&seg);
-	return 0;
 }
+
+static const struct test_case cases[] = {
+    {"end_of_stream", case_end_of_stream},
+};
+
+static void take_args(int argc, char **argv)
+{
+	CHECK(argc == 2);
+	replay_exe = argv[0];
+	dir = argv[1];
+}
+
+TEST_MAIN_WITH(cases, .args = "ORBIT-REPLAY DIR", .take = take_args)
