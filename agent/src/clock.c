@@ -2,8 +2,6 @@
  * are in clock.h. */
 #include "clock.h"
 
-#include "config.h"
-
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -12,13 +10,6 @@
 #if defined(__x86_64__)
 #include <cpuid.h>
 #endif
-
-uint64_t orbit__monotonic_ns(void)
-{
-	struct timespec ts;
-	clock_gettime(CLOCK_MONOTONIC, &ts);
-	return (uint64_t)ts.tv_sec * 1000000000ull + (uint64_t)ts.tv_nsec;
-}
 
 static int clocksource_is(const char *want)
 {
@@ -32,15 +23,11 @@ static int clocksource_is(const char *want)
 	return ok && strcmp(buf, want) == 0;
 }
 
-uint32_t orbit__clock_choose(void)
+uint32_t orbit__clock_choose(enum orbit__config_clock want)
 {
-	const char *env = orbit__config_clock();
-	if (env != NULL && strcmp(env, "monotonic") == 0)
+	if (want == ORBIT__CONFIG_CLOCK_MONOTONIC)
 		return ORBIT__CLOCK_MONOTONIC;
-	int force = env != NULL && strcmp(env, "tsc") == 0;
-	if (env != NULL && !force && strcmp(env, "auto") != 0)
-		fprintf(stderr, "orbit: ORBIT_CLOCK=%s is not monotonic, tsc or auto; using auto\n",
-		        env);
+	int force = want == ORBIT__CONFIG_CLOCK_TSC;
 #if defined(__x86_64__)
 	/* tsc: trust an invariant TSC even when the kernel chose another
 	 * clocksource (conversion still goes through CLOCK_MONOTONIC). */

@@ -51,6 +51,7 @@
 
 #include <stdint.h>
 
+#include "config.h"
 #include "orbit.h"
 
 #define ORBIT__CLOCK_PAIRS 1024u     /* recent pairs, exact: 10 s at the default period */
@@ -91,8 +92,9 @@ struct orbit__clock_conv {
 	uint64_t floor_ns;  /* the last pair of the epoch before (0: none) */
 };
 
-/* The clock producers should read on this machine, honouring ORBIT_CLOCK. */
-uint32_t orbit__clock_choose(void);
+/* The clock producers should read on this machine, honouring ORBIT_CLOCK
+ * (want: struct orbit__config's clock). */
+uint32_t orbit__clock_choose(enum orbit__config_clock want);
 
 /* A reading of the raw source, as producers make it. */
 uint64_t orbit__clock_ticks(uint32_t source);

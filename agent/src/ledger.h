@@ -136,13 +136,18 @@ struct orbit__ledger {
 	int ended;                               /* the open stream's final packets were made */
 	struct orbit__ledger_report report;
 
+	struct orbit__logs *logs; /* the page rings (NULL: none) */
 	uint32_t page_rings;
 	struct orbit__page_count *page_base, *page_sent;
 	struct orbit__page_count *page_seen; /* loss totals at the last pass */
 	uint64_t *page_read;                 /* records read from each ring, ever */
 };
 
-int orbit__ledger_init(struct orbit__ledger *l, const struct orbit__drain *d, uint32_t page_rings);
+struct orbit__logs;
+/* The ledger of the streams that drain d and read the page rings of logs
+ * (NULL: none). */
+int orbit__ledger_init(struct orbit__ledger *l, const struct orbit__drain *d,
+                       struct orbit__logs *logs);
 void orbit__ledger_free(struct orbit__ledger *l);
 
 /* A stream begins at the drain's position. */

@@ -261,7 +261,7 @@ static void file_stop(struct file_output *f, int sync)
 	f->o.streaming = 0;
 }
 
-static int file_send(struct orbit__output *o, const struct orbit__frame *fr)
+static int file_send(struct orbit__output *o, struct orbit__frame *fr)
 {
 	struct file_output *f = (struct file_output *)o;
 	if (f->fd < 0)
@@ -354,12 +354,12 @@ static const struct orbit__output_ops file_ops = {
 };
 
 struct orbit__output *orbit__output_file(uv_loop_t *loop, const struct orbit__config *cfg,
-                                         const struct orbit__output_events *ev, int copy)
+                                         int copy)
 {
 	struct file_output *f = calloc(1, sizeof *f);
 	if (f == NULL)
 		return NULL;
-	f->o = (struct orbit__output){.ops = &file_ops, .ev = ev, .loop = loop};
+	f->o = (struct orbit__output){.ops = &file_ops, .loop = loop};
 	f->fd = -1;
 	f->copy = copy;
 	snprintf(f->target, sizeof f->target, "%s", cfg->capture);

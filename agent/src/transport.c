@@ -1,17 +1,7 @@
 /*
- * transport.c — which outputs a process has and which stream each carries;
- * see transport.h. What a stream says is stream.c, its accounting ledger.c,
- * the outputs output_tcp.c and output_file.c.
- *
- *   ORBIT_COLLECTOR         the TCP output: one stream per connection
- *   ORBIT_CAPTURE           the file output: one stream
- *   both                    TCP, and the file as the local copy: it takes the
- *                           frames of the first stream the collector
- *                           answered, the same bytes
- *   ORBIT_FLIGHT            the flight ring in the segment: alone, it carries
- *                           the one stream; beside the others, it takes every
- *                           frame of each stream of the main output, starting
- *                           over with each one (output_flight.c)
+ * transport.c — a stream on its output: when it begins, when it may take
+ * records, what its death costs; see transport.h. What a stream says is
+ * stream.c, its accounting ledger.c, the output output_composite.c.
  *
  * A stream begins when its output is ready (its Handshake goes out) and
  * takes records once the output settles that Handshake frame: the
@@ -27,197 +17,121 @@
 #include <string.h>
 
 #include "ledger.h"
-#include "logs.h"
 #include "output.h"
 #include "stream.h"
 
-static struct {
+struct orbit__transport {
 	uv_loop_t *loop;
 	struct orbit__drain *drain;
 	const struct orbit__config *cfg;
 	struct orbit__ledger ledger;
 	int ledger_init;
-	struct orbit__output *main; /* the collector, or the capture file */
-	struct orbit__output *copy; /* the local copy beside a collector */
-	int copy_on;                /* the copy takes the open stream's frames */
-	int copy_used;              /* the copy had its one stream */
-	int copy_alone;             /* ... of its own, the collector never reached */
-	int dead;                   /* refused, or the file failed: tracing is off */
-	int blocked;                /* the queue held the drain back */
-	int streams;                /* streams answered on the main output */
-	int answered;               /* the open stream's Handshake was settled */
-	int gave_up;                /* the stop stopped waiting for settlements */
-	struct orbit__fate last;    /* the last broken stream's, for the end line */
-	uint8_t *hs;                /* the open stream's Handshake frame, until answered */
-	size_t hs_len;
-	uint64_t hs_seq;
-
-	/* The flight ring beside them (NULL: none, or it is main), and
-	 * whether it takes the open stream's frames. */
-	struct orbit__output *flight;
-	int flight_on;
+	struct orbit__output *out;    /* every output of the process, as one */
+	struct orbit__output_events ev; /* what it says, to us */
+	int dead;                     /* refused, or the file failed: tracing is off */
+	int blocked;                  /* the queue held the drain back */
+	int streams;                  /* streams answered */
+	int answered;                 /* the open stream's Handshake was settled */
+	int gave_up;                  /* the stop stopped waiting for settlements */
+	struct orbit__fate last;      /* the last broken stream's, for the end line */
 	const struct orbit__transport_events *tev;
-	void (*idle_cb)(void);
-} X;
+	void (*idle_cb)(void *ctx);
+	void *idle_ctx;
+};
 
-static void tracing_off(void)
+static void tracing_off(struct orbit__transport *t)
 {
-	atomic_store_explicit(&X.drain->seg->control->capture, 0, memory_order_relaxed);
+	atomic_store_explicit(&t->drain->seg->control->capture, 0, memory_order_relaxed);
 	atomic_store_explicit(&orbit__capture_flag, 0, memory_order_relaxed);
 }
 
+static int idle(const struct orbit__transport *t)
+{
+	return t->out == NULL || t->out->ops->pending(t->out) == 0;
+}
+
 /* The queue fell under its limit after holding the drain back. */
-static void check_room(void)
+static void check_room(struct orbit__transport *t)
 {
-	if (X.copy_alone)
-		return;
-	if (X.blocked && X.main->ops->pending(X.main) < X.cfg->send_buffer) {
-		X.blocked = 0;
-		X.tev->can_drain();
+	if (t->blocked && t->out->ops->pending(t->out) < t->cfg->send_buffer) {
+		t->blocked = 0;
+		t->tev->can_drain(t->tev->ctx);
 	}
 }
 
-static void check_idle(void)
+static void check_idle(struct orbit__transport *t)
 {
-	if (X.idle_cb != NULL && orbit__transport_idle()) {
-		void (*cb)(void) = X.idle_cb;
-		X.idle_cb = NULL;
-		cb();
+	if (t->idle_cb != NULL && idle(t)) {
+		void (*cb)(void *) = t->idle_cb;
+		t->idle_cb = NULL;
+		cb(t->idle_ctx);
 	}
 }
 
-static void copy_end(void)
-{
-	if (X.copy_on)
-		X.copy->ops->end(X.copy);
-	X.copy_on = 0;
-}
-
-static void forget_handshake(void)
-{
-	free(X.hs);
-	X.hs = NULL;
-	X.hs_len = 0;
-}
-
-/* ---- what the outputs say ---- */
+/* ---- what the output says ---- */
 
 static void on_ready(void *ctx, struct orbit__output *o)
 {
-	(void)ctx;
-	if (o != X.main || X.copy_alone) /* the copy carries the stream now */
-		return;
-	X.answered = 0;
-	if (X.flight != NULL) /* every stream, from its Handshake on */
-		X.flight_on = X.flight->ops->start(X.flight) == 0;
-	X.blocked = 0;
-	orbit__stream_begin(uv_now(X.loop)); /* its Handshake goes out */
-}
-
-/* The output whose fate is the stream's: the main one, or the copy when it
- * carries a stream of its own. */
-static struct orbit__output *carrier(void)
-{
-	return X.copy_alone ? X.copy : X.main;
+	(void)o;
+	struct orbit__transport *t = ctx;
+	if (orbit__stream_open()) /* a connection that never answered, given up */
+		orbit__stream_abort();
+	t->answered = 0;
+	t->blocked = 0;
+	orbit__stream_begin(uv_now(t->loop)); /* its Handshake goes out */
 }
 
 /* The destination has the open stream's Handshake: records may flow. */
-static void answered(void)
+static void answered(struct orbit__transport *t)
 {
-	X.answered = 1;
-	X.streams++;
-	orbit__ledger_answered(&X.ledger);
-	if (X.copy != NULL && !X.copy_used && !X.copy_alone) { /* the first stream only */
-		X.copy_used = 1;
-		X.copy_on = X.copy->ops->start(X.copy) == 0;
-		struct orbit__frame f = {.bytes = X.hs,
-		                         .len = X.hs_len,
-		                         .seq = X.hs_seq,
-		                         .kind = ORBIT__FRAME_HANDSHAKE};
-		if (X.copy_on && (X.hs == NULL || X.copy->ops->send(X.copy, &f) != 0))
-			X.copy_on = 0;
-	}
-	forget_handshake();
-	X.tev->can_drain(); /* the first pass, at once */
+	t->answered = 1;
+	t->streams++;
+	orbit__ledger_answered(&t->ledger);
+	t->tev->can_drain(t->tev->ctx); /* the first pass, at once */
 }
 
 static void on_settled(void *ctx, struct orbit__output *o, uint64_t seq, int ok)
 {
-	(void)ctx;
-	if (o != carrier()) /* the copy's fate does not change the stream's */
-		return;
-	orbit__ledger_settled(&X.ledger, seq, ok);
-	if (ok && !X.answered && orbit__stream_open())
-		answered();
-	check_room();
+	(void)o;
+	struct orbit__transport *t = ctx;
+	orbit__ledger_settled(&t->ledger, seq, ok);
+	if (ok && !t->answered && orbit__stream_open())
+		answered(t);
+	check_room(t);
 }
 
 static void on_broken(void *ctx, struct orbit__output *o, int fatal, const struct orbit__fate *fate)
 {
-	(void)ctx;
-	if (o != carrier()) {
-		if (o == X.flight)
-			X.flight_on = 0;
-		else if (o == X.copy)
-			X.copy_on = 0; /* the copy stops; the stream goes on */
-		return;
-	}
+	(void)o;
+	struct orbit__transport *t = ctx;
 	orbit__stream_abort();
-	X.last = *fate;
-	orbit__ledger_died(&X.ledger,
+	t->last = *fate;
+	orbit__ledger_died(&t->ledger,
 	                   &(struct orbit__ledger_fate){.frames_sent = fate->frames_sent,
 	                                                .frames_acked = fate->frames_acked,
 	                                                .end = fate->end,
 	                                                .certain = fate->certain},
-	                   X.answered);
-	X.answered = 0;
-	forget_handshake();
-	copy_end();
+	                   t->answered);
+	t->answered = 0;
 	if (fatal) {
-		X.dead = 1;
-		tracing_off();
+		t->dead = 1;
+		tracing_off(t);
 	}
-	check_idle();
+	check_idle(t);
 }
 
 static void on_idle(void *ctx, struct orbit__output *o)
 {
-	(void)ctx;
-	if (o == X.main)
-		check_idle();
+	(void)o;
+	check_idle(ctx);
 }
 
-static const struct orbit__output_events events = {
-    .ready = on_ready,
-    .settled = on_settled,
-    .broken = on_broken,
-    .idle = on_idle,
-};
-
-/* The stream's frames, to every output that carries it. */
+/* The stream's frames, to the output. */
 static int on_frame(void *ctx, const struct orbit__frame *f)
 {
-	(void)ctx;
-	if (f->kind == ORBIT__FRAME_HANDSHAKE && X.copy != NULL && !X.copy_used) {
-		/* Kept for the local copy, which starts once this stream is
-		 * answered: the copy is the first answered stream's bytes. */
-		forget_handshake();
-		X.hs = malloc(f->len);
-		if (X.hs != NULL) {
-			memcpy(X.hs, f->bytes, f->len);
-			X.hs_len = f->len;
-			X.hs_seq = f->seq;
-		}
-	}
-	int err = X.copy_alone ? 0 : X.main->ops->send(X.main, f);
-	if (X.flight_on && X.flight->ops->send(X.flight, f) != 0)
-		X.flight_on = 0;
-	if (X.copy_on && X.copy->ops->send(X.copy, f) != 0) {
-		X.copy_on = 0;
-		if (X.copy_alone)
-			return -EIO;
-	}
-	return err;
+	struct orbit__transport *t = ctx;
+	struct orbit__frame frame = *f;
+	return t->out->ops->send(t->out, &frame);
 }
 
 /* ---- the interface ---- */
@@ -227,226 +141,186 @@ int orbit__transport_wanted(const struct orbit__config *cfg)
 	return cfg->collector_set || cfg->capture_set || cfg->flight;
 }
 
-static void release(void)
+static void release(struct orbit__transport *t)
 {
-	if (X.flight != NULL)
-		X.flight->ops->close(X.flight);
-	if (X.copy != NULL)
-		X.copy->ops->close(X.copy);
-	if (X.main != NULL)
-		X.main->ops->close(X.main);
+	if (t->out != NULL)
+		t->out->ops->close(t->out);
 	orbit__stream_free();
-	if (X.ledger_init)
-		orbit__ledger_free(&X.ledger);
-	free(X.hs);
-	memset(&X, 0, sizeof X);
+	if (t->ledger_init)
+		orbit__ledger_free(&t->ledger);
+	free(t);
 }
 
-int orbit__transport_start(uv_loop_t *loop, const struct orbit__config *cfg,
-                           struct orbit__drain *drain, struct orbit__clock_conv *clock,
+int orbit__transport_start(struct orbit__transport **out, uv_loop_t *loop,
+                           const struct orbit__config *cfg, struct orbit__drain *drain,
+                           struct orbit__clock_conv *clock, struct orbit__logs *logs,
                            const struct orbit__transport_events *ev)
 {
-	memset(&X, 0, sizeof X);
-	X.tev = ev;
-	X.loop = loop;
-	X.drain = drain;
-	X.cfg = cfg;
-	if (cfg->collector_set && !cfg->collector_ok)
-		return -EINVAL; /* said by the config */
-	int err = orbit__ledger_init(&X.ledger, drain, orbit__logs_ring_count());
-	if (err)
-		return err;
-	X.ledger_init = 1;
-	static const struct orbit__stream_sink sink = {.frame = on_frame};
-	err = orbit__stream_init(cfg, drain, clock, &X.ledger, &sink);
-	if (err) {
-		release();
-		return err;
-	}
-	if (cfg->collector_set) {
-		X.main = orbit__output_tcp(loop, cfg, &events);
-		if (cfg->capture_set)
-			X.copy = orbit__output_file(loop, cfg, &events, 1);
-	} else if (cfg->capture_set) {
-		X.main = orbit__output_file(loop, cfg, &events, 0);
-	}
-	if (cfg->flight) {
-		X.flight = orbit__output_flight(loop, cfg, &events);
-		if (X.main == NULL) { /* the flight ring alone carries the stream */
-			X.main = X.flight;
-			X.flight = NULL;
-		}
-	}
-	if (X.main == NULL || (cfg->capture_set && cfg->collector_set && X.copy == NULL) ||
-	    (cfg->flight && X.main != NULL && X.flight == NULL &&
-	     (cfg->collector_set || cfg->capture_set))) {
-		release();
+	*out = NULL;
+	struct orbit__transport *t = calloc(1, sizeof *t);
+	if (t == NULL)
 		return -ENOMEM;
-	}
-	err = X.main->ops->start(X.main);
-	if (err < 0) {
-		release();
+	t->tev = ev;
+	t->loop = loop;
+	t->drain = drain;
+	t->cfg = cfg;
+	t->ev = (struct orbit__output_events){
+	    .ctx = t, .ready = on_ready, .settled = on_settled, .broken = on_broken, .idle = on_idle};
+	int err = orbit__output_composite(&t->out, loop, cfg, (struct orbit__segment *)drain->seg);
+	if (err) {
+		release(t);
 		return err;
 	}
+	t->out->ev = &t->ev;
+	err = orbit__ledger_init(&t->ledger, drain, logs);
+	if (err) {
+		release(t);
+		return err;
+	}
+	t->ledger_init = 1;
+	const struct orbit__stream_sink sink = {.ctx = t, .frame = on_frame};
+	err = orbit__stream_init(cfg, drain, clock, &t->ledger, &sink);
+	if (err) {
+		release(t);
+		return err;
+	}
+	err = t->out->ops->start(t->out);
+	if (err < 0) {
+		release(t);
+		return err;
+	}
+	*out = t;
 	if (err == 0) /* ready now: a file */
-		on_ready(NULL, X.main);
+		on_ready(t, t->out);
 	return 0;
 }
 
-int orbit__transport_ready(int final)
+int orbit__transport_ready(struct orbit__transport *t, int final)
 {
-	if (!orbit__stream_open() || !X.answered)
+	if (!orbit__stream_open() || !t->answered)
 		return 0;
-	if (final || X.copy_alone || X.main->ops->pending(X.main) < X.cfg->send_buffer)
+	if (final || t->out->ops->pending(t->out) < t->cfg->send_buffer)
 		return 1;
-	X.blocked = 1; /* the settlement that makes room brings the next pass */
+	t->blocked = 1; /* the settlement that makes room brings the next pass */
 	return 0;
 }
 
-void orbit__transport_records(uint32_t ring, uint64_t first, const uint8_t *records, uint32_t n)
+void orbit__transport_records(struct orbit__transport *t, uint32_t ring, uint64_t first,
+                              const uint8_t *records, uint32_t n)
 {
+	(void)t;
 	orbit__stream_records(ring, first, records, n);
 }
 
-void orbit__transport_page(uint32_t ring, const uint8_t *page, size_t len)
+void orbit__transport_page(struct orbit__transport *t, uint32_t ring, const uint8_t *page,
+                           size_t len)
 {
+	(void)t;
 	orbit__stream_page(ring, page, len);
 }
 
-void orbit__transport_sched(struct orbit__sched *sched, const char *off)
+void orbit__transport_sched(struct orbit__transport *t, struct orbit__sched *sched,
+                            const char *off)
 {
+	(void)t;
 	orbit__stream_sched(sched, off);
 }
 
-int orbit__transport_kernel_page(uint32_t cpu, const uint8_t *page, size_t len)
+int orbit__transport_kernel_page(struct orbit__transport *t, uint32_t cpu, const uint8_t *page,
+                                 size_t len)
 {
+	(void)t;
 	return orbit__stream_kernel_page(cpu, page, len);
 }
 
-void orbit__transport_pass_done(int cut)
+void orbit__transport_pass_done(struct orbit__transport *t, int cut)
 {
-	orbit__stream_pass_done(uv_now(X.loop), cut);
+	orbit__stream_pass_done(uv_now(t->loop), cut);
 }
 
-void orbit__transport_end(void)
+void orbit__transport_end(struct orbit__transport *t)
 {
 	if (!orbit__stream_open())
 		return;
-	if (!X.answered) { /* nothing in it but its Handshake */
+	if (!t->answered) { /* nothing in it but its Handshake */
 		orbit__stream_abort();
-		forget_handshake();
 		return;
 	}
 	orbit__stream_end();
-	copy_end();
-	if (X.flight_on)
-		X.flight->ops->end(X.flight);
-	X.flight_on = 0;
-	if (!X.copy_alone)
-		X.main->ops->end(X.main);
+	t->out->ops->end(t->out);
 }
 
-void orbit__transport_give_up(void)
+void orbit__transport_give_up(struct orbit__transport *t)
 {
-	if (X.main == NULL || X.copy_alone || orbit__transport_idle())
+	if (idle(t))
 		return;
-	X.gave_up = 1;
-	X.main->ops->give_up(X.main); /* broken, with the frames' fate */
+	t->gave_up = 1;
+	t->out->ops->give_up(t->out); /* broken, with the frames' fate */
 }
 
-int orbit__transport_coming(void)
+int orbit__transport_coming(struct orbit__transport *t)
 {
-	return !X.dead && X.main != NULL &&
-	       (X.main->ops->coming(X.main) || (orbit__stream_open() && !X.answered));
+	return !t->dead && (t->out->ops->coming(t->out) || (orbit__stream_open() && !t->answered));
 }
 
-void orbit__transport_hurry(void)
+void orbit__transport_hurry(struct orbit__transport *t)
 {
-	if (X.main != NULL)
-		X.main->ops->hurry(X.main);
+	t->out->ops->hurry(t->out);
 }
 
-int orbit__transport_fallback(void)
+int orbit__transport_fallback(struct orbit__transport *t)
 {
-	if (orbit__stream_open() && X.answered)
+	if (orbit__stream_open() && t->answered)
 		return 1;
-	if (X.dead || X.copy == NULL || X.copy_used)
-		return 0;
-	if (orbit__stream_open()) { /* a connection that never answered */
-		orbit__stream_abort();
-		forget_handshake();
-	}
-	X.copy_used = 1;
-	if (X.copy->ops->start(X.copy) != 0)
-		return 0;
-	X.copy_on = 1;
-	X.copy_alone = 1;
-	if (X.flight != NULL) /* the stream the copy carries, from its Handshake */
-		X.flight_on = X.flight->ops->start(X.flight) == 0;
-	fprintf(stderr,
-	        "orbit: collector %s not reached within %u ms; the trace is in the local "
-	        "copy only\n",
-	        X.cfg->collector, X.cfg->flush_timeout_ms);
-	orbit__stream_begin(uv_now(X.loop)); /* answered at once: a file */
-	return 1;
+	return !t->dead && t->out->ops->fallback(t->out);
 }
 
-int orbit__transport_why_not(char *buf, size_t len, uint32_t waited_ms, uint64_t *undelivered)
+int orbit__transport_why_not(struct orbit__transport *t, char *buf, size_t len, uint32_t waited_ms,
+                             uint64_t *undelivered)
 {
 	*undelivered = 0;
-	if (X.dead) /* refused, or the file failed: said then */
+	if (t->dead) /* refused, or the file failed: said then */
 		return 0;
-	*undelivered = X.ledger_init ? orbit__ledger_undelivered(&X.ledger) : 0;
-	if (!X.cfg->collector_set) {
-		snprintf(buf, len, X.cfg->capture_set ? "no capture file" : "no flight ring");
+	*undelivered = t->ledger_init ? orbit__ledger_undelivered(&t->ledger) : 0;
+	if (!t->cfg->collector_set) {
+		snprintf(buf, len, t->cfg->capture_set ? "no capture file" : "no flight ring");
 		return 1;
 	}
-	const char *trouble = X.main != NULL ? X.main->ops->trouble(X.main) : "";
-	unsigned long long acked = X.last.frames_acked, sent = X.last.frames_sent;
-	if (X.gave_up) /* the last stream was open at the deadline */
+	const char *trouble = t->out->ops->trouble(t->out);
+	unsigned long long acked = t->last.frames_acked, sent = t->last.frames_sent;
+	if (t->gave_up) /* the last stream was open at the deadline */
 		snprintf(buf, len,
 		         "collector %s acknowledged %llu of %llu frames of the last stream "
 		         "within %u ms",
-		         X.cfg->collector, acked, sent, waited_ms);
+		         t->cfg->collector, acked, sent, waited_ms);
 	else if (*undelivered > 0) /* it died, and no other stream took its account */
 		snprintf(buf, len,
 		         "collector %s not reached again within %u ms (%s%sit had "
 		         "acknowledged %llu of %llu frames of the last stream)",
-		         X.cfg->collector, waited_ms, trouble, trouble[0] ? "; " : "", acked, sent);
+		         t->cfg->collector, waited_ms, trouble, trouble[0] ? "; " : "", acked, sent);
 	else
-		snprintf(buf, len, "collector %s %s within %u ms%s%s%s", X.cfg->collector,
-		         X.streams ? "not reached again" : "not reached", waited_ms,
+		snprintf(buf, len, "collector %s %s within %u ms%s%s%s", t->cfg->collector,
+		         t->streams ? "not reached again" : "not reached", waited_ms,
 		         trouble[0] ? " (" : "", trouble, trouble[0] ? ")" : "");
 	return 1;
 }
 
-int orbit__transport_idle(void)
+void orbit__transport_on_idle(struct orbit__transport *t, void (*done)(void *ctx), void *ctx)
 {
-	/* Off a stream, queued frames are being cancelled: nothing more will
-	 * be written. */
-	return X.main == NULL || !X.main->streaming || X.main->ops->pending(X.main) == 0;
+	t->idle_cb = done;
+	t->idle_ctx = ctx;
+	check_idle(t);
 }
 
-void orbit__transport_on_idle(void (*done)(void))
+void orbit__transport_forget(struct orbit__transport *t)
 {
-	X.idle_cb = done;
-	check_idle();
-}
-
-void orbit__transport_forget(void)
-{
-	if (X.flight != NULL)
-		X.flight->ops->forget(X.flight);
-	if (X.copy != NULL)
-		X.copy->ops->forget(X.copy);
-	if (X.main != NULL)
-		X.main->ops->forget(X.main);
+	t->out->ops->forget(t->out);
 	/* The parent's buffers stay allocated in the child: freeing them is
 	 * harmless but the zstd context may be mid-use in no thread of ours. */
-	memset(&X, 0, sizeof X);
+	free(t);
 }
 
-void orbit__transport_close(void)
+void orbit__transport_close(struct orbit__transport *t)
 {
-	release();
+	release(t);
 }

@@ -5,9 +5,9 @@
  * first stream. Runs on the agent thread's loop only.
  *
  * The parts: stream.c says what a stream says, ledger.c accounts for every
- * claim (its header has the equation), output_tcp.c and output_file.c carry
- * the frames (output.h is their interface), and this file decides which
- * outputs a process has and which stream each one carries.
+ * claim (its header has the equation), output_composite.c carries the
+ * frames to every output the process has (output.h is their interface),
+ * and this file says when a stream begins on it and takes records.
  *
  * A stream starts with a Handshake frame whose ring_start is the drain's
  * position on each ring; from there every claim is delivered in a RingBatch
@@ -30,64 +30,75 @@
 #include "config.h"
 #include "scope_ring.h"
 
+struct orbit__logs;
+struct orbit__sched;
+struct orbit__transport;
+
 /* What the transport tells the agent (on the loop). */
 struct orbit__transport_events {
+	void *ctx;
 	/* Records may be drained again: a stream began, or the send queue
 	 * fell under ORBIT_SEND_BUFFER after it had held the drain back. */
-	void (*can_drain)(void);
+	void (*can_drain)(void *ctx);
 };
 
-/* 1 if ORBIT_COLLECTOR or ORBIT_CAPTURE asks for a transport. */
+/* 1 if ORBIT_COLLECTOR, ORBIT_CAPTURE or ORBIT_FLIGHT asks for a transport. */
 int orbit__transport_wanted(const struct orbit__config *cfg);
-/* Starts it on loop: opens the file or begins connecting. 0 or -errno. cfg
- * must stay valid until orbit__transport_close. */
-int orbit__transport_start(uv_loop_t *loop, const struct orbit__config *cfg,
-                           struct orbit__drain *drain, struct orbit__clock_conv *clock,
+/* Starts it on loop: opens the file or begins connecting. 0 and *out, or
+ * -errno. cfg, drain, clock and logs (NULL: no page rings) must stay valid
+ * until orbit__transport_close. */
+int orbit__transport_start(struct orbit__transport **out, uv_loop_t *loop,
+                           const struct orbit__config *cfg, struct orbit__drain *drain,
+                           struct orbit__clock_conv *clock, struct orbit__logs *logs,
                            const struct orbit__transport_events *ev);
 /* Whether a drain pass may run now: a stream is open and the queue has room
  * (for the final pass, room is not needed). */
-int orbit__transport_ready(int final);
+int orbit__transport_ready(struct orbit__transport *t, int final);
 /* Records of one drain pass (times already ns). */
-void orbit__transport_records(uint32_t ring, uint64_t first_claim, const uint8_t *records,
-                              uint32_t n);
+void orbit__transport_records(struct orbit__transport *t, uint32_t ring, uint64_t first_claim,
+                              const uint8_t *records, uint32_t n);
 /* One log page (times already ns). */
-void orbit__transport_page(uint32_t ring, const uint8_t *page, size_t len);
+void orbit__transport_page(struct orbit__transport *t, uint32_t ring, const uint8_t *page,
+                           size_t len);
 /* Kernel scheduling (ORBIT_SCHED, stream.h): the recorder, or NULL and why
  * not; then its pages, one at a time (0, or -errno when not taken). */
-struct orbit__sched;
-void orbit__transport_sched(struct orbit__sched *sched, const char *off);
-int orbit__transport_kernel_page(uint32_t cpu, const uint8_t *page, size_t len);
+void orbit__transport_sched(struct orbit__transport *t, struct orbit__sched *sched,
+                            const char *off);
+int orbit__transport_kernel_page(struct orbit__transport *t, uint32_t cpu, const uint8_t *page,
+                                 size_t len);
 /* End of a drain pass: loss packets; the frame is made and queued when it is
  * big or old enough, or now with cut (a flush, the final pass). */
-void orbit__transport_pass_done(int cut);
+void orbit__transport_pass_done(struct orbit__transport *t, int cut);
 /* The stream's last packets (thread names, EndOfStream), after the final
  * drain pass. */
-void orbit__transport_end(void);
-/* 1 when every queued frame has been written (or can never be). */
-int orbit__transport_idle(void);
-/* Calls done once the queue is idle or was dropped (on the loop). */
-void orbit__transport_on_idle(void (*done)(void));
+void orbit__transport_end(struct orbit__transport *t);
+/* Calls done(ctx) once every queued frame has been written or dropped (on
+ * the loop; at once if that is so now). */
+void orbit__transport_on_idle(struct orbit__transport *t, void (*done)(void *ctx), void *ctx);
 /* 1 while no stream is open but one may begin soon (connecting, or waiting
  * to retry): worth waiting for at exit. */
-int orbit__transport_coming(void);
+int orbit__transport_coming(struct orbit__transport *t);
 /* Exit is near: a pending retry is made now. */
-void orbit__transport_hurry(void);
-/* At exit, when no stream began: the local copy, if it never had its
- * stream, gets one of its own (what the rings hold). 1 if a stream is open. */
-int orbit__transport_fallback(void);
+void orbit__transport_hurry(struct orbit__transport *t);
+/* At exit, when no stream was answered: the local copy, if it never had
+ * its stream, gets one of its own (what the rings hold). 1 if a stream is
+ * open. */
+int orbit__transport_fallback(struct orbit__transport *t);
 /* The stop's deadline: the frames not settled yet are counted with their
  * fate (ledger.h), and the open stream is closed; idle follows. */
-void orbit__transport_give_up(void);
+void orbit__transport_give_up(struct orbit__transport *t);
 /* Why records are not being delivered, for the end-of-run line (waited_ms:
  * how long the stop waited); 0 if that was said already. *undelivered: the
  * records of streams that ended with frames no collector acknowledged, and
  * that no later stream accounted for (the rings' unread claims are the
  * agent's to add). */
-int orbit__transport_why_not(char *buf, size_t len, uint32_t waited_ms, uint64_t *undelivered);
+int orbit__transport_why_not(struct orbit__transport *t, char *buf, size_t len, uint32_t waited_ms,
+                             uint64_t *undelivered);
 /* In a forked child: closes its copies of the parent's socket and file and
- * forgets the rest, without touching the parent's loop. */
-void orbit__transport_forget(void);
-/* Closes the socket or file; handles are closed when the loop runs. */
-void orbit__transport_close(void);
+ * frees t, without touching the parent's loop. */
+void orbit__transport_forget(struct orbit__transport *t);
+/* Closes the socket or file and frees t; handles are closed when the loop
+ * runs. */
+void orbit__transport_close(struct orbit__transport *t);
 
 #endif

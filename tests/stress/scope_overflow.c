@@ -13,6 +13,7 @@
 #include "orbit.h"
 #include "record.h"
 #include "scope_ring.h"
+#include "producers.h"
 #include "segment_create.h"
 
 #define PER_THREAD 1000000u

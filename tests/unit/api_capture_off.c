@@ -13,8 +13,10 @@
 #include <unistd.h>
 
 #include "agent.h"
+#include "lifecycle.h"
 #include "check.h"
 #include "orbit.h"
+#include "producers.h"
 #include "segment_create.h"
 
 #include "api_every_macro.h"
@@ -43,7 +45,7 @@ static const struct orbit__segment *start(void)
 	const struct orbit__segment *seg = orbit__own_segment();
 	CHECK(seg != NULL);
 	struct orbit__sink sink = {.records = count_records, .ctx = NULL};
-	orbit__agent_set_sink(&sink);
+	orbit__agent_set_sink(orbit__root_agent(), &sink);
 	return seg;
 }
 

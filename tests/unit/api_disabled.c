@@ -13,7 +13,9 @@
 #include <unistd.h>
 
 #include "agent.h"
+#include "lifecycle.h"
 #include "check.h"
+#include "producers.h"
 #include "segment_create.h"
 
 #include "api_every_macro.h"
@@ -56,7 +58,7 @@ static void case_with_capture(void)
 	const struct orbit__segment *seg = orbit__own_segment();
 	CHECK(seg != NULL);
 	struct orbit__sink sink = {.records = count_records, .ctx = NULL};
-	orbit__agent_set_sink(&sink);
+	orbit__agent_set_sink(orbit__root_agent(), &sink);
 	CHECK_EQ_U64(atomic_load_explicit(&orbit__capture_flag, memory_order_relaxed), 1);
 
 	use_every_macro();

@@ -157,8 +157,9 @@ static int agent_takes(const char *s, char *err, size_t errlen)
 		close(fds[0]);
 		setenv("ORBIT_COLLECTOR", s, 1);
 		static struct orbit__config c;
-		orbit__config_read(&c);
-		orbit__config_read(&c); /* said once */
+		static struct orbit__config_said said;
+		orbit__config_read(&c, &said);
+		orbit__config_read(&c, &said); /* said once */
 		_exit(c.collector_set && c.collector_ok ? 0 : 1);
 	}
 	close(fds[1]);

@@ -25,10 +25,12 @@
 #include <unistd.h>
 
 #include "agent.h"
+#include "lifecycle.h"
 #include "check.h"
 #include "orbit.h"
 #include "reconstruct.h"
 #include "record.h"
+#include "producers.h"
 #include "segment_create.h"
 
 /* ---- the sink: every record, in each ring's claim order ------------------- */
@@ -92,7 +94,7 @@ static void start_capture_rings(const char *rings)
 	setenv("ORBIT_RING_BUDGET", "16M", 1);
 	CHECK_EQ_U64(orbit_init(), 0);
 	struct orbit__sink sink = {.records = sink_records, .ctx = NULL};
-	orbit__agent_set_sink(&sink);
+	orbit__agent_set_sink(orbit__root_agent(), &sink);
 	t_begin = now_ns();
 }
 
@@ -214,7 +216,7 @@ static void finish_and_check(void)
 	CHECK_EQ_U64(orbit_flush(), 0);
 	uint64_t t_end = now_ns();
 	struct orbit__agent_stats st;
-	orbit__agent_stats(&st);
+	orbit__agent_stats(orbit__root_agent(), &st);
 	CHECK_EQ_U64(st.lost_lapped + st.lost_dead + st.lost_backstop, 0);
 	CHECK_EQ_U64(st.drained, st.claimed);
 	CHECK_EQ_U64(st.stalled_rings, 0);

@@ -31,7 +31,7 @@ static void run(const struct expect *e)
 		if (e->budget)
 			setenv("ORBIT_RING_BUDGET", e->budget, 1);
 		static struct orbit__config c;
-		orbit__config_read(&c);
+		orbit__config_read(&c, NULL);
 		_exit(c.rings == e->ring_count && c.slots_per_ring == e->slots ? 0 : 1);
 	}
 	close(fds[1]);

@@ -96,7 +96,7 @@ int main(int argc, char **argv)
 	CHECK(capture != NULL);
 
 	static struct orbit__config cfg;
-	orbit__config_read(&cfg);
+	orbit__config_read(&cfg, NULL);
 	struct orbit__seg_params p = {.ring_count = 1, .slots_per_ring = 16, .clock_source = 1};
 	static struct orbit__segment seg;
 	CHECK(orbit__segment_create(&p, &seg) == 0);
