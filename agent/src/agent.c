@@ -9,17 +9,17 @@
  *    the passes are planned in microseconds (pass_plan.h); a uv_timer
  *    stands in if the timerfd cannot be made;
  *  - a uv_async through which host threads wake it for a flush or a stop;
- *  - the stop's timer (agent_stop.h), and the transport's handles.
+ *  - the stop's timer (agent_stop.h), and the outputs' handles.
  *
  * A pass that filled its staging area is followed by the next one at once.
- * With a transport, the first pass comes as soon as a stream begins (its
+ * With an output, the first pass comes as soon as a stream is answered (its
  * can_drain), and so does the next after the send queue held the drain
  * back; without one (a test sink, or nothing), after ORBIT_DRAIN_MS, so
  * that tests that drain the rings themselves can park the agent.
  *
  * A flush bumps a request counter and wakes the loop; the loop notes the
  * counter before its pass, so a flush returns only after a pass that began
- * after it was asked for, and, with a transport, once every frame queued so
+ * after it was asked for, and, with an output, once every frame queued so
  * far is written. A stop that does not finish within twice
  * ORBIT_FLUSH_TIMEOUT_MS leaves the thread detached and the agent wedged:
  * its loop may still run, so it is never reused.
@@ -38,7 +38,6 @@
 
 #include "guest_checks.h"
 #include "segment_create.h"
-#include "transport.h"
 
 #define TIMER_SLACK_NS 10000ul /* the agent thread's wake-up slack */
 
@@ -138,12 +137,12 @@ static void on_tick(struct orbit__agent *a)
 		return;
 	int more = pass(a, 0, 0);
 	uint64_t delay = orbit__pass_plan_next(&a->plan, &a->drain, &a->sched, orbit__monotonic_ns());
-	if (a->transport != NULL && !orbit__transport_ready(a->transport, 0))
+	if (a->stream != NULL && !orbit__stream_ready(a->stream, 0))
 		delay = a->plan.period_ns; /* can_drain brings the next pass forward */
 	arm(a, more ? 0 : delay);
 }
 
-/* The transport can take records again (a stream began, the queue has
+/* The stream can take records again (a stream was answered, the queue has
  * room): a pass now. */
 static void can_drain(void *ctx)
 {
@@ -167,9 +166,11 @@ static void flush_complete(void *ctx)
 
 static void close_handles(struct orbit__agent *a)
 {
-	if (a->transport != NULL)
-		orbit__transport_close(a->transport);
-	a->transport = a->pass.transport = a->stop.transport = NULL;
+	orbit__stream_free(a->stream);
+	if (a->out != NULL)
+		a->out->ops->close(a->out); /* its handles close as the loop runs */
+	a->stream = a->pass.stream = a->stop.stream = NULL;
+	a->out = a->stop.out = NULL;
 	if (a->tfd >= 0) {
 		uv_close((uv_handle_t *)&a->tpoll, on_close);
 		close(a->tfd);
@@ -206,10 +207,10 @@ static void on_wake(uv_async_t *w)
 	a->flushing = req;
 	if (!stop) {
 		pass(a, 0, 1);
-		if (a->transport == NULL)
+		if (a->stream == NULL)
 			flush_complete(a);
 		else /* done once every frame so far is written */
-			orbit__transport_on_idle(a->transport, flush_complete, a);
+			orbit__stream_on_idle(a->stream, flush_complete, a);
 		return;
 	}
 	timer_off(a);
@@ -225,7 +226,7 @@ static void *agent_main(void *arg)
 	/* This thread's timers wake it within 10 µs, not the default 50. */
 	prctl(PR_SET_TIMERSLACK, TIMER_SLACK_NS, 0, 0, 0);
 	/* Before the loop: the first Handshake waits for it. */
-	orbit__sched_reader_open(&a->sched, &a->cfg, a->transport);
+	orbit__sched_reader_open(&a->sched, &a->cfg, a->stream);
 	uv_run(&a->loop, UV_RUN_DEFAULT);
 	uv_loop_close(&a->loop);
 	pthread_mutex_lock(&a->mu);
@@ -274,7 +275,7 @@ int orbit__agent_start(struct orbit__agent *a, struct orbit__segment *seg, uint3
 	a->pass.clock = &a->clock;
 	a->pass.state = &a->state;
 	a->pass.logs = logs;
-	a->pass.transport = NULL;
+	a->pass.stream = NULL;
 	a->pass.sched = &a->sched;
 	a->pass.stage = NULL;
 	a->pass.nruns = 0;
@@ -322,14 +323,17 @@ int orbit__agent_start(struct orbit__agent *a, struct orbit__segment *seg, uint3
 	orbit__pass_plan_start(&a->plan, (uint64_t)a->cfg.drain_ms * 1000000ull, new_segment,
 	                       orbit__monotonic_ns());
 	a->planned = 0;
-	if (orbit__transport_wanted(&a->cfg)) {
+	if (orbit__config_has_output(&a->cfg)) {
 		orbit__pass_calibrate(&a->pass); /* the handshake states the clock's rate */
-		a->transport_ev = (struct orbit__transport_events){.ctx = a, .can_drain = can_drain};
-		err = orbit__transport_start(&a->transport, &a->loop, &a->cfg, &a->drain, &a->clock,
-		                             logs, &a->transport_ev);
+		a->stream_ev = (struct orbit__stream_events){.ctx = a, .can_drain = can_drain};
+		err = orbit__output_composite(&a->out, &a->loop, &a->cfg, seg);
+		if (err == 0)
+			err = orbit__stream_new(&a->stream, &a->cfg, &a->drain, &a->clock, logs,
+			                        a->out, &a->stream_ev);
 		if (err)
 			return start_failed(a, err);
-		a->pass.transport = a->stop.transport = a->transport;
+		a->pass.stream = a->stop.stream = a->stream;
+		a->stop.out = a->out;
 	}
 	if (!a->planned) /* with a stream already open, it is planned */
 		arm(a, a->plan.period_ns);
@@ -440,9 +444,13 @@ void orbit__agent_stats(struct orbit__agent *a, struct orbit__agent_stats *out)
 
 void orbit__agent_forget(struct orbit__agent *a)
 {
-	if (a->transport != NULL)
-		orbit__transport_forget(a->transport);
-	a->transport = NULL;
+	/* The parent's outputs: its descriptors' copies closed, its loop left
+	 * alone. The stream's buffers stay allocated in the child: its zstd
+	 * context may be mid-use in no thread of ours. */
+	if (a->out != NULL)
+		a->out->ops->forget(a->out);
+	a->out = NULL;
+	a->stream = NULL;
 	if (a->tfd >= 0)
 		close(a->tfd); /* the parent's loop keeps its own */
 	a->tfd = -1;

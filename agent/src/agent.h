@@ -2,8 +2,8 @@
  * agent.h — the agent thread: its own libuv loop (never the default loop),
  * its pass timer, and what the host's threads ask of it (start, flush,
  * stop). Each pass is drain_pass.h's, planned by pass_plan.h; the stop is
- * agent_stop.h's; the records and pages go to the transport (transport.h)
- * and to a test sink.
+ * agent_stop.h's; the records and pages go to the stream (stream.h) on the
+ * one output (output.h) the configuration asks for, and to a test sink.
  *
  * The process's one agent is its root's (lifecycle.c); a forked child
  * forgets it and may start its own.
@@ -24,7 +24,7 @@
 #include "sched_reader.h"
 #include "scope_ring.h"
 #include "segment_state.h"
-#include "transport.h"
+#include "stream.h"
 
 struct orbit__agent_stats {
 	uint32_t ring_count;
@@ -68,8 +68,9 @@ struct orbit__agent {
 	struct orbit__drain drain;
 	struct orbit__clock_conv clock;
 	struct orbit__state_writer state;
-	struct orbit__transport *transport; /* NULL: none */
-	struct orbit__transport_events transport_ev;
+	struct orbit__output *out;    /* NULL: no output configured */
+	struct orbit__stream *stream; /* on out */
+	struct orbit__stream_events stream_ev;
 	struct orbit__pass pass;
 	struct orbit__pass_plan plan;
 	struct orbit__sched_reader sched;
@@ -78,7 +79,10 @@ struct orbit__agent {
 };
 
 /* A static agent, not started. */
-#define ORBIT__AGENT_INIT {.mu = PTHREAD_MUTEX_INITIALIZER, .tfd = -1}
+#define ORBIT__AGENT_INIT                                                                          \
+	{                                                                                          \
+		.mu = PTHREAD_MUTEX_INITIALIZER, .tfd = -1, .sched = ORBIT__SCHED_READER_INIT      \
+	}
 
 /* Starts the agent thread on a created segment, with the log page rings
  * logs (NULL: none) and the configuration cfg (copied). 0, or a negative
@@ -89,7 +93,7 @@ int orbit__agent_start(struct orbit__agent *a, struct orbit__segment *seg, uint3
 int orbit__agent_flush(struct orbit__agent *a, uint32_t timeout_ms);
 /* Stops and joins the agent thread after a last drain. */
 void orbit__agent_stop(struct orbit__agent *a, uint32_t timeout_ms);
-/* Replaces the sink (NULL: records go only to the transport). Takes effect
+/* Replaces the sink (NULL: records go only to the stream). Takes effect
  * at the next drain. */
 void orbit__agent_set_sink(struct orbit__agent *a, const struct orbit__sink *sink);
 void orbit__agent_stats(struct orbit__agent *a, struct orbit__agent_stats *out);

@@ -4,7 +4,8 @@
 #include <stdio.h>
 
 #include "sched_tracefs.h"
-#include "transport.h"
+#include "output.h"
+#include "stream.h"
 
 static void on_close(uv_handle_t *h)
 {
@@ -14,13 +15,51 @@ static void on_close(uv_handle_t *h)
 int orbit__agent_stop_init(struct orbit__agent_stop *s, uv_loop_t *loop)
 {
 	s->loop = loop;
-	s->stopping = s->waiting = s->streamed = s->done = 0;
+	s->stopping = s->waiting = s->streamed = s->done = s->gave_up = 0;
 	return uv_timer_init(loop, &s->timer);
 }
 
 void orbit__agent_stop_close(struct orbit__agent_stop *s)
 {
 	uv_close((uv_handle_t *)&s->timer, on_close);
+}
+
+/* Why records are not being delivered, for the end-of-run line; 0 if that
+ * was said already (refused, the file failed). *undelivered: the records
+ * of streams that died unacknowledged (the rings' unread claims are
+ * added by the caller). */
+static int why_not(const struct orbit__agent_stop *s, char *buf, size_t len,
+                   uint64_t *undelivered)
+{
+	const struct orbit__config *c = s->cfg;
+	uint32_t waited_ms = c->flush_timeout_ms;
+	struct orbit__stream_report r;
+	orbit__stream_report(s->stream, &r);
+	*undelivered = 0;
+	if (r.dead)
+		return 0;
+	*undelivered = r.undelivered;
+	if (!c->collector_set) {
+		snprintf(buf, len, c->capture_set ? "no capture file" : "no flight ring");
+		return 1;
+	}
+	const char *trouble = s->out->ops->trouble(s->out);
+	unsigned long long acked = r.last.frames_acked, sent = r.last.frames_sent;
+	if (s->gave_up) /* the last stream was open at the deadline */
+		snprintf(buf, len,
+		         "collector %s acknowledged %llu of %llu frames of the last stream "
+		         "within %u ms",
+		         c->collector, acked, sent, waited_ms);
+	else if (*undelivered > 0) /* it died, and no other stream took its account */
+		snprintf(buf, len,
+		         "collector %s not reached again within %u ms (%s%sit had "
+		         "acknowledged %llu of %llu frames of the last stream)",
+		         c->collector, waited_ms, trouble, trouble[0] ? "; " : "", acked, sent);
+	else
+		snprintf(buf, len, "collector %s %s within %u ms%s%s%s", c->collector,
+		         r.streams ? "not reached again" : "not reached", waited_ms,
+		         trouble[0] ? " (" : "", trouble, trouble[0] ? ")" : "");
+	return 1;
 }
 
 /* The end-of-run lines: what could not be delivered, and why; and, when
@@ -31,9 +70,7 @@ static void say_at_end(struct orbit__agent_stop *s)
 	uint64_t undelivered = 0;
 	/* Tracing stopped for a reason said then (refused, the file failed):
 	 * nothing more to say. */
-	if (s->transport != NULL && !orbit__transport_why_not(s->transport, why, sizeof why,
-	                                                      s->cfg->flush_timeout_ms,
-	                                                      &undelivered))
+	if (s->stream != NULL && !why_not(s, why, sizeof why, &undelivered))
 		return;
 	/* What the rings still hold, and what streams took that no collector
 	 * acknowledged and no later stream accounted for. */
@@ -76,8 +113,11 @@ static void complete(void *arg)
 static void on_give_up(uv_timer_t *t)
 {
 	struct orbit__agent_stop *s = t->data;
-	orbit__transport_give_up(s->transport); /* idle, and so complete, follow */
-	complete(s);                            /* at the latest now */
+	if (s->out->ops->pending(s->out) != 0) {
+		s->gave_up = 1;
+		s->out->ops->give_up(s->out); /* broken, then idle, and so complete */
+	}
+	complete(s); /* at the latest now */
 }
 
 /* The stop, once a stream is open or will not be: the final pass, the
@@ -86,17 +126,17 @@ static void finish(struct orbit__agent_stop *s)
 {
 	s->waiting = 0;
 	uv_timer_stop(&s->timer);
-	int streamed = s->transport == NULL || orbit__transport_ready(s->transport, 1);
+	int streamed = s->stream == NULL || orbit__stream_ready(s->stream, 1);
 	if (s->sched->sched != NULL) /* nothing more is recorded; the final pass reads the rest */
 		orbit__sched_stop(s->sched->sched);
 	if (streamed)
 		s->ev->final_pass(s->ev->ctx);
 	s->streamed = streamed;
-	if (s->transport == NULL) {
+	if (s->stream == NULL) {
 		complete(s);
 		return;
 	}
-	orbit__transport_end(s->transport);
+	orbit__stream_end(s->stream);
 	/* Done once every frame is settled (acknowledged), or at the deadline:
 	 * the host waits twice ORBIT_FLUSH_TIMEOUT_MS from the stop's start, and
 	 * the agent gives up a little before, to count and say what is lost. */
@@ -106,7 +146,7 @@ static void finish(struct orbit__agent_stop *s)
 	uint64_t left = budget - margin > spent ? budget - margin - spent : 0;
 	s->timer.data = s;
 	uv_timer_start(&s->timer, on_give_up, left, 0);
-	orbit__transport_on_idle(s->transport, complete, s);
+	orbit__stream_on_idle(s->stream, complete, s);
 }
 
 static void on_stop_timeout(uv_timer_t *t)
@@ -115,7 +155,7 @@ static void on_stop_timeout(uv_timer_t *t)
 	if (!s->waiting)
 		return;
 	/* No stream came: the local copy, if there is one, takes it all. */
-	orbit__transport_fallback(s->transport);
+	s->out->ops->fallback(s->out);
 	finish(s);
 }
 
@@ -132,16 +172,15 @@ void orbit__agent_stop_begin(struct orbit__agent_stop *s)
 	/* A stream still on its way (connecting, or between retries) is
 	 * waited for, at most ORBIT_FLUSH_TIMEOUT_MS: a short program keeps
 	 * its trace. */
-	struct orbit__transport *t = s->transport;
-	if (t != NULL && !orbit__transport_ready(t, 1) && orbit__transport_coming(t) &&
-	    s->cfg->flush_timeout_ms > 0) {
+	int streaming = s->stream == NULL || orbit__stream_ready(s->stream, 1);
+	if (!streaming && s->out->ops->coming(s->out) && s->cfg->flush_timeout_ms > 0) {
 		s->waiting = 1;
-		orbit__transport_hurry(t);
+		s->out->ops->hurry(s->out);
 		s->timer.data = s;
 		uv_timer_start(&s->timer, on_stop_timeout, s->cfg->flush_timeout_ms, 0);
 		return;
 	}
-	if (t != NULL && !orbit__transport_ready(t, 1))
-		orbit__transport_fallback(t);
+	if (!streaming)
+		s->out->ops->fallback(s->out);
 	finish(s);
 }

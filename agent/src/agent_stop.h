@@ -5,7 +5,7 @@
  *     for, at most ORBIT_FLUSH_TIMEOUT_MS, with a pending retry made at
  *     once: a short program keeps its trace.
  *  2. If no stream came and a local copy never had its stream, the copy
- *     gets one of its own (the transport's fallback).
+ *     gets one of its own (the output's fallback).
  *  3. The final pass empties the rings into the stream, the stream ends,
  *     and the stop waits until every frame is settled, at most until a
  *     little before twice ORBIT_FLUSH_TIMEOUT_MS from its start (the host
@@ -27,7 +27,8 @@
 #include "scope_ring.h"
 #include "sched_reader.h"
 
-struct orbit__transport;
+struct orbit__output;
+struct orbit__stream;
 
 /* What the stop asks of the agent. */
 struct orbit__stop_events {
@@ -42,7 +43,8 @@ struct orbit__agent_stop {
 	uv_timer_t timer; /* the wait for a stream, then the deadline */
 	uv_loop_t *loop;
 	const struct orbit__config *cfg;
-	struct orbit__transport *transport; /* NULL: none */
+	struct orbit__stream *stream; /* NULL: no output */
+	struct orbit__output *out;    /* the stream's */
 	struct orbit__sched_reader *sched;
 	const struct orbit__drain *drain;
 	uint64_t lapped_at_start; /* the drain's lapped claims when the agent started */
@@ -51,6 +53,7 @@ struct orbit__agent_stop {
 	int waiting;  /* ... and waits for a stream to begin */
 	int streamed; /* its final pass went into a stream */
 	int done;     /* it is over */
+	int gave_up;  /* the deadline came with frames not settled */
 	uint64_t at_ms; /* when it began (the loop's clock) */
 };
 

@@ -309,8 +309,7 @@ static const char *source_name(uint32_t source)
  * off_s: how far the counter moved against CLOCK_MONOTONIC (0: unknown). */
 static void restart(struct orbit__clock_conv *c, uint64_t floor_ns, int backwards, double off_s)
 {
-	static int said; /* once per process: the count says the rest */
-	if (!said++)
+	if (!c->said)
 		fprintf(stderr,
 		        "orbit: the %s counter %s by about %.3f s against CLOCK_MONOTONIC; clock "
 		        "conversion starts again, and times read around it are marked untrusted\n",
@@ -325,6 +324,7 @@ static void restart(struct orbit__clock_conv *c, uint64_t floor_ns, int backward
 	c->resets = resets + 1;
 	c->untrusted = untrusted;
 	c->floor_ns = floor_ns;
+	c->said = 1;
 }
 
 int orbit__clock_add_pair(struct orbit__clock_conv *c, struct orbit__clock_pair p)

@@ -89,6 +89,12 @@ void orbit__config_read(struct orbit__config *c, struct orbit__config_said *said
  * library starts tracing by itself when it loads. */
 int orbit__config_wants_output(void);
 
+/* 1 if c names an output: a collector, a capture file or a flight ring. */
+static inline int orbit__config_has_output(const struct orbit__config *c)
+{
+	return c->collector_set || c->capture_set || c->flight;
+}
+
 /* In a forked child: its bad values are said again, once. */
 void orbit__config_said_forget(struct orbit__config_said *said);
 

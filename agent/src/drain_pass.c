@@ -8,7 +8,7 @@
 
 #include "capture.h"
 #include "logs.h"
-#include "transport.h"
+#include "stream.h"
 
 #define MIN_CALIBRATION_NS 2000000ull /* first two pairs at least 2 ms apart */
 #define SHRINK_NS 2000000000ull       /* staging freed after 2 s without records */
@@ -65,7 +65,7 @@ static uint64_t page_to_ns(void *ctx, uint64_t ticks)
 
 struct page_out {
 	const struct orbit__sink *sink;
-	struct orbit__transport *transport;
+	struct orbit__stream *stream;
 };
 
 static void on_page(void *arg, uint32_t ring, const uint8_t *page, size_t len)
@@ -73,8 +73,8 @@ static void on_page(void *arg, uint32_t ring, const uint8_t *page, size_t len)
 	const struct page_out *o = arg;
 	if (o->sink->page != NULL)
 		o->sink->page(o->sink->ctx, ring, page, len);
-	if (o->transport != NULL)
-		orbit__transport_page(o->transport, ring, page, len);
+	if (o->stream != NULL)
+		orbit__stream_page(o->stream, ring, page, len);
 }
 
 static void mirror_capture_flag(const struct orbit__segment *seg)
@@ -126,8 +126,8 @@ static int drain_once(struct orbit__pass *p, const struct orbit__sink *sink,
 		const struct orbit__pass_run *r = &p->runs[i];
 		if (sink->records != NULL)
 			sink->records(sink->ctx, r->ring, r->first, r->records, r->n);
-		if (p->transport != NULL)
-			orbit__transport_records(p->transport, r->ring, r->first, r->records, r->n);
+		if (p->stream != NULL)
+			orbit__stream_records(p->stream, r->ring, r->first, r->records, r->n);
 	}
 	if (n == 0 && now - p->stage_used_ns >= SHRINK_NS) {
 		free(p->stage); /* a quiet agent holds no staging */
@@ -143,7 +143,7 @@ int orbit__pass_run(struct orbit__pass *p, const struct orbit__sink *sink, int f
 	orbit__segment_state_names(p->state, orbit__monotonic_ns());
 	/* With no stream, or a full queue, the rings are left alone: producers
 	 * lap them and the loss is counted when draining resumes. */
-	if (p->transport != NULL && !orbit__transport_ready(p->transport, final))
+	if (p->stream != NULL && !orbit__stream_ready(p->stream, final))
 		return 0;
 	struct orbit__drain_result res;
 	/* A flush or a final pass reads everything there was when it began,
@@ -161,13 +161,13 @@ int orbit__pass_run(struct orbit__pass *p, const struct orbit__sink *sink, int f
 	/* Log pages: those full, and those holding records for 100 ms; at a
 	 * flush everything. */
 	if (p->logs != NULL) {
-		struct page_out o = {.sink = sink, .transport = p->transport};
+		struct page_out o = {.sink = sink, .stream = p->stream};
 		orbit__logs_read(p->logs, page_to_ns, p->clock, on_page, &o,
 		                 flush ? 0 : LOG_FLUSH_AGE_NS);
 	}
-	more |= orbit__sched_reader_pass(p->sched, p->transport, final);
-	if (p->transport != NULL)
-		orbit__transport_pass_done(p->transport, flush || final);
+	more |= orbit__sched_reader_pass(p->sched, p->stream, final);
+	if (p->stream != NULL)
+		orbit__stream_pass_done(p->stream, flush || final);
 	if (all->backstops)
 		fprintf(stderr,
 		        "orbit: %u event(s) claimed but unpublished for 30 s were dropped "

@@ -37,7 +37,7 @@ struct orbit__sink {
 };
 
 struct orbit__logs;
-struct orbit__transport;
+struct orbit__stream;
 
 /* Consecutive claims of one ring in the staging area. */
 struct orbit__pass_run {
@@ -53,7 +53,7 @@ struct orbit__pass {
 	struct orbit__clock_conv *clock;
 	struct orbit__state_writer *state;   /* the segment's state area */
 	struct orbit__logs *logs;            /* NULL: no log page rings */
-	struct orbit__transport *transport;  /* NULL: none */
+	struct orbit__stream *stream;        /* NULL: no output */
 	struct orbit__sched_reader *sched;
 	uint8_t *stage;
 	uint64_t stage_used_ns; /* when the staging area last held records */
@@ -65,7 +65,7 @@ struct orbit__pass {
  * time, so that the rate a Handshake states is not far off. */
 void orbit__pass_calibrate(struct orbit__pass *p);
 
-/* One pass: drain, convert, hand out to the transport and sink. final: the
+/* One pass: drain, convert, hand out to the stream and the sink. final: the
  * last pass of a stream (it empties the rings, however many staging areas
  * that takes); flush: log pages of any age go out, and the frame is closed.
  * What the drain found is added into *res. Returns 1 if rings were left

@@ -354,12 +354,12 @@ uint64_t orbit__logs_clamped(const struct orbit__logs *l)
 	return atomic_load_explicit(&l->clamped, memory_order_relaxed);
 }
 
-void orbit__logs_config(uint32_t *pages, uint32_t *page_size, int *overwrite)
+void orbit__logs_config(const struct orbit__logs *l, uint32_t *pages, uint32_t *page_size,
+                        int *overwrite)
 {
-	const struct orbit__logs *l = orbit__producers_logs_now();
-	*pages = l == NULL ? 0 : l->pages;
-	*page_size = l == NULL ? 0 : l->page_size;
-	*overwrite = l == NULL ? 0 : l->overwrite;
+	*pages = l->pages;
+	*page_size = l->page_size;
+	*overwrite = l->overwrite;
 }
 
 /* ---- reader ---- */

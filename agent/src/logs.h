@@ -135,8 +135,8 @@ void orbit__logs_totals(struct orbit__logs *l, uint32_t ring, uint64_t *reserved
  * (orbit__ftrace_retime); 0 unless the tick rate is below 1 GHz. */
 uint64_t orbit__logs_clamped(const struct orbit__logs *l);
 
-/* The configuration of the rings producers write into (producers.h);
- * zeros before they are published. */
-void orbit__logs_config(uint32_t *pages, uint32_t *page_size, int *overwrite);
+/* The configuration in use. */
+void orbit__logs_config(const struct orbit__logs *l, uint32_t *pages, uint32_t *page_size,
+                        int *overwrite);
 
 #endif

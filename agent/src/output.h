@@ -13,7 +13,7 @@
  * and may come late: a file settles a frame when write() returns, TCP when
  * the collector acknowledges it (docs/format.md section 7). The stream's
  * Handshake frame settling is the destination's answer: only then does the
- * transport put records in the stream. The loss ledger (ledger.h) counts the
+ * stream take records. The loss ledger (ledger.h) counts the
  * records of frames settled as lost, and of frames whose fate is unknown
  * when a stream breaks (fate).
  *
@@ -31,6 +31,8 @@
 
 #include <stddef.h>
 #include <stdint.h>
+#include <stdlib.h>
+#include <string.h>
 #include <uv.h>
 
 #include "config.h"
@@ -42,7 +44,9 @@ enum orbit__frame_kind {
 };
 
 /* A finished frame, as the stream hands it to its outputs. The bytes are
- * valid only during the call: an output that keeps them copies them. */
+ * valid only during the send call: an output that keeps them past it (TCP,
+ * until the kernel took them) takes them (orbit__frame_take) instead of
+ * copying. */
 struct orbit__frame {
 	const uint8_t *bytes;
 	size_t len;
@@ -54,7 +58,32 @@ struct orbit__frame {
 	 * began. The flight ring keeps them (format/flight.h). */
 	uint32_t rings;
 	const uint64_t *ring_end, *ring_framed;
+	/* The bytes' owner gives them away, to be freed with free(), or NULL
+	 * (and then may not be asked again); give NULL: they can only be
+	 * copied. */
+	uint8_t *(*give)(void *owner);
+	void *owner;
 };
+
+/*
+ * The frame's bytes as the caller's own, to free() when done with them:
+ * given by their owner (the stream writer compressed them into a buffer of
+ * their own: no copy), else copied; NULL without memory. f->bytes points at
+ * them from then on, so that the outputs the frame goes to after the
+ * caller read them there. The caller may free them before its send
+ * returns (a write that failed at once), so one frame goes to the output
+ * that may take it last (output_composite.c).
+ */
+static inline uint8_t *orbit__frame_take(struct orbit__frame *f)
+{
+	uint8_t *p = f->give != NULL ? f->give(f->owner) : NULL;
+	f->give = NULL;
+	if (p == NULL && (p = malloc(f->len)) != NULL)
+		memcpy(p, f->bytes, f->len);
+	if (p != NULL)
+		f->bytes = p;
+	return p;
+}
 
 /* What an output knows of its stream's frames (when the stream breaks or is
  * given up): for the ledger's account of a stream that died. */

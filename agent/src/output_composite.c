@@ -23,7 +23,8 @@
  * the local copy starts then, with that Handshake, so that it holds the
  * first answered stream byte for byte. That one frame is kept (copied) from
  * its send until the answer; every other frame is handed to each output
- * that carries it during the one send call.
+ * that carries it during the one send call, the main output last (TCP
+ * takes the bytes: output.h).
  *
  * Runs on the agent thread's loop only.
  */
@@ -175,7 +176,8 @@ static int composite_send(struct orbit__output *o, struct orbit__frame *f)
 			c->hs_seq = f->seq;
 		}
 	}
-	int err = c->copy_alone ? 0 : c->main->ops->send(c->main, f);
+	/* The main output last: TCP takes the frame's bytes, and may free
+	 * them before it returns (output.h, orbit__frame_take). */
 	if (c->flight_on && c->flight->ops->send(c->flight, f) != 0)
 		c->flight_on = 0;
 	if (c->copy_on && c->copy->ops->send(c->copy, f) != 0) {
@@ -183,7 +185,7 @@ static int composite_send(struct orbit__output *o, struct orbit__frame *f)
 		if (c->copy_alone)
 			return -EIO;
 	}
-	return err;
+	return c->copy_alone ? 0 : c->main->ops->send(c->main, f);
 }
 
 static size_t composite_pending(const struct orbit__output *o)

@@ -31,7 +31,7 @@
  * Writing. A frame is written whole or not at all: before each one the file
  * size limit (RLIMIT_FSIZE) is checked, and after a failed or short write
  * the file is cut back to its last complete frame. The agent thread blocks
- * SIGXFSZ (agent.c), so passing the limit is the error EFBIG, not the
+ * SIGXFSZ (guest_checks.c), so passing the limit is the error EFBIG, not the
  * host's death. Any write error costs one line and turns tracing off.
  */
 #include <errno.h>
@@ -68,11 +68,10 @@ static int fresh(const char *path)
  * old (locked by us) is; -errno on failure. */
 static int replace(const char *path)
 {
-	static unsigned counter;
 	char tmp[PATH_MAX];
 	int fd = -1;
-	for (int i = 0; i < 16 && fd < 0; i++) {
-		int n = snprintf(tmp, sizeof tmp, "%s.%d-%u.tmp", path, (int)getpid(), counter++);
+	for (unsigned i = 0; i < 16 && fd < 0; i++) {
+		int n = snprintf(tmp, sizeof tmp, "%s.%d-%u.tmp", path, (int)getpid(), i);
 		if (n < 0 || (size_t)n >= sizeof tmp)
 			return -ENAMETOOLONG;
 		fd = fresh(tmp);

@@ -12,18 +12,27 @@
  * Answered. A connection is ready for a stream at once, and the stream's
  * Handshake goes out asking for acknowledgements. The collector's first Ack
  * (frames = 1: the Handshake is in its file) is its answer: only then does
- * the transport drain records into the stream (transport.c), and only then
+ * the agent drain records into the stream (stream.c), and only then
  * does the retry delay go back to BACKOFF_MIN_MS. A peer that closes,
  * resets, sends what is not a reply, or does not answer within
  * ORBIT_ACK_TIMEOUT_MS is no collector for this stream: it cost a Handshake,
  * and retries go on backing off, 100 ms doubling to 5 s.
  *
- * Settling. Each frame is copied into a write (uv_write; freed once the
- * kernel took it) and remembered until acknowledged: an Ack with frames = N
+ * Settling. Each frame's bytes are taken from the stream (output.h,
+ * orbit__frame_take: the buffer the stream writer compressed them into, so
+ * no copy) into a write (uv_write; freed once the kernel took them), and
+ * the frame is remembered until acknowledged: an Ack with frames = N
  * settles the N-th frame written on this connection and every earlier one,
  * once its bytes agree with what was written. pending() is the bytes not
- * yet acknowledged, which the transport holds under ORBIT_SEND_BUFFER by not
+ * yet acknowledged, which the stream holds under ORBIT_SEND_BUFFER by not
  * draining: the kernel's socket buffers are inside the account, not beside it.
+ *
+ * Memory. A taken frame holds its bytes and no more (the writer shrinks
+ * its buffer to the frame), as a copy of it would: what this output holds
+ * is the bytes not yet acknowledged, under ORBIT_SEND_BUFFER plus the
+ * frames of one pass, and the writer compresses the next frame into a new
+ * buffer of its own. Nothing is copied on the way, and nothing is held
+ * longer than a copy was.
  *
  * Progress. While frames are unacknowledged, a connection on which for
  * ORBIT_ACK_TIMEOUT_MS no Ack came and no byte left the write queue is
@@ -64,13 +73,13 @@
 
 enum state { IDLE, RESOLVING, CONNECTING, STREAMING, CLOSING, DEAD };
 
-/* A frame on its way out: freed in its write callback. */
+/* A frame on its way out: its bytes taken from the stream (no copy), freed
+ * with it in its write callback. */
 struct wframe {
 	uv_write_t req;
 	struct tcp_output *t;
 	uint64_t conn; /* which connection it was written on */
-	size_t len;
-	uint8_t bytes[];
+	uint8_t *bytes;
 };
 
 /* A frame written and not acknowledged yet, oldest first. */
@@ -293,6 +302,7 @@ static void on_write(uv_write_t *req, int status)
 	struct wframe *w = (struct wframe *)req;
 	struct tcp_output *t = w->t; /* alive: writes end before the handle closes */
 	uint64_t conn = w->conn;
+	free(w->bytes);
 	free(w);
 	if (conn != t->conn_id || t->state != STREAMING)
 		return;
@@ -312,20 +322,21 @@ static int tcp_send(struct orbit__output *o, struct orbit__frame *fr)
 	struct tcp_output *t = (struct tcp_output *)o;
 	if (t->state != STREAMING)
 		return -ENOTCONN;
-	struct wframe *w = malloc(sizeof *w + fr->len);
+	struct wframe *w = malloc(sizeof *w);
 	struct sent *s = malloc(sizeof *s);
-	if (w == NULL || s == NULL) {
+	uint8_t *bytes = w != NULL && s != NULL ? orbit__frame_take(fr) : NULL;
+	if (bytes == NULL) {
 		free(w);
 		free(s);
 		return -ENOMEM; /* this frame is lost; the stream goes on */
 	}
-	memcpy(w->bytes, fr->bytes, fr->len);
 	w->t = t;
 	w->conn = t->conn_id;
-	w->len = fr->len;
-	uv_buf_t buf = uv_buf_init((char *)w->bytes, (unsigned)w->len);
+	w->bytes = bytes;
+	uv_buf_t buf = uv_buf_init((char *)bytes, (unsigned)fr->len);
 	int err = uv_write(&w->req, (uv_stream_t *)&t->tcp, &buf, 1, on_write);
 	if (err) { /* no callback will come: the frame never joined the queue */
+		free(bytes);
 		free(w);
 		free(s);
 		if (t->answered)

@@ -6,25 +6,25 @@
 #include <stdlib.h>
 
 #include "sched_tracefs.h"
-#include "transport.h"
+#include "stream.h"
 
 static int on_kernel_page(void *ctx, uint32_t cpu, const uint8_t *page, size_t len)
 {
 	/* Verbatim into the stream; one it could not take is counted there
 	 * (KernelLoss.unsent_pages), and the other CPUs are read all the same. */
-	orbit__transport_kernel_page(ctx, cpu, page, len);
+	orbit__stream_kernel_page(ctx, cpu, page, len);
 	return 0;
 }
 
-int orbit__sched_reader_pass(struct orbit__sched_reader *r, struct orbit__transport *t, int final)
+int orbit__sched_reader_pass(struct orbit__sched_reader *r, struct orbit__stream *st, int final)
 {
 	if (r->sched == NULL)
 		return 0;
-	int n = orbit__sched_read(r->sched, r->budget, on_kernel_page, t);
+	int n = orbit__sched_read(r->sched, r->budget, on_kernel_page, st);
 	/* Bounded: should turning tracing off have failed, the kernel keeps
 	 * writing and the final pass must still end. */
 	for (int i = 0; final && n > 0 && i < 4; i++)
-		n = orbit__sched_read(r->sched, r->budget, on_kernel_page, t);
+		n = orbit__sched_read(r->sched, r->budget, on_kernel_page, st);
 	return !final && n >= (int)r->budget;
 }
 
@@ -37,13 +37,14 @@ static void drop_rates(struct orbit__sched_reader *r)
 }
 
 void orbit__sched_reader_open(struct orbit__sched_reader *r, const struct orbit__config *cfg,
-                              struct orbit__transport *t)
+                              struct orbit__stream *st)
 {
 	char why[ORBIT__SCHED_WHY];
 	struct orbit__sched *s = NULL;
-	if (!cfg->sched || t == NULL)
+	if (!cfg->sched || st == NULL)
 		return;
-	int err = orbit__sched_open(NULL, &s, why, sizeof why);
+	const struct orbit__sched_params p = {.live = &r->live};
+	int err = orbit__sched_open(&p, &s, why, sizeof why);
 	if (err == 0) {
 		const struct orbit__sched_formats *f = orbit__sched_formats(s);
 		r->cpus = f->cpu_count;
@@ -61,7 +62,7 @@ void orbit__sched_reader_open(struct orbit__sched_reader *r, const struct orbit_
 		if (!r->said)
 			fprintf(stderr, "orbit: kernel scheduling is off: %s\n", why);
 		r->said = 1;
-		orbit__transport_sched(t, NULL, why);
+		orbit__stream_sched(st, NULL, why);
 		return;
 	}
 	const struct orbit__sched_formats *f = orbit__sched_formats(s);
@@ -70,7 +71,7 @@ void orbit__sched_reader_open(struct orbit__sched_reader *r, const struct orbit_
 	r->quarter = (double)buffer / 4;
 	r->budget = (uint32_t)((pages ? pages : 1) * f->cpu_count);
 	r->sched = s;
-	orbit__transport_sched(t, s, NULL);
+	orbit__stream_sched(st, s, NULL);
 }
 
 /* The kernel's buffers: a pass empties them, so each is a quarter full a
@@ -100,7 +101,7 @@ void orbit__sched_reader_close(struct orbit__sched_reader *r)
 
 void orbit__sched_reader_forget(struct orbit__sched_reader *r)
 {
-	orbit__sched_forget(r->sched);
+	orbit__sched_forget(&r->live, r->sched);
 	r->sched = NULL;
 	r->seen = NULL; /* the parent's memory, copied: not ours to reuse */
 	r->rate = NULL;

@@ -21,9 +21,10 @@
 #include <stdint.h>
 
 #include "config.h"
+#include "sched_tracefs.h"
 
 struct orbit__sched;
-struct orbit__transport;
+struct orbit__stream;
 
 struct orbit__sched_reader {
 	struct orbit__sched *sched; /* NULL: not recording */
@@ -33,16 +34,20 @@ struct orbit__sched_reader {
 	uint64_t *seen;  /* per CPU: record bytes read, at the last plan */
 	double *rate;    /* per CPU: bytes per ns, remembered */
 	int said;        /* why it is off was said (once per process) */
+	struct orbit__sched_live live; /* the instances opened, for a forked child */
 };
+
+/* A reader that never opened (static, in the agent). */
+#define ORBIT__SCHED_READER_INIT {.live = ORBIT__SCHED_LIVE_INIT}
 
 /* With cfg->sched, opens the recorder, and tells the stream its formats or
  * why there are none (one line, once per process). */
 void orbit__sched_reader_open(struct orbit__sched_reader *r, const struct orbit__config *cfg,
-                              struct orbit__transport *t);
+                              struct orbit__stream *st);
 /* Reads the kernel's pages into the stream: at most a buffer's worth per
  * CPU, or, on the final pass (tracing already off), everything left. 1 if
  * the budget cut the reading short. */
-int orbit__sched_reader_pass(struct orbit__sched_reader *r, struct orbit__transport *t, int final);
+int orbit__sched_reader_pass(struct orbit__sched_reader *r, struct orbit__stream *st, int final);
 /* The time until the fastest-filling buffer is a quarter full at its rate
  * (rates seen over window ns, remembered faded by fade), if sooner than
  * soonest; else soonest. */
