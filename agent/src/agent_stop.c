@@ -159,9 +159,18 @@ static void on_stop_timeout(uv_timer_t *t)
 	finish(s);
 }
 
+static void on_stream_came(uv_timer_t *t)
+{
+	finish(t->data);
+}
+
+/* From the stream's events, inside a chain of calls that may still use the
+ * stream when it returns: the stop goes on from the loop, at once, not
+ * from here (its end frees the stream). */
 void orbit__agent_stop_stream_came(struct orbit__agent_stop *s)
 {
-	finish(s);
+	s->timer.data = s;
+	uv_timer_start(&s->timer, on_stream_came, 0, 0);
 }
 
 void orbit__agent_stop_begin(struct orbit__agent_stop *s)

@@ -62,7 +62,8 @@ struct orbit__agent_stop {
 int orbit__agent_stop_init(struct orbit__agent_stop *s, uv_loop_t *loop);
 /* The stop begins (the agent's pass timer is off). */
 void orbit__agent_stop_begin(struct orbit__agent_stop *s);
-/* A stream began while the stop waited for one. */
+/* A stream began while the stop waited for one: the stop goes on from
+ * step 3, from the loop (the caller is inside the stream's events). */
 void orbit__agent_stop_stream_came(struct orbit__agent_stop *s);
 /* Closes the timer (when the agent closes its handles). */
 void orbit__agent_stop_close(struct orbit__agent_stop *s);

@@ -43,8 +43,10 @@ static struct orbit__root {
 	struct orbit__segment seg;   /* base NULL until made */
 	struct orbit__logs *logs;    /* NULL until made */
 	int hooks;                   /* the exit and fork handlers are registered */
-	/* Set by the first orbit_init that made the segment; read by
-	 * orbit_flush without the lock. */
+	/* Set by the orbit_init that made the segment, under the lock; read by
+	 * orbit_flush without it. Relaxed: a flush before that finds no agent
+	 * running whatever it reads (orbit__agent_flush: ORBIT_EDISABLED), and
+	 * after it the agent's mutex orders what the flush needs. */
 	_Atomic uint32_t flush_timeout_ms;
 	struct orbit__agent agent;
 } root = {.lock = PTHREAD_MUTEX_INITIALIZER, .agent = ORBIT__AGENT_INIT};
@@ -90,7 +92,7 @@ static int make_segment(void)
 		p.page_ring_count = 0; /* the segment holds pages of its own size */
 	p.clock_source = orbit__clock_choose(c->clock);
 	orbit__clock_kind = p.clock_source;
-	root.flush_timeout_ms = c->flush_timeout_ms;
+	atomic_store_explicit(&root.flush_timeout_ms, c->flush_timeout_ms, memory_order_relaxed);
 	int err = orbit__segment_create(&p, &root.seg);
 	if (err) {
 		fprintf(stderr,
@@ -150,7 +152,8 @@ out:
 
 ORBIT_EXPORT int orbit_flush(void)
 {
-	return orbit__agent_flush(&root.agent, root.flush_timeout_ms);
+	return orbit__agent_flush(&root.agent, atomic_load_explicit(&root.flush_timeout_ms,
+	                                                            memory_order_relaxed));
 }
 
 ORBIT_EXPORT void orbit_shutdown(void)
@@ -159,7 +162,8 @@ ORBIT_EXPORT void orbit_shutdown(void)
 	if (root.seg.base != NULL) {
 		atomic_store_explicit(&orbit__capture_flag, 0, memory_order_relaxed);
 		atomic_store_explicit(&root.seg.control->capture, 0, memory_order_relaxed);
-		orbit__agent_stop(&root.agent, root.flush_timeout_ms);
+		orbit__agent_stop(&root.agent, atomic_load_explicit(&root.flush_timeout_ms,
+		                                                    memory_order_relaxed));
 		if (root.logs != NULL)
 			orbit__logs_stop(root.logs);
 	}

@@ -1,4 +1,5 @@
-/* stream.c — what a stream says and when; see stream.h. */
+/* stream.c — the agent's stream on its output: when it begins and takes
+ * records, what it says and when, what its death costs; see stream.h. */
 #include "stream.h"
 
 #include <dirent.h>
