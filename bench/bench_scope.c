@@ -70,7 +70,9 @@
 #include <unistd.h>
 
 #include "agent.h"
+#include "lifecycle.h"
 #include "orbit.h"
+#include "producers.h"
 #include "segment_create.h"
 
 #define DEFAULT_ITERS 2000000L
@@ -622,7 +624,7 @@ static int child_main(void)
 	printf("agent_cpu %.4f\n", wall ? (double)other_threads_cpu_ns() / (double)wall : 0);
 	orbit_flush();
 	struct orbit__agent_stats st;
-	orbit__agent_stats(&st);
+	orbit__agent_stats(orbit__root_agent(), &st);
 	printf("claimed %llu\ndrained %llu\nlost %llu\n", (unsigned long long)st.claimed,
 	       (unsigned long long)st.drained,
 	       (unsigned long long)(st.lost_lapped + st.lost_dead + st.lost_backstop));

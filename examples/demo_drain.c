@@ -15,6 +15,7 @@
 #include <time.h>
 
 #include "agent.h"
+#include "lifecycle.h"
 #include "orbit.h"
 #include "reconstruct.h"
 
@@ -133,7 +134,7 @@ int main(int argc, char **argv)
 	}
 	seen.rc = orbit__reconstruct_new(on_event, NULL);
 	struct orbit__sink sink = {.records = on_records};
-	orbit__agent_set_sink(&sink);
+	orbit__agent_set_sink(orbit__root_agent(), &sink);
 	int err = orbit_init();
 	if (err) {
 		fprintf(stderr, "orbit_init: %s\n", orbit_strerror(err));
@@ -146,7 +147,7 @@ int main(int argc, char **argv)
 		pthread_join(t[i], NULL);
 	orbit_flush();
 	struct orbit__agent_stats st;
-	orbit__agent_stats(&st);
+	orbit__agent_stats(orbit__root_agent(), &st);
 	orbit_shutdown();
 	orbit__reconstruct_finish(seen.rc);
 

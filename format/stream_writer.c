@@ -23,6 +23,7 @@ struct orbit__sw {
 	uint64_t records[ORBIT_MAX_RINGS];
 	uint64_t sent[ORBIT_MAX_RINGS]; /* the records of the frame at the sink */
 	char sched_off[160];            /* why a KernelSched was left out */
+	int in_sink;                    /* the sink's frame() has a frame of ours */
 };
 
 struct orbit__sw *orbit__sw_new(int level, size_t frame_target, const struct orbit__sw_sink *sink)
@@ -94,8 +95,24 @@ static int finish(struct orbit__sw *w, enum orbit__sw_kind kind)
 	                            .ring_end = w->done_end,
 	                            .ring_framed = w->done_framed,
 	                            .ring_records = w->sent};
-	/* The last use of w: the sink may free it (stream_writer.h). */
-	return w->sink.frame(w->sink.ctx, &f);
+	w->in_sink = 1;
+	int err = w->sink.frame(w->sink.ctx, &f);
+	w->in_sink = 0;
+	return err;
+}
+
+uint8_t *orbit__sw_take(struct orbit__sw *w)
+{
+	uint8_t *p = w->fw.out;
+	if (!w->in_sink || p == NULL)
+		return NULL;
+	w->fw.out = NULL; /* the next frame gets a buffer of its own */
+	w->fw.out_cap = 0;
+	/* Shrinking gives back what the compression bound reserved beyond the
+	 * frame: a queue of taken frames holds their bytes, not their
+	 * bounds. */
+	uint8_t *q = realloc(p, w->fw.out_len);
+	return q != NULL ? q : p;
 }
 
 /* Cuts the frame once it is big enough (guarantee 3). */

@@ -68,11 +68,9 @@ struct orbit__sw_frame {
 /* Where a writer's frames go: callbacks down to its owner. */
 struct orbit__sw_sink {
 	void *ctx;
-	/* A finished frame: 0 taken, or a negative errno (not taken). It may
-	 * free the writer when f is the Handshake frame or the END frame (the
-	 * agent's stop can complete inside it): the writer touches nothing of
-	 * itself after the call, and the call that finished that frame
-	 * returns at once. */
+	/* A finished frame: 0 taken, or a negative errno (not taken). It
+	 * never frees the writer (the agent's stop completes from its loop,
+	 * after the call that finished the frame has returned). */
 	int (*frame)(void *ctx, const struct orbit__sw_frame *f);
 	/* The frame being built will never be finished: records[r] records
 	 * of ring r (rings of them) were in it. May be NULL. */
@@ -122,6 +120,14 @@ int orbit__sw_packet(struct orbit__sw *w, const Orbit__Packet *p);
 /* A frame made elsewhere, as it is (orbit-dump keeps the flight ring's):
  * the frame being built goes first. 0, or the sink's error. */
 int orbit__sw_copy(struct orbit__sw *w, const uint8_t *frame, size_t len, enum orbit__sw_kind kind);
+
+/* During the sink's frame() call for a frame this writer compressed: its
+ * bytes become the caller's, shrunk to the frame's length, to free() when
+ * done (an output that queues the frame keeps it without a copy); the next
+ * frame is compressed into a new buffer. NULL at any other time, or when
+ * they were taken already. The sink's f->bytes may then move: read them
+ * where this returned. */
+uint8_t *orbit__sw_take(struct orbit__sw *w);
 
 /* Finishes the frame being built now, if it holds anything: 0, or a
  * negative errno (lost, or not taken). */

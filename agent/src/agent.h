@@ -1,27 +1,30 @@
 /*
- * agent.h — the agent thread: its own libuv loop (never the default loop)
- * drains the scope rings (next pass when the busiest ring should be a
- * quarter full, between 1 ms and ORBIT_DRAIN_MS, default 10), converts the
- * records' times to CLOCK_MONOTONIC ns, reads the log page rings, and hands
- * both to the transport (transport.h) and to a test sink.
+ * agent.h — the agent thread: its own libuv loop (never the default loop),
+ * its pass timer, and what the host's threads ask of it (start, flush,
+ * stop). Each pass is drain_pass.h's, planned by pass_plan.h; the stop is
+ * agent_stop.h's; the records and pages go to the stream (stream.h) on the
+ * one output (output.h) the configuration asks for, and to a test sink.
+ *
+ * The process's one agent is its root's (lifecycle.c); a forked child
+ * forgets it and may start its own.
  */
 #ifndef ORBIT_AGENT_AGENT_H
 #define ORBIT_AGENT_AGENT_H
 
+#include <pthread.h>
 #include <stddef.h>
 #include <stdint.h>
+#include <uv.h>
 
+#include "agent_stop.h"
+#include "clock.h"
+#include "config.h"
+#include "drain_pass.h"
+#include "pass_plan.h"
+#include "sched_reader.h"
 #include "scope_ring.h"
-
-/* Where drained records go. Called on the agent thread; records' time fields
- * are CLOCK_MONOTONIC ns. */
-struct orbit__sink {
-	void (*records)(void *ctx, uint32_t ring, uint64_t first_claim, const uint8_t *records,
-	                uint32_t n);
-	/* A log page (ftrace layout, times in ns), or NULL. */
-	void (*page)(void *ctx, uint32_t ring, const uint8_t *page, size_t len);
-	void *ctx;
-};
+#include "segment_state.h"
+#include "stream.h"
 
 struct orbit__agent_stats {
 	uint32_t ring_count;
@@ -33,19 +36,68 @@ struct orbit__agent_stats {
 	uint32_t stalled_rings;
 };
 
-/* Starts the agent thread on a created segment. */
-int orbit__agent_start(struct orbit__segment *seg, uint32_t clock_source);
+struct orbit__logs;
+
+struct orbit__agent {
+	/* Host threads and the agent thread: mu guards the fields up to
+	 * stats; cv (CLOCK_MONOTONIC) signals them. */
+	pthread_mutex_t mu;
+	pthread_cond_t cv;
+	int cv_ready; /* cv initialised */
+	int running;
+	int stop_req;
+	int stopped;
+	int wedged; /* a stop timed out: the thread may still run the loop */
+	uint64_t flush_req;
+	uint64_t flush_done;
+	uint64_t flush_target; /* what the waiting caller waits for */
+	struct orbit__sink sink;
+	struct orbit__agent_stats stats;
+
+	/* The agent thread only (and the starting thread before it runs). */
+	pthread_t thread;
+	uv_loop_t loop;
+	int tfd; /* the pass timer, or -1: uv_timer in ms */
+	uv_poll_t tpoll;
+	uv_timer_t timer;
+	uv_async_t wake;
+	int planned;       /* a pass is armed */
+	uint64_t flushing; /* the flush request being completed */
+	struct orbit__config cfg; /* as the start was given it */
+	struct orbit__segment *seg;
+	struct orbit__drain drain;
+	struct orbit__clock_conv clock;
+	struct orbit__state_writer state;
+	struct orbit__output *out;    /* NULL: no output configured */
+	struct orbit__stream *stream; /* on out */
+	struct orbit__stream_events stream_ev;
+	struct orbit__pass pass;
+	struct orbit__pass_plan plan;
+	struct orbit__sched_reader sched;
+	struct orbit__agent_stop stop;
+	struct orbit__stop_events stop_ev;
+};
+
+/* A static agent, not started. */
+#define ORBIT__AGENT_INIT                                                                          \
+	{                                                                                          \
+		.mu = PTHREAD_MUTEX_INITIALIZER, .tfd = -1, .sched = ORBIT__SCHED_READER_INIT      \
+	}
+
+/* Starts the agent thread on a created segment, with the log page rings
+ * logs (NULL: none) and the configuration cfg (copied). 0, or a negative
+ * errno after one stderr line; -EBUSY if an earlier stop timed out. */
+int orbit__agent_start(struct orbit__agent *a, struct orbit__segment *seg, uint32_t clock_source,
+                       const struct orbit__config *cfg, struct orbit__logs *logs);
 /* Asks for a full drain and waits for it, at most timeout_ms. */
-int orbit__agent_flush(uint32_t timeout_ms);
+int orbit__agent_flush(struct orbit__agent *a, uint32_t timeout_ms);
 /* Stops and joins the agent thread after a last drain. */
-void orbit__agent_stop(uint32_t timeout_ms);
-/* Replaces the sink (NULL: records are counted and dropped). Takes effect
+void orbit__agent_stop(struct orbit__agent *a, uint32_t timeout_ms);
+/* Replaces the sink (NULL: records go only to the stream). Takes effect
  * at the next drain. */
-void orbit__agent_set_sink(const struct orbit__sink *sink);
-void orbit__agent_stats(struct orbit__agent_stats *out);
-/* Ticks to ns with the agent's calibration (for tests). */
-uint64_t orbit__agent_to_ns(uint64_t ticks);
+void orbit__agent_set_sink(struct orbit__agent *a, const struct orbit__sink *sink);
+void orbit__agent_stats(struct orbit__agent *a, struct orbit__agent_stats *out);
 /* Forgets the agent state without touching the thread (child after fork). */
-void orbit__agent_forget(void);
+void orbit__agent_forget(struct orbit__agent *a);
 
 #endif

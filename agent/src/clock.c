@@ -2,7 +2,6 @@
  * are in clock.h. */
 #include "clock.h"
 
-#include "config.h"
 #include "segment_clock.h" /* orbit__seg_clock_slack_ns: when a counter jumped */
 
 #include <stdio.h>
@@ -13,13 +12,6 @@
 #if defined(__x86_64__)
 #include <cpuid.h>
 #endif
-
-uint64_t orbit__monotonic_ns(void)
-{
-	struct timespec ts;
-	clock_gettime(CLOCK_MONOTONIC, &ts);
-	return (uint64_t)ts.tv_sec * 1000000000ull + (uint64_t)ts.tv_nsec;
-}
 
 static int clocksource_is(const char *want)
 {
@@ -33,15 +25,11 @@ static int clocksource_is(const char *want)
 	return ok && strcmp(buf, want) == 0;
 }
 
-uint32_t orbit__clock_choose(void)
+uint32_t orbit__clock_choose(enum orbit__config_clock want)
 {
-	const char *env = orbit__config_clock();
-	if (env != NULL && strcmp(env, "monotonic") == 0)
+	if (want == ORBIT__CONFIG_CLOCK_MONOTONIC)
 		return ORBIT__CLOCK_MONOTONIC;
-	int force = env != NULL && strcmp(env, "tsc") == 0;
-	if (env != NULL && !force && strcmp(env, "auto") != 0)
-		fprintf(stderr, "orbit: ORBIT_CLOCK=%s is not monotonic, tsc or auto; using auto\n",
-		        env);
+	int force = want == ORBIT__CONFIG_CLOCK_TSC;
 #if defined(__x86_64__)
 	/* tsc: trust an invariant TSC even when the kernel chose another
 	 * clocksource (conversion still goes through CLOCK_MONOTONIC). */
@@ -332,8 +320,7 @@ static const char *source_name(uint32_t source)
  * off_s: how far the counter moved against CLOCK_MONOTONIC (0: unknown). */
 static void restart(struct orbit__clock_conv *c, uint64_t floor_ns, int backwards, double off_s)
 {
-	static int said; /* once per process: the count says the rest */
-	if (!said++)
+	if (!c->said)
 		fprintf(stderr,
 		        "orbit: the %s counter %s by about %.3f s against CLOCK_MONOTONIC; clock "
 		        "conversion starts again, and times read around it are marked untrusted\n",
@@ -348,6 +335,7 @@ static void restart(struct orbit__clock_conv *c, uint64_t floor_ns, int backward
 	c->resets = resets + 1;
 	c->untrusted = untrusted;
 	c->floor_ns = floor_ns;
+	c->said = 1;
 }
 
 int orbit__clock_add_pair(struct orbit__clock_conv *c, struct orbit__clock_pair p)

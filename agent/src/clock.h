@@ -52,6 +52,7 @@
 
 #include <stdint.h>
 
+#include "config.h"
 #include "orbit.h"
 
 #define ORBIT__CLOCK_PAIRS 1024u   /* recent pairs, exact: 10 s at the default period */
@@ -71,7 +72,7 @@ struct orbit__clock_slope {
 
 struct orbit__clock_conv {
 	uint32_t source; /* enum orbit__clock */
-	/* recent pairs: a ring, oldest at head (agent.c reads these three) */
+	/* recent pairs: a ring, oldest at head (drain_pass.c reads these three) */
 	uint32_t count;
 	uint32_t head;
 	struct orbit__clock_pair pair[ORBIT__CLOCK_PAIRS];
@@ -89,10 +90,12 @@ struct orbit__clock_conv {
 	uint64_t resets;    /* epochs started again: counter backwards or jumped */
 	uint64_t untrusted; /* times the cursor converted outside the epoch */
 	uint64_t floor_ns;  /* the last pair of the epoch before (0: none) */
+	int said;           /* the first reset was said: the count says the rest */
 };
 
-/* The clock producers should read on this machine, honouring ORBIT_CLOCK. */
-uint32_t orbit__clock_choose(void);
+/* The clock producers should read on this machine, honouring ORBIT_CLOCK
+ * (want: struct orbit__config's clock). */
+uint32_t orbit__clock_choose(enum orbit__config_clock want);
 
 /* A reading of the raw source, as producers make it. */
 uint64_t orbit__clock_ticks(uint32_t source);

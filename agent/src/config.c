@@ -8,7 +8,6 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "logs.h"
 #include "page_ring.h"
 #include "parse.h"
 #include "segment_create.h"
@@ -31,14 +30,13 @@ enum var {
 	V_SCHED,
 };
 
-/* Relaxed: only which lines were printed; a race prints a line twice at
- * worst, never a wrong value. */
-static _Atomic uint32_t said;
-
-__attribute__((format(printf, 2, 3))) static void bad(enum var v, const char *fmt, ...)
+__attribute__((format(printf, 3, 4))) static void bad(struct orbit__config_said *said,
+                                                      enum var v, const char *fmt, ...)
 {
 	uint32_t bit = 1u << v;
-	if (atomic_fetch_or_explicit(&said, bit, memory_order_relaxed) & bit)
+	/* Relaxed: only which lines were printed; a race prints a line twice
+	 * at worst, never a wrong value. */
+	if (said != NULL && atomic_fetch_or_explicit(&said->bits, bit, memory_order_relaxed) & bit)
 		return;
 	va_list ap;
 	va_start(ap, fmt);
@@ -47,7 +45,8 @@ __attribute__((format(printf, 2, 3))) static void bad(enum var v, const char *fm
 }
 
 /* HOST:PORT or [V6]:PORT, by the one rule (format/parse.h). */
-static int read_collector(const char *s, struct orbit__config *c)
+static int read_collector(const char *s, struct orbit__config *c,
+                          struct orbit__config_said *said)
 {
 	const char *why;
 	uint16_t port;
@@ -58,25 +57,25 @@ static int read_collector(const char *s, struct orbit__config *c)
 	if (why == ORBIT_PARSE_URL) {
 		char hint[300];
 		orbit__parse_url_authority(s, hint, sizeof hint);
-		bad(V_COLLECTOR,
+		bad(said, V_COLLECTOR,
 		    "orbit: ORBIT_COLLECTOR=%s is a URL; ORBIT_COLLECTOR is HOST:PORT%s%s%s; "
 		    "tracing "
 		    "is off\n",
 		    s, hint[0] ? " (" : "", hint, hint[0] ? ")" : "");
 	} else {
-		bad(V_COLLECTOR,
+		bad(said, V_COLLECTOR,
 		    "orbit: ORBIT_COLLECTOR=%s is not HOST:PORT (%s); tracing is off\n", s, why);
 	}
 	return 0;
 }
 
-static void read_outputs(struct orbit__config *c)
+static void read_outputs(struct orbit__config *c, struct orbit__config_said *said)
 {
 	const char *s = getenv("ORBIT_COLLECTOR");
 	c->collector_set = s != NULL;
 	if (s != NULL) {
 		snprintf(c->collector, sizeof c->collector, "%s", s);
-		c->collector_ok = read_collector(s, c);
+		c->collector_ok = read_collector(s, c, said);
 	}
 	s = getenv("ORBIT_CAPTURE");
 	c->capture_set = s != NULL;
@@ -88,7 +87,7 @@ static void read_outputs(struct orbit__config *c)
 		uint64_t v;
 		if (orbit__parse_size(s, &v) != 0 || v < ORBIT__SEG_MIN_FLIGHT ||
 		    v > ORBIT__SEG_MAX_FLIGHT)
-			bad(V_FLIGHT,
+			bad(said, V_FLIGHT,
 			    "orbit: ORBIT_FLIGHT=%s is not a size from 1M to 4G; no flight ring\n",
 			    s);
 		else
@@ -105,7 +104,7 @@ static void read_outputs(struct orbit__config *c)
 	c->send_buffer = ORBIT__CONFIG_SEND_BUFFER;
 	s = getenv("ORBIT_SEND_BUFFER");
 	if (s != NULL && (orbit__parse_size(s, &v) != 0 || v < (1ull << 20) || v > (1ull << 32)))
-		bad(V_SEND_BUFFER,
+		bad(said, V_SEND_BUFFER,
 		    "orbit: ORBIT_SEND_BUFFER=%s is not a size from 1M to 4G; using 64M\n", s);
 	else if (s != NULL)
 		c->send_buffer = v;
@@ -117,7 +116,7 @@ static void read_outputs(struct orbit__config *c)
 		errno = 0;
 		unsigned long long ms = strtoull(s, &end, 10);
 		if (*s < '0' || *s > '9' || *end != '\0' || errno != 0 || ms < 100 || ms > 600000)
-			bad(V_ACK_TIMEOUT_MS,
+			bad(said, V_ACK_TIMEOUT_MS,
 			    "orbit: ORBIT_ACK_TIMEOUT_MS=%s is not a number of ms from 100 to "
 			    "600000; "
 			    "using %u\n",
@@ -132,7 +131,7 @@ static void read_outputs(struct orbit__config *c)
 		char *end;
 		long l = strtol(s, &end, 10);
 		if (*s == '\0' || *end != '\0' || l < -7 || l > 19)
-			bad(V_ZSTD_LEVEL,
+			bad(said, V_ZSTD_LEVEL,
 			    "orbit: ORBIT_ZSTD_LEVEL=%s is not a level from -7 to 19; using %d\n",
 			    s, ORBIT__CONFIG_ZSTD_LEVEL);
 		else
@@ -140,7 +139,7 @@ static void read_outputs(struct orbit__config *c)
 	}
 }
 
-static void read_agent(struct orbit__config *c)
+static void read_agent(struct orbit__config *c, struct orbit__config_said *said)
 {
 	c->drain_ms = ORBIT__CONFIG_DRAIN_MS;
 	const char *s = getenv("ORBIT_DRAIN_MS");
@@ -148,7 +147,7 @@ static void read_agent(struct orbit__config *c)
 		char *end;
 		unsigned long long v = strtoull(s, &end, 10);
 		if (*s == '\0' || *end != '\0' || v == 0 || v > 60000)
-			bad(V_DRAIN_MS,
+			bad(said, V_DRAIN_MS,
 			    "orbit: ORBIT_DRAIN_MS=%s is not a number of ms from 1 to 60000; using "
 			    "%u\n",
 			    s, ORBIT__CONFIG_DRAIN_MS);
@@ -162,7 +161,7 @@ static void read_agent(struct orbit__config *c)
 		char *end;
 		unsigned long v = strtoul(s, &end, 10);
 		if (*s == '\0' || *end != '\0' || v > 600000)
-			bad(V_FLUSH_TIMEOUT_MS,
+			bad(said, V_FLUSH_TIMEOUT_MS,
 			    "orbit: ORBIT_FLUSH_TIMEOUT_MS=%s is not a number of ms up to 600000; "
 			    "using %u\n",
 			    s, ORBIT__CONFIG_FLUSH_TIMEOUT_MS);
@@ -181,20 +180,20 @@ static uint32_t floor_pow2(uint64_t v)
 	return p;
 }
 
-static void read_segment(struct orbit__config *c)
+static void read_segment(struct orbit__config *c, struct orbit__config_said *said)
 {
 	uint64_t rings = ORBIT__CONFIG_RINGS, budget = ORBIT__CONFIG_BUDGET;
 	const char *s = getenv("ORBIT_RINGS");
 	if (s != NULL &&
 	    (orbit__parse_size(s, &rings) != 0 || rings < 1 || rings > ORBIT_MAX_RINGS)) {
-		bad(V_RINGS, "orbit: ORBIT_RINGS=%s is not a number from 1 to %u; using %u\n", s,
+		bad(said, V_RINGS, "orbit: ORBIT_RINGS=%s is not a number from 1 to %u; using %u\n", s,
 		    ORBIT_MAX_RINGS, ORBIT__CONFIG_RINGS);
 		rings = ORBIT__CONFIG_RINGS;
 	}
 	s = getenv("ORBIT_RING_BUDGET");
 	if (s != NULL && (orbit__parse_size(s, &budget) != 0 || budget > ORBIT__CONFIG_MAX_BUDGET ||
 	                  budget / rings / ORBIT__SLOT_SIZE < ORBIT__SEG_MIN_SLOTS)) {
-		bad(V_RING_BUDGET,
+		bad(said, V_RING_BUDGET,
 		    "orbit: ORBIT_RING_BUDGET=%s is not a size from %llu bytes to 4G for %u "
 		    "rings; using %lluM\n",
 		    s, (unsigned long long)rings * ORBIT__SLOT_SIZE * ORBIT__SEG_MIN_SLOTS,
@@ -208,7 +207,7 @@ static void read_segment(struct orbit__config *c)
 	c->budget = budget;
 }
 
-static enum orbit__config_clock read_clock(void)
+static enum orbit__config_clock read_clock(struct orbit__config_said *said)
 {
 	const char *s = getenv("ORBIT_CLOCK");
 	if (s != NULL && strcmp(s, "monotonic") == 0)
@@ -216,14 +215,14 @@ static enum orbit__config_clock read_clock(void)
 	if (s != NULL && strcmp(s, "tsc") == 0)
 		return ORBIT__CONFIG_CLOCK_TSC;
 	if (s != NULL && strcmp(s, "auto") != 0)
-		bad(V_CLOCK, "orbit: ORBIT_CLOCK=%s is not monotonic, tsc or auto; using auto\n",
+		bad(said, V_CLOCK, "orbit: ORBIT_CLOCK=%s is not monotonic, tsc or auto; using auto\n",
 		    s);
 	return ORBIT__CONFIG_CLOCK_AUTO;
 }
 
-static void read_pages(struct orbit__config *c)
+static void read_pages(struct orbit__config *c, struct orbit__config_said *said)
 {
-	c->page_ring_pages = ORBIT__LOGS_PAGES_DEFAULT;
+	c->page_ring_pages = ORBIT__CONFIG_PAGE_RING_PAGES;
 	const char *s = getenv("ORBIT_PAGE_RING_PAGES");
 	if (s != NULL) {
 		char *end;
@@ -231,11 +230,11 @@ static void read_pages(struct orbit__config *c)
 		unsigned long long v = strtoull(s, &end, 10);
 		if (*s < '0' || *s > '9' || *end != '\0' || errno != 0 || v < 2 ||
 		    v > ORBIT__PAGE_MAX_PAGES)
-			bad(V_PAGE_RING_PAGES,
+			bad(said, V_PAGE_RING_PAGES,
 			    "orbit: ORBIT_PAGE_RING_PAGES=%s is not a number of pages from 2 to "
 			    "%u; "
 			    "using %u\n",
-			    s, ORBIT__PAGE_MAX_PAGES, ORBIT__LOGS_PAGES_DEFAULT);
+			    s, ORBIT__PAGE_MAX_PAGES, ORBIT__CONFIG_PAGE_RING_PAGES);
 		else
 			c->page_ring_pages = (uint32_t)v;
 	}
@@ -244,29 +243,29 @@ static void read_pages(struct orbit__config *c)
 	if (s != NULL && strcmp(s, "1") == 0)
 		c->page_ring_overwrite = 1;
 	else if (s != NULL && strcmp(s, "0") != 0)
-		bad(V_PAGE_RING_OVERWRITE,
+		bad(said, V_PAGE_RING_OVERWRITE,
 		    "orbit: ORBIT_PAGE_RING_OVERWRITE=%s is not 0 or 1; using 0\n", s);
 }
 
-static int read_sched(void)
+static int read_sched(struct orbit__config_said *said)
 {
 	const char *s = getenv("ORBIT_SCHED");
 	if (s != NULL && strcmp(s, "1") == 0)
 		return 1;
 	if (s != NULL && strcmp(s, "0") != 0)
-		bad(V_SCHED, "orbit: ORBIT_SCHED=%s is not 0 or 1; using 0\n", s);
+		bad(said, V_SCHED, "orbit: ORBIT_SCHED=%s is not 0 or 1; using 0\n", s);
 	return 0;
 }
 
-void orbit__config_read(struct orbit__config *c)
+void orbit__config_read(struct orbit__config *c, struct orbit__config_said *said)
 {
 	memset(c, 0, sizeof *c);
-	read_outputs(c);
-	read_agent(c);
-	read_segment(c);
-	c->clock = read_clock();
-	read_pages(c);
-	c->sched = read_sched();
+	read_outputs(c, said);
+	read_agent(c, said);
+	read_segment(c, said);
+	c->clock = read_clock(said);
+	read_pages(c, said);
+	c->sched = read_sched(said);
 }
 
 int orbit__config_wants_output(void)
@@ -275,15 +274,7 @@ int orbit__config_wants_output(void)
 	       getenv("ORBIT_FLIGHT") != NULL;
 }
 
-const char *orbit__config_clock(void)
+void orbit__config_said_forget(struct orbit__config_said *said)
 {
-	enum orbit__config_clock k = read_clock();
-	return k == ORBIT__CONFIG_CLOCK_MONOTONIC ? "monotonic"
-	       : k == ORBIT__CONFIG_CLOCK_TSC     ? "tsc"
-	                                          : NULL;
-}
-
-void orbit__config_after_fork(void)
-{
-	atomic_store_explicit(&said, 0, memory_order_relaxed);
+	atomic_store_explicit(&said->bits, 0, memory_order_relaxed);
 }

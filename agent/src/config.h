@@ -18,6 +18,7 @@
 #define ORBIT_AGENT_CONFIG_H
 
 #include <limits.h>
+#include <stdatomic.h>
 #include <stddef.h>
 #include <stdint.h>
 
@@ -34,6 +35,7 @@
 #define ORBIT__CONFIG_DRAIN_MS 10u
 #define ORBIT__CONFIG_FLUSH_TIMEOUT_MS 3000u
 #define ORBIT__CONFIG_ACK_TIMEOUT_MS 10000u
+#define ORBIT__CONFIG_PAGE_RING_PAGES 64u /* log page ring pages */
 
 enum orbit__config_clock {
 	ORBIT__CONFIG_CLOCK_AUTO = 0,
@@ -74,18 +76,27 @@ struct orbit__config {
 	int sched; /* ORBIT_SCHED=1 */
 };
 
-/* Reads every variable now. */
-void orbit__config_read(struct orbit__config *c);
+/* Which variables' bad values were said (bit per variable): the one
+ * warn-once memory, kept by the root for the process. */
+struct orbit__config_said {
+	_Atomic uint32_t bits;
+};
+
+/* Reads every variable now; a bad value is said unless said remembers it
+ * (NULL: said every time). */
+void orbit__config_read(struct orbit__config *c, struct orbit__config_said *said);
 
 /* 1 if ORBIT_COLLECTOR, ORBIT_CAPTURE or ORBIT_FLIGHT is present: the
  * library starts tracing by itself when it loads. */
 int orbit__config_wants_output(void);
 
-/* ORBIT_CLOCK for orbit__clock_choose: NULL for auto (or a bad value, said
- * once), else "monotonic" or "tsc". */
-const char *orbit__config_clock(void);
+/* 1 if c names an output: a collector, a capture file or a flight ring. */
+static inline int orbit__config_has_output(const struct orbit__config *c)
+{
+	return c->collector_set || c->capture_set || c->flight;
+}
 
 /* In a forked child: its bad values are said again, once. */
-void orbit__config_after_fork(void);
+void orbit__config_said_forget(struct orbit__config_said *said);
 
 #endif

@@ -7,10 +7,13 @@
 
 #include "logs.h"
 
-int orbit__ledger_init(struct orbit__ledger *l, const struct orbit__drain *d, uint32_t page_rings)
+int orbit__ledger_init(struct orbit__ledger *l, const struct orbit__drain *d,
+                       struct orbit__logs *logs)
 {
+	uint32_t page_rings = logs != NULL ? orbit__logs_ring_count(logs) : 0;
 	memset(l, 0, sizeof *l);
 	l->drain = d;
+	l->logs = logs;
 	l->rings = d->seg->layout.ring_count;
 	l->page_rings = page_rings;
 	l->page_base = calloc(page_rings + 1, sizeof *l->page_base);
@@ -211,7 +214,7 @@ void orbit__ledger_answered(struct orbit__ledger *l)
 	l->report.pending = 0;
 }
 
-void orbit__ledger_died(struct orbit__ledger *l, const struct orbit__ledger_fate *fate,
+void orbit__ledger_died(struct orbit__ledger *l, const struct orbit__fate *fate,
                         int answered)
 {
 	/* Frames in flight: the destination may have them, or surely not. */
@@ -270,7 +273,7 @@ void orbit__ledger_page_read(struct orbit__ledger *l, uint32_t r, uint64_t recor
 struct orbit__page_count orbit__ledger_page_now(const struct orbit__ledger *l, uint32_t r)
 {
 	struct orbit__page_count c;
-	orbit__logs_totals(r, &c.reserved, &c.records, &c.pages);
+	orbit__logs_totals(l->logs, r, &c.reserved, &c.records, &c.pages);
 	c.reserved -= l->page_base[r].reserved;
 	c.records -= l->page_base[r].records;
 	c.pages -= l->page_base[r].pages;
@@ -280,7 +283,7 @@ struct orbit__page_count orbit__ledger_page_now(const struct orbit__ledger *l, u
 int orbit__ledger_page_loss_due(struct orbit__ledger *l, uint32_t r, struct orbit__page_count *out)
 {
 	uint64_t reserved;
-	orbit__logs_totals(r, &reserved, &l->page_seen[r].records, &l->page_seen[r].pages);
+	orbit__logs_totals(l->logs, r, &reserved, &l->page_seen[r].records, &l->page_seen[r].pages);
 	struct orbit__page_count now = orbit__ledger_page_now(l, r);
 	if (now.records == l->page_sent[r].records && now.pages == l->page_sent[r].pages)
 		return 0;

@@ -54,7 +54,7 @@
  * orbit__ledger_handshake puts it in the next stream's Handshake
  * (PreviousStream), and it is dropped once the collector answers that
  * Handshake: the report is then in a capture. Only a stream the collector
- * answered drains records (transport.c), so at most one report is ever
+ * answered drains records (stream.c), so at most one report is ever
  * pending: a stream that carries it is answered before it can die with
  * records of its own. A report still pending at exit is the end-of-run
  * line's (orbit__ledger_undelivered).
@@ -77,6 +77,7 @@
 #include <stdint.h>
 
 #include "capture.h"
+#include "output.h" /* struct orbit__fate */
 #include "scope_ring.h"
 
 /* One scope ring's loss in the stream so far (cumulative). */
@@ -102,18 +103,11 @@ struct orbit__ledger_frame {
 	} e[];
 };
 
-/* What an output knows of its stream's frames when the stream ends. */
-struct orbit__ledger_fate {
-	uint64_t frames_sent;  /* written to the destination, the Handshake frame included */
-	uint64_t frames_acked; /* the destination has the first frames_acked of them */
-	uint32_t end;          /* the last Ack's end, 0 if none came */
-	int certain;           /* frames after frames_acked are certainly not there */
-};
 
 /* The report on a stream that died (Handshake.previous_stream). */
 struct orbit__ledger_report {
 	int pending;
-	struct orbit__ledger_fate fate;
+	struct orbit__fate fate;
 	uint64_t monotonic_ns; /* its Handshake's */
 	uint64_t claimed[ORBIT_MAX_RINGS], acked[ORBIT_MAX_RINGS];
 	uint64_t unacked[ORBIT_MAX_RINGS], lost[ORBIT_MAX_RINGS];
@@ -136,13 +130,18 @@ struct orbit__ledger {
 	int ended;                               /* the open stream's final packets were made */
 	struct orbit__ledger_report report;
 
+	struct orbit__logs *logs; /* the page rings (NULL: none) */
 	uint32_t page_rings;
 	struct orbit__page_count *page_base, *page_sent;
 	struct orbit__page_count *page_seen; /* loss totals at the last pass */
 	uint64_t *page_read;                 /* records read from each ring, ever */
 };
 
-int orbit__ledger_init(struct orbit__ledger *l, const struct orbit__drain *d, uint32_t page_rings);
+struct orbit__logs;
+/* The ledger of the streams that drain d and read the page rings of logs
+ * (NULL: none). */
+int orbit__ledger_init(struct orbit__ledger *l, const struct orbit__drain *d,
+                       struct orbit__logs *logs);
 void orbit__ledger_free(struct orbit__ledger *l);
 
 /* A stream begins at the drain's position. */
@@ -180,7 +179,7 @@ void orbit__ledger_answered(struct orbit__ledger *l);
  * or lost when fate->certain, and the stream's account becomes the pending
  * report. answered: the stream had drained records (else nothing is owed
  * and a report already pending stays). */
-void orbit__ledger_died(struct orbit__ledger *l, const struct orbit__ledger_fate *fate,
+void orbit__ledger_died(struct orbit__ledger *l, const struct orbit__fate *fate,
                         int answered);
 /* Records of the pending report's stream that are in no acknowledged frame
  * (claimed - acknowledged), 0 without one: for the end-of-run line. */

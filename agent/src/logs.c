@@ -3,14 +3,14 @@
  * How it works
  * ======================================
  *
- * The first orbit__logs_start creates one page ring (page_ring.c) per
- * configured CPU and publishes them with one release store of g_logs; the
- * rings and that pointer then live as long as the process (stop frees only
- * the pages), so a writer that loaded the pointer can always enter a ring,
- * and finds it disabled (-ESHUTDOWN) rather than freed.
+ * orbit__logs_create makes one page ring (page_ring.c) per configured CPU;
+ * the root publishes the instance for the writers with one release store
+ * (producers.h). An instance then lives as long as the process (stop frees
+ * only the pages), so a writer that loaded the pointer can always enter a
+ * ring, and finds it disabled (-ESHUTDOWN) rather than freed.
  *
  * Write. orbit_log / orbit_marker check the capture flag (relaxed, as every
- * macro does), acquire-load g_logs, pick the ring of the CPU they run on
+ * macro does), acquire-load the published instance, pick the ring of the CPU they run on
  * (sched_getcpu: rseq or vDSO, no syscall), and reserve, fill and commit one
  * record. The CPU may change between sched_getcpu and the reserve; that
  * costs only a shared cache line, since every ring takes any number of
@@ -23,7 +23,7 @@
  * GHz or more, the delta in ns is never larger, so retiming (below) always
  * finds room for it where the ring put the delta in ticks.
  *
- * Read. The agent thread (one reader at a time, g_read) reads each ring's
+ * Read. The agent thread (one reader at a time, the read mutex) reads each ring's
  * finished pages, first closing the page being written when its first
  * record is older than the age asked for (orbit__page_flush, which counts
  * age in the ring's clock, so the age is converted to ticks with a rate
@@ -34,8 +34,8 @@
  * What it keeps
  * =============
  *  1. Writers never block or wait for another thread (page_ring.c guarantee
- *     13), and make no syscall after their thread's first record (gettid is
- *     cached); orbit_marker allocates nothing, orbit_log only what vsnprintf
+ *     13), and make no syscall after their thread's first record (the tid is
+ *     cached in orbit__thread_self, producers.h); orbit_marker allocates nothing, orbit_log only what vsnprintf
  *     may.
  *  2. Every reserve that reaches an enabled ring is counted in `reserved`
  *     (before its commit, for a successful one), and every one of them ends
@@ -60,14 +60,12 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-#include <sys/syscall.h>
 #include <unistd.h>
 
-#include "config.h"
 #include "ftrace_page.h"
 #include "orbit.h"
 #include "page_ring.h"
-#include "segment.h"
+#include "producers.h"
 
 #define CACHE_LINE 64
 #define RATE_MIN_NS 1000000ull /* measure the tick rate over 1 ms at least */
@@ -82,13 +80,14 @@ struct logs_ring {
 	alignas(CACHE_LINE) _Atomic uint64_t reserved;
 	/* Constant after create. */
 	struct orbit__page_ring *ring;
-	/* Losses of finished enable periods; under g_ctl. */
+	/* Losses of finished enable periods; under ctl. */
 	uint64_t lost_records;
 	uint64_t lost_pages;
 };
 
-struct logs {
-	/* Constant after create, published by the release store of g_logs. */
+struct orbit__logs {
+	/* Constant after create; writers see them through the release store
+	 * that publishes the instance (producers.h). */
 	uint32_t count;
 	uint32_t pages;
 	uint32_t page_size;
@@ -97,27 +96,18 @@ struct logs {
 	int overwrite;
 	uint32_t clock_kind;  /* ORBIT__CLOCK_TSC or ORBIT__CLOCK_MONOTONIC */
 	uint64_t ticks0, ns0; /* a (ticks, ns) pair taken at create */
-	/* The reader's page copy; under g_read. */
+	/* start / stop / totals */
+	pthread_mutex_t ctl;
+	int enabled; /* under ctl */
+	/* orbit__logs_read, and the page copy it reads into */
+	pthread_mutex_t read;
 	uint8_t *buf;
+	/* Relaxed: a statistic. */
+	_Atomic uint64_t clamped;
 	struct logs_ring ring[];
 };
 
 _Static_assert(sizeof(struct logs_ring) == CACHE_LINE, "one line per ring");
-
-/* start / stop / totals */
-static pthread_mutex_t g_ctl = PTHREAD_MUTEX_INITIALIZER;
-/* orbit__logs_read and the buffer it copies pages into */
-static pthread_mutex_t g_read = PTHREAD_MUTEX_INITIALIZER;
-/* Release store once, under g_ctl, after the rings are created; acquire
- * loads by writers and the reader see them complete. Reset only in a forked
- * child. */
-static _Atomic(struct logs *) g_logs;
-static int g_enabled; /* under g_ctl */
-static int g_atfork;  /* under g_ctl */
-/* Relaxed: a statistic. */
-static _Atomic uint64_t g_clamped;
-
-static __thread int32_t t_tid;
 
 /* ---- clocks ---- */
 
@@ -138,7 +128,7 @@ static uint64_t clock_tsc(void *arg)
 }
 #endif
 
-static uint64_t ring_now(const struct logs *l)
+static uint64_t ring_now(const struct orbit__logs *l)
 {
 #if defined(__x86_64__)
 	if (l->clock_kind == ORBIT__CLOCK_TSC)
@@ -151,7 +141,7 @@ static uint64_t ring_now(const struct logs *l)
 /* flush age in the rings' clock: ns, or ticks at the rate seen since the
  * rings were created. Before that rate is known, ns as ticks: with ticks at
  * 1 GHz or more that flushes early, never late. */
-static uint64_t age_in_ring_clock(const struct logs *l, uint64_t age_ns)
+static uint64_t age_in_ring_clock(const struct orbit__logs *l, uint64_t age_ns)
 {
 	uint64_t ticks, ns;
 
@@ -181,42 +171,6 @@ static uint32_t ring_page_size(void)
 	return (uint32_t)ps;
 }
 
-/* ---- where the pages live ----
- *
- * In the segment's page-ring area when orbit_init gave one (so that
- * orbit-dump finds what was never read, docs/format.md 1.9), else on the
- * heap. The page ring asks for its memory at each enable through cfg.alloc,
- * two pieces per ring (pages, then their states); orbit__logs_start enables
- * the rings in order under g_ctl, so the n-th piece asked for since
- * g_mem.next was reset is ring n / 2's pages (n even) or states (n odd).
- * Its free gives nothing back: the memory is the segment's.
- */
-static struct {
-	uint8_t *base;
-	uint64_t stride;
-	uint32_t count, pages, page_size;
-	uint32_t next; /* under g_ctl */
-} g_mem;
-
-static void *segment_alloc(size_t align, size_t size)
-{
-	uint32_t piece = g_mem.next++, ring = piece / 2;
-	uint64_t pages = (uint64_t)g_mem.pages * g_mem.page_size;
-	if (ring >= g_mem.count)
-		return NULL;
-	uint8_t *p = g_mem.base + (uint64_t)ring * g_mem.stride;
-	if (piece % 2 == 0 && size == pages && align <= g_mem.page_size)
-		return p;
-	if (piece % 2 == 1 && size == (uint64_t)g_mem.pages * ORBIT__SEG_PAGE_STATE && align <= 64)
-		return p + pages;
-	return NULL;
-}
-
-static void segment_free(void *p)
-{
-	(void)p;
-}
-
 void orbit__logs_geometry(const struct orbit__config *c, uint32_t *count, uint32_t *pages,
                           uint32_t *page_size)
 {
@@ -230,70 +184,61 @@ void orbit__logs_geometry(const struct orbit__config *c, uint32_t *count, uint32
 	*page_size = ring_page_size();
 }
 
-void orbit__logs_use_memory(uint8_t *base, uint64_t stride, uint32_t count, uint32_t pages,
-                            uint32_t page_size)
-{
-	pthread_mutex_lock(&g_ctl);
-	g_mem.base = base;
-	g_mem.stride = stride;
-	g_mem.count = count;
-	g_mem.pages = pages;
-	g_mem.page_size = page_size;
-	pthread_mutex_unlock(&g_ctl);
-}
-
 /* ---- controller ---- */
 
-static void destroy(struct logs *l)
+static void destroy(struct orbit__logs *l)
 {
 	for (uint32_t i = 0; i < l->count; i++)
 		orbit__page_destroy(l->ring[i].ring);
+	pthread_mutex_destroy(&l->ctl);
+	pthread_mutex_destroy(&l->read);
 	free(l->buf);
 	free(l);
 }
 
-static int create(struct logs **out)
+/*
+ * Where the pages live: in the segment's page-ring area when the root gave
+ * one that fits (so that orbit-dump finds what was never read, docs/format.md
+ * 1.9), each ring its own slice for its whole life; else on the heap, at
+ * each enable.
+ */
+int orbit__logs_create(struct orbit__logs **out, const struct orbit__config *c,
+                       uint32_t clock_kind, const struct orbit__logs_memory *mem)
 {
 	uint32_t count, pages, page_size;
-	size_t size;
 	struct orbit__page_config cfg = {0};
-	struct logs *l;
-	int err = 0, overwrite;
+	int err = 0;
 
-	struct orbit__config *cfg_env = malloc(sizeof *cfg_env); /* big: not on the stack */
-	if (cfg_env == NULL)
-		return -ENOMEM;
-	orbit__config_read(cfg_env);
-	orbit__logs_geometry(cfg_env, &count, &pages, &page_size);
-	overwrite = cfg_env->page_ring_overwrite;
-	free(cfg_env);
-	size = sizeof(struct logs) + count * sizeof(struct logs_ring);
+	*out = NULL;
+	orbit__logs_geometry(c, &count, &pages, &page_size);
+	size_t size = sizeof(struct orbit__logs) + count * sizeof(struct logs_ring);
 	size = (size + CACHE_LINE - 1) & ~(size_t)(CACHE_LINE - 1);
-	l = aligned_alloc(CACHE_LINE, size);
-	if (l == NULL)
-		return -ENOMEM;
+	struct orbit__logs *l = aligned_alloc(CACHE_LINE, size);
+	if (l == NULL) {
+		err = -ENOMEM;
+		goto said;
+	}
 	memset(l, 0, size);
+	pthread_mutex_init(&l->ctl, NULL);
+	pthread_mutex_init(&l->read, NULL);
 	l->pages = pages;
-	l->overwrite = overwrite;
+	l->overwrite = c->page_ring_overwrite;
 	l->page_size = page_size;
 	l->clock_kind = ORBIT__CLOCK_MONOTONIC;
 	cfg.clock = clock_mono;
 #if defined(__x86_64__)
-	if (orbit__clock_kind == ORBIT__CLOCK_TSC) {
+	if (clock_kind == ORBIT__CLOCK_TSC) {
 		l->clock_kind = ORBIT__CLOCK_TSC;
 		cfg.clock = clock_tsc;
 	}
+#else
+	(void)clock_kind;
 #endif
 	cfg.pages = l->pages;
 	cfg.page_size = l->page_size;
 	cfg.overwrite = l->overwrite;
-	/* The segment's area, if it was made for exactly these rings (the
-	 * environment may have changed since orbit_init read it). */
-	if (g_mem.base != NULL && g_mem.count == count && g_mem.pages == l->pages &&
-	    g_mem.page_size == l->page_size) {
-		cfg.alloc = segment_alloc;
-		cfg.free = segment_free;
-	}
+	int in_segment = mem != NULL && mem->base != NULL && mem->count == count &&
+	                 mem->pages == l->pages && mem->page_size == l->page_size;
 	l->buf = aligned_alloc(l->page_size, l->page_size);
 	if (l->buf == NULL) {
 		err = -ENOMEM;
@@ -303,6 +248,7 @@ static int create(struct logs **out)
 		struct logs_ring *lr = &l->ring[l->count];
 
 		atomic_init(&lr->reserved, 0);
+		cfg.memory = in_segment ? mem->base + (uint64_t)l->count * mem->stride : NULL;
 		err = orbit__page_create(&lr->ring, &cfg);
 		if (err < 0)
 			goto fail;
@@ -316,49 +262,20 @@ static int create(struct logs **out)
 	return 0;
 fail:
 	destroy(l);
+said:
+	fprintf(stderr, "orbit: cannot create the log page rings: %s; logs are off\n",
+	        orbit_strerror(err));
 	return err;
 }
 
-/* The child of a fork must not use rings that other threads of the parent
- * may have been inside: it forgets them (their memory is the parent's copy,
- * left alone) and a start in the child creates its own. */
-static void after_fork_child(void)
+int orbit__logs_start(struct orbit__logs *l)
 {
-	atomic_store_explicit(&g_logs, NULL, memory_order_relaxed);
-	g_enabled = 0;
-	t_tid = 0;
-	g_mem.base = NULL; /* the parent's segment */
-	pthread_mutex_init(&g_ctl, NULL);
-	pthread_mutex_init(&g_read, NULL);
-}
-
-int orbit__logs_start(void)
-{
-	struct logs *l;
 	uint32_t i;
 	int err = 0;
 
-	pthread_mutex_lock(&g_ctl);
-	l = atomic_load_explicit(&g_logs, memory_order_relaxed);
-	if (l == NULL) {
-		err = create(&l);
-		if (err < 0) {
-			fprintf(stderr,
-			        "orbit: cannot create the log page rings: %s; logs are off\n",
-			        orbit_strerror(err));
-			goto out;
-		}
-		/* release: pairs with the acquire loads in write_record and
-		 * orbit__logs_read; they see the rings created. */
-		atomic_store_explicit(&g_logs, l, memory_order_release);
-		if (!g_atfork) {
-			pthread_atfork(NULL, NULL, after_fork_child);
-			g_atfork = 1;
-		}
-	}
-	if (g_enabled)
+	pthread_mutex_lock(&l->ctl);
+	if (l->enabled)
 		goto out;
-	g_mem.next = 0; /* segment_alloc: ring 0's pages come first */
 	for (i = 0; i < l->count; i++) {
 		err = orbit__page_enable(l->ring[i].ring);
 		if (err < 0)
@@ -378,19 +295,16 @@ int orbit__logs_start(void)
 		        l->count, l->pages, l->page_size, orbit_strerror(err));
 		goto out;
 	}
-	g_enabled = 1;
+	l->enabled = 1;
 out:
-	pthread_mutex_unlock(&g_ctl);
+	pthread_mutex_unlock(&l->ctl);
 	return err;
 }
 
-void orbit__logs_stop(void)
+void orbit__logs_stop(struct orbit__logs *l)
 {
-	struct logs *l;
-
-	pthread_mutex_lock(&g_ctl);
-	l = atomic_load_explicit(&g_logs, memory_order_relaxed);
-	if (l != NULL && g_enabled) {
+	pthread_mutex_lock(&l->ctl);
+	if (l->enabled) {
 		for (uint32_t i = 0; i < l->count; i++) {
 			struct orbit__page_loss loss;
 
@@ -398,33 +312,29 @@ void orbit__logs_stop(void)
 			l->ring[i].lost_records += loss.records;
 			l->ring[i].lost_pages += loss.pages;
 		}
-		g_enabled = 0;
+		l->enabled = 0;
 	}
-	pthread_mutex_unlock(&g_ctl);
+	pthread_mutex_unlock(&l->ctl);
 }
 
-uint32_t orbit__logs_ring_count(void)
+uint32_t orbit__logs_ring_count(const struct orbit__logs *l)
 {
-	struct logs *l = atomic_load_explicit(&g_logs, memory_order_acquire);
-
-	return l == NULL ? 0 : l->count;
+	return l->count;
 }
 
-void orbit__logs_totals(uint32_t ring, uint64_t *reserved, uint64_t *lost_records,
-                        uint64_t *lost_pages)
+void orbit__logs_totals(struct orbit__logs *l, uint32_t ring, uint64_t *reserved,
+                        uint64_t *lost_records, uint64_t *lost_pages)
 {
 	uint64_t res = 0, rec = 0, pages = 0;
-	struct logs *l;
 
-	pthread_mutex_lock(&g_ctl);
-	l = atomic_load_explicit(&g_logs, memory_order_relaxed);
-	if (l != NULL && ring < l->count) {
+	pthread_mutex_lock(&l->ctl);
+	if (ring < l->count) {
 		struct logs_ring *lr = &l->ring[ring];
 
 		res = atomic_load_explicit(&lr->reserved, memory_order_relaxed);
 		rec = lr->lost_records;
 		pages = lr->lost_pages;
-		if (g_enabled) { /* the current period, not yet in the sums */
+		if (l->enabled) { /* the current period, not yet in the sums */
 			struct orbit__page_stats st;
 
 			orbit__page_stats(lr->ring, &st);
@@ -432,7 +342,7 @@ void orbit__logs_totals(uint32_t ring, uint64_t *reserved, uint64_t *lost_record
 			pages += st.overwritten_pages;
 		}
 	}
-	pthread_mutex_unlock(&g_ctl);
+	pthread_mutex_unlock(&l->ctl);
 	if (reserved != NULL)
 		*reserved = res;
 	if (lost_records != NULL)
@@ -441,23 +351,22 @@ void orbit__logs_totals(uint32_t ring, uint64_t *reserved, uint64_t *lost_record
 		*lost_pages = pages;
 }
 
-uint64_t orbit__logs_clamped(void)
+uint64_t orbit__logs_clamped(const struct orbit__logs *l)
 {
-	return atomic_load_explicit(&g_clamped, memory_order_relaxed);
+	return atomic_load_explicit(&l->clamped, memory_order_relaxed);
 }
 
-void orbit__logs_config(uint32_t *pages, uint32_t *page_size, int *overwrite)
+void orbit__logs_config(const struct orbit__logs *l, uint32_t *pages, uint32_t *page_size,
+                        int *overwrite)
 {
-	struct logs *l = atomic_load_explicit(&g_logs, memory_order_acquire);
-
-	*pages = l == NULL ? 0 : l->pages;
-	*page_size = l == NULL ? 0 : l->page_size;
-	*overwrite = l == NULL ? 0 : l->overwrite;
+	*pages = l->pages;
+	*page_size = l->page_size;
+	*overwrite = l->overwrite;
 }
 
 /* ---- reader ---- */
 
-static void deliver(struct logs *l, uint32_t i, orbit__logs_to_ns_fn to_ns, void *ctx,
+static void deliver(struct orbit__logs *l, uint32_t i, orbit__logs_to_ns_fn to_ns, void *ctx,
                     orbit__logs_page_fn page, void *arg)
 {
 	if (l->clock_kind == ORBIT__CLOCK_TSC) {
@@ -469,23 +378,20 @@ static void deliver(struct logs *l, uint32_t i, orbit__logs_to_ns_fn to_ns, void
 		if (r < 0)
 			return;
 		if (r > 0)
-			atomic_fetch_add_explicit(&g_clamped, (uint64_t)r, memory_order_relaxed);
+			atomic_fetch_add_explicit(&l->clamped, (uint64_t)r, memory_order_relaxed);
 	}
 	page(arg, i, l->buf, l->page_size);
 }
 
-int orbit__logs_read(orbit__logs_to_ns_fn to_ns, void *ctx, orbit__logs_page_fn page, void *arg,
-                     uint64_t flush_age_ns)
+int orbit__logs_read(struct orbit__logs *l, orbit__logs_to_ns_fn to_ns, void *ctx,
+                     orbit__logs_page_fn page, void *arg, uint64_t flush_age_ns)
 {
-	struct logs *l = atomic_load_explicit(&g_logs, memory_order_acquire);
 	uint64_t age;
 	int n = 0;
 
 	if (to_ns == NULL || page == NULL)
 		return -EINVAL;
-	if (l == NULL)
-		return ORBIT_EDISABLED;
-	pthread_mutex_lock(&g_read);
+	pthread_mutex_lock(&l->read);
 	age = age_in_ring_clock(l, flush_age_ns);
 	for (uint32_t i = 0; i < l->count; i++) {
 		struct orbit__page_ring *ring = l->ring[i].ring;
@@ -507,25 +413,18 @@ int orbit__logs_read(orbit__logs_to_ns_fn to_ns, void *ctx, orbit__logs_page_fn 
 				break;
 		}
 	}
-	pthread_mutex_unlock(&g_read);
+	pthread_mutex_unlock(&l->read);
 	return n;
 }
 
 /* ---- writers ---- */
 
-static int32_t self_tid(void)
-{
-	if (__builtin_expect(t_tid == 0, 0))
-		t_tid = (int32_t)syscall(SYS_gettid);
-	return t_tid;
-}
-
-static int write_record(struct logs *l, uint16_t type, const void *data, size_t len)
+static int write_record(struct orbit__logs *l, uint16_t type, const void *data, size_t len)
 {
 	struct orbit__page_reservation res;
 	struct logs_ring *lr;
 	uint8_t *p;
-	int32_t tid = self_tid();
+	int32_t tid = (int32_t)orbit__producers_tid();
 	int cpu = sched_getcpu(), err;
 
 	lr = &l->ring[cpu < 0 ? 0 : (uint32_t)cpu % l->count];
@@ -545,18 +444,17 @@ static int write_record(struct logs *l, uint16_t type, const void *data, size_t 
 	return 0;
 }
 
-static struct logs *writable(void)
+static struct orbit__logs *writable(void)
 {
 	if (atomic_load_explicit(&orbit__capture_flag, memory_order_relaxed) == 0)
 		return NULL;
-	/* acquire: pairs with the release store in orbit__logs_start. */
-	return atomic_load_explicit(&g_logs, memory_order_acquire);
+	return orbit__producers_logs_now(); /* acquire: see producers.h */
 }
 
 /* Formats into buf + off (text at most max bytes) and writes the record of
  * type, the first off bytes of buf before the text. */
-static int write_line(struct logs *l, uint16_t type, char *buf, size_t off, uint32_t max,
-                      const char *fmt, va_list ap)
+static int write_line(struct orbit__logs *l, uint16_t type, char *buf, size_t off,
+                      uint32_t max, const char *fmt, va_list ap)
 {
 	int n = vsnprintf(buf + off, (size_t)max + 1, fmt, ap);
 	if (n < 0)
@@ -567,7 +465,7 @@ static int write_line(struct logs *l, uint16_t type, char *buf, size_t off, uint
 ORBIT_EXPORT int orbit_log(const char *fmt, ...)
 {
 	char buf[ORBIT__LOGS_LINE_STACK];
-	struct logs *l = writable();
+	struct orbit__logs *l = writable();
 	va_list ap;
 
 	if (l == NULL)
@@ -585,7 +483,7 @@ ORBIT_EXPORT int orbit_log(const char *fmt, ...)
 ORBIT_EXPORT int orbit__log_at(const struct orbit__site *site, const char *fmt, ...)
 {
 	char buf[ORBIT__SITE_BYTES + ORBIT__LOGS_LINE_STACK];
-	struct logs *l = writable();
+	struct orbit__logs *l = writable();
 	va_list ap;
 
 	if (l == NULL)
@@ -603,7 +501,7 @@ ORBIT_EXPORT int orbit__log_at(const struct orbit__site *site, const char *fmt, 
 
 ORBIT_EXPORT int orbit_marker(const void *data, size_t len)
 {
-	struct logs *l = writable();
+	struct orbit__logs *l = writable();
 
 	if (l == NULL)
 		return ORBIT_EDISABLED;

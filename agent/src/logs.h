@@ -9,23 +9,27 @@
  * zeroes the bytes that round a record up to 4, so a marker's length is
  * known only to that rounding.
  *
- * Clock. With orbit__clock_kind == ORBIT__CLOCK_TSC (chosen before the first
- * orbit__logs_start) the rings stamp raw TSC ticks, else CLOCK_MONOTONIC ns.
+ * Clock. Made with clock_kind ORBIT__CLOCK_TSC (the producers' clock),
+ * the rings stamp raw TSC ticks, else CLOCK_MONOTONIC ns.
  * orbit__logs_read hands out pages in CLOCK_MONOTONIC ns only.
  *
- * Configuration, read from the environment at the first start:
+ * Configuration (struct orbit__config, when the instance is made):
  *	ORBIT_PAGE_RING_PAGES      pages per ring, 2..1048576 (default 64)
  *	ORBIT_PAGE_RING_OVERWRITE  1: discard the oldest page when full (default 0)
- * Pages are the system page size. A bad value costs one stderr line and
- * the default.
+ * Pages are the system page size.
  *
- * Threads. orbit__logs_start / _stop are serialised by a mutex of their own
- * (the agent calls them under orbit_init's lock). orbit__logs_read belongs
+ * An instance (struct orbit__logs) is the process's rings: the root
+ * (lifecycle.c) makes one and publishes it for the writers
+ * (producers.h), who have no handle. orbit_log / orbit_marker write into
+ * the published instance.
+ *
+ * Threads. orbit__logs_start / _stop are serialised by a mutex of the
+ * instance (the root calls them under its lock). orbit__logs_read belongs
  * to one reader at a time (a second concurrent call waits for the first).
  * orbit_log / orbit_marker run on any thread at any time, also concurrently
- * with start, stop and read; they never block. The rings, once created, stay
- * allocated for the life of the process (their pages are freed by stop), so
- * a writer racing stop is safe.
+ * with start, stop and read; they never block. An instance, once made,
+ * stays allocated for the life of the process (its pages are freed by
+ * stop), so a writer racing stop is safe.
  */
 #ifndef ORBIT_AGENT_LOGS_H
 #define ORBIT_AGENT_LOGS_H
@@ -33,22 +37,46 @@
 #include <stddef.h>
 #include <stdint.h>
 
+#include "config.h"
 #include "log_record.h" /* the record's payload: enum orbit__logs_type, ORBIT__LOGS_HEADER */
 
-#define ORBIT__LOGS_PAGES_DEFAULT 64u
 #define ORBIT__LOGS_LINE_STACK 4096u /* orbit_log's stack buffer, NUL included */
 
+struct orbit__logs;
+
+/* The rings' memory in the segment (docs/format.md 1.9): count rings of
+ * pages pages of page_size bytes, then a 64-byte state per page, stride
+ * bytes apart. */
+struct orbit__logs_memory {
+	uint8_t *base;
+	uint64_t stride;
+	uint32_t count, pages, page_size;
+};
+
+/* How many rings an instance made with configuration c has, of how many
+ * pages of what size (for the segment, which holds them). */
+void orbit__logs_geometry(const struct orbit__config *c, uint32_t *count, uint32_t *pages,
+                          uint32_t *page_size);
+
 /*
- * Creates the rings (first call) and enables them. Idempotent: 0 when they
- * run already. On failure prints one stderr line and returns a negative
- * errno (-ENOMEM, -EINVAL); logs stay off, nothing else is affected.
+ * Makes the rings, not yet enabled: one per configured CPU, of c's pages,
+ * stamped with clock_kind (ORBIT__CLOCK_TSC or CLOCK_MONOTONIC ns). Their
+ * pages go in mem if it describes exactly these rings (the environment may
+ * have changed since the segment was made), else on the heap at each
+ * start. 0, or a negative errno after one stderr line (-ENOMEM, -EINVAL).
  */
-int orbit__logs_start(void);
+int orbit__logs_create(struct orbit__logs **out, const struct orbit__config *c,
+                       uint32_t clock_kind, const struct orbit__logs_memory *mem);
+
+/* Enables the rings. Idempotent: 0 when they run already. On failure prints
+ * one stderr line and returns a negative errno; logs stay off, nothing else
+ * is affected. */
+int orbit__logs_start(struct orbit__logs *l);
 
 /* Disables the rings: waits for writers inside them (guarantee 9 of
  * page_ring.c), counts what is still unread as lost and frees the pages. A
  * later start begins from empty rings; totals keep counting. */
-void orbit__logs_stop(void);
+void orbit__logs_stop(struct orbit__logs *l);
 
 /* Converts one time stamped by the rings (ticks) to CLOCK_MONOTONIC ns. */
 typedef uint64_t (*orbit__logs_to_ns_fn)(void *ctx, uint64_t ticks);
@@ -65,29 +93,17 @@ typedef void (*orbit__logs_page_fn)(void *arg, uint32_t ring, const uint8_t *pag
  * `page`. Reads at most twice a ring's pages per ring per call, so writers
  * cannot keep it reading forever.
  *
- * Returns the number of pages delivered, ORBIT_EDISABLED when the rings
- * were never created, or -EINVAL when to_ns or page is NULL.
+ * Returns the number of pages delivered, or -EINVAL when to_ns or page is
+ * NULL.
  */
-int orbit__logs_read(orbit__logs_to_ns_fn to_ns, void *ctx, orbit__logs_page_fn page, void *arg,
-                     uint64_t flush_age_ns);
+int orbit__logs_read(struct orbit__logs *l, orbit__logs_to_ns_fn to_ns, void *ctx,
+                     orbit__logs_page_fn page, void *arg, uint64_t flush_age_ns);
 
-struct orbit__config;
-/* How many rings the first start makes, of how many pages of what size,
- * with configuration c (for the segment, which holds them). */
-void orbit__logs_geometry(const struct orbit__config *c, uint32_t *count, uint32_t *pages,
-                          uint32_t *page_size);
-/* The rings' memory, in the segment (docs/format.md 1.9): count rings of
- * pages pages of page_size bytes, then a 64-byte state per page, stride
- * bytes apart. Taken by the first start if it makes exactly these rings;
- * otherwise, or without this call, the rings live on the heap. */
-void orbit__logs_use_memory(uint8_t *base, uint64_t stride, uint32_t count, uint32_t pages,
-                            uint32_t page_size);
-
-/* Number of rings (0 before the first successful start). */
-uint32_t orbit__logs_ring_count(void);
+/* Number of rings. */
+uint32_t orbit__logs_ring_count(const struct orbit__logs *l);
 
 /*
- * Ring `ring`'s counters since the process started, over every start/stop
+ * Ring `ring`'s counters since the instance was made, over every start/stop
  * period: reserve calls that reached the enabled ring (succeeded, or failed
  * Full / Dropped), records counted lost (Full, Dropped, overwritten, left
  * unread at stop) and pages lost (overwritten, left unread at stop). When no
@@ -96,14 +112,15 @@ uint32_t orbit__logs_ring_count(void);
  * exactly (guarantee 6 of page_ring.c). Any pointer may be NULL; an unknown
  * ring gives zeros.
  */
-void orbit__logs_totals(uint32_t ring, uint64_t *reserved, uint64_t *lost_records,
-                        uint64_t *lost_pages);
+void orbit__logs_totals(struct orbit__logs *l, uint32_t ring, uint64_t *reserved,
+                        uint64_t *lost_records, uint64_t *lost_pages);
 
 /* Records whose converted time did not fit the page and was clamped
  * (orbit__ftrace_retime); 0 unless the tick rate is below 1 GHz. */
-uint64_t orbit__logs_clamped(void);
+uint64_t orbit__logs_clamped(const struct orbit__logs *l);
 
-/* The configuration in use (for tests); zeros before the first start. */
-void orbit__logs_config(uint32_t *pages, uint32_t *page_size, int *overwrite);
+/* The configuration in use. */
+void orbit__logs_config(const struct orbit__logs *l, uint32_t *pages, uint32_t *page_size,
+                        int *overwrite);
 
 #endif

@@ -1,5 +1,8 @@
-/* orbit.c — the public entry points: init, flush, shutdown, the slow paths
- * of the write path, and the process-wide state the inline path reads. */
+/* orbit.c — what producer threads reach without a handle (producers.h):
+ * the words orbit.h's inline path reads, the segment and log page rings the
+ * root publishes, and the write path's slow paths (a thread's first record,
+ * names too long for one record, a thread's end); orbit_strerror. The
+ * lifecycle (orbit_init, orbit_shutdown, fork, exit) is lifecycle.c's. */
 #include <errno.h>
 #include <pthread.h>
 #include <stdatomic.h>
@@ -7,32 +10,78 @@
 #include <stdlib.h>
 #include <string.h>
 #include <sys/syscall.h>
+#include <time.h>
 #include <unistd.h>
 
-#include "agent.h"
-#include "clock.h"
-#include "config.h"
-#include "logs.h"
 #include "orbit.h"
-#include "segment_create.h"
+#include "producers.h"
 
 /* Read by every macro (relaxed); written by orbit_init/orbit_shutdown and
  * by the agent mirroring the segment's control page. */
 ORBIT_EXPORT _Atomic uint32_t orbit__capture_flag;
-/* Written once, before the release store of g_segment; producers read it
- * after attaching (acquire load of g_segment). */
+/* Written once, before the segment is published; producers read it after
+ * attaching (the acquire load of the segment). */
 ORBIT_EXPORT uint32_t orbit__clock_kind;
 ORBIT_EXPORT __thread struct orbit__thread orbit__thread_self;
 
-static pthread_mutex_t g_lock = PTHREAD_MUTEX_INITIALIZER;
-static struct orbit__segment g_seg;
-/* Release store in orbit_init pairs with the acquire load in
- * orbit__thread_attach: a thread that sees the pointer sees the mapping. */
-static _Atomic(struct orbit__segment *) g_segment;
-static int g_atexit;
+/* What the root publishes for producers (producers.h). Written by the root
+ * under its lock, read by any thread. */
+static struct {
+	/* Release stores by the root pair with the acquire loads in
+	 * orbit__thread_attach and orbit__own_segment: a thread that sees the
+	 * pointer sees the mapping. */
+	_Atomic(struct orbit__segment *) segment;
+	/* Release store by the root pairs with the acquire load in
+	 * orbit__producers_logs_now: a writer that sees the rings sees them
+	 * made. */
+	_Atomic(struct orbit__logs *) logs;
+	/* The key whose destructor writes a thread's end record. */
+	pthread_key_t thread_key;
+	pthread_once_t thread_key_once;
+	int thread_key_ok; /* written in pthread_once, read after it returns */
+} P = {.thread_key_once = PTHREAD_ONCE_INIT};
 
-static _Atomic uint32_t g_flush_timeout_ms; /* set once, by the first orbit_init */
-static struct orbit__config g_config;       /* read by orbit_init, under g_lock */
+void orbit__producers_segment(struct orbit__segment *seg)
+{
+	atomic_store_explicit(&P.segment, seg, memory_order_release);
+}
+
+void orbit__producers_logs(struct orbit__logs *logs)
+{
+	atomic_store_explicit(&P.logs, logs, memory_order_release);
+}
+
+struct orbit__logs *orbit__producers_logs_now(void)
+{
+	return atomic_load_explicit(&P.logs, memory_order_acquire);
+}
+
+uint32_t orbit__producers_tid(void)
+{
+	struct orbit__thread *t = &orbit__thread_self;
+	if (__builtin_expect(t->tid == 0, 0))
+		t->tid = (uint32_t)syscall(SYS_gettid);
+	return t->tid;
+}
+
+/* The child of a fork must never write into the parent's rings: it starts
+ * with tracing off and nothing published; orbit_init() may start its own. */
+void orbit__producers_forget(void)
+{
+	atomic_store_explicit(&orbit__capture_flag, 0, memory_order_relaxed);
+	atomic_store_explicit(&P.segment, NULL, memory_order_relaxed);
+	atomic_store_explicit(&P.logs, NULL, memory_order_relaxed);
+	memset(&orbit__thread_self, 0, sizeof orbit__thread_self);
+}
+
+/* The write path's clock read when the producers' clock is CLOCK_MONOTONIC
+ * (orbit.h, orbit__ticks), and every reader's in the agent. */
+uint64_t orbit__monotonic_ns(void)
+{
+	struct timespec ts;
+	clock_gettime(CLOCK_MONOTONIC, &ts);
+	return (uint64_t)ts.tv_sec * 1000000000ull + (uint64_t)ts.tv_nsec;
+}
 
 ORBIT_EXPORT const char *orbit_strerror(int err)
 {
@@ -59,14 +108,11 @@ ORBIT_EXPORT const char *orbit_strerror(int err)
  * that a later thread with the same id is another one. It runs for threads
  * that return or call pthread_exit, not for the thread that calls exit(),
  * nor when the process is killed; readers have a rule for those.
- */
-static pthread_key_t g_thread_key;
-static pthread_once_t g_thread_key_once = PTHREAD_ONCE_INIT;
-static int g_thread_key_ok; /* written in pthread_once, read after it returns */
-
-/* The record goes through the write path's claim, fill and publish: its
+ *
+ * The record goes through the write path's claim, fill and publish: its
  * stamp's release store pairs with the drain's acquire load, as every
- * record's. */
+ * record's.
+ */
 static void thread_end(void *arg)
 {
 	struct orbit__thread *t = arg;
@@ -80,21 +126,21 @@ static void thread_end(void *arg)
 
 static void make_thread_key(void)
 {
-	g_thread_key_ok = pthread_key_create(&g_thread_key, thread_end) == 0;
+	P.thread_key_ok = pthread_key_create(&P.thread_key, thread_end) == 0;
 }
 
 struct orbit__thread *orbit__thread_attach(void)
 {
-	struct orbit__segment *seg = atomic_load_explicit(&g_segment, memory_order_acquire);
+	struct orbit__segment *seg = atomic_load_explicit(&P.segment, memory_order_acquire);
 	if (seg == NULL)
 		return NULL;
 	struct orbit__thread *t = &orbit__thread_self;
-	t->tid = (uint32_t)syscall(SYS_gettid);
+	t->tid = orbit__producers_tid();
 	t->mask = seg->layout.slots_per_ring - 1;
 	t->ring = orbit__segment_ring(seg, orbit__ring_of_tid(t->tid, seg->layout.ring_count));
-	pthread_once(&g_thread_key_once, make_thread_key);
-	if (g_thread_key_ok) /* without a key, readers fall back on scope ids */
-		pthread_setspecific(g_thread_key, t);
+	pthread_once(&P.thread_key_once, make_thread_key);
+	if (P.thread_key_ok) /* without a key, readers fall back on scope ids */
+		pthread_setspecific(P.thread_key, t);
 	return t;
 }
 
@@ -144,104 +190,8 @@ void orbit__emit_named(uint8_t kind, uint64_t id, const struct orbit__site *site
 	}
 }
 
-/* The child of a fork must never write into the parent's rings: it starts
- * with tracing off and no segment; orbit_init() may start its own. */
-static void after_fork_child(void)
-{
-	atomic_store_explicit(&orbit__capture_flag, 0, memory_order_relaxed);
-	atomic_store_explicit(&g_segment, NULL, memory_order_relaxed);
-	memset(&orbit__thread_self, 0, sizeof orbit__thread_self);
-	orbit__segment_forget(&g_seg); /* the parent's lock says nothing of us */
-	memset(&g_seg, 0, sizeof g_seg);
-	g_seg.fd = -1;
-	pthread_mutex_init(&g_lock, NULL);
-	orbit__config_after_fork();
-	orbit__agent_forget();
-}
-
-static void at_exit(void)
-{
-	orbit_shutdown();
-	pthread_mutex_lock(&g_lock);
-	if (g_seg.base != NULL)
-		orbit__segment_unlink(&g_seg); /* the mapping stays valid */
-	pthread_mutex_unlock(&g_lock);
-}
-
-ORBIT_EXPORT int orbit_init(void)
-{
-	int err = 0;
-	pthread_mutex_lock(&g_lock);
-	if (atomic_load_explicit(&g_segment, memory_order_relaxed) == NULL) {
-		orbit__config_read(&g_config);
-		struct orbit__seg_params p = {.ring_count = g_config.rings,
-		                              .slots_per_ring = g_config.slots_per_ring,
-		                              .flight_size = g_config.flight};
-		uint32_t page_size;
-		orbit__logs_geometry(&g_config, &p.page_ring_count, &p.page_ring_pages, &page_size);
-		if (page_size != (uint32_t)sysconf(_SC_PAGESIZE))
-			p.page_ring_count = 0; /* the segment holds pages of its own size */
-		p.clock_source = orbit__clock_choose();
-		orbit__clock_kind = p.clock_source;
-		g_flush_timeout_ms = g_config.flush_timeout_ms;
-		err = orbit__segment_create(&p, &g_seg);
-		if (err) {
-			fprintf(stderr,
-			        "orbit: cannot create the shared-memory segment: %s; "
-			        "tracing is off\n",
-			        orbit_strerror(err));
-			goto out;
-		}
-		if (g_seg.layout.page_ring_count > 0)
-			orbit__logs_use_memory(
-			    g_seg.base + g_seg.layout.pages_offset, g_seg.layout.page_ring_stride,
-			    g_seg.layout.page_ring_count, g_seg.layout.page_ring_pages,
-			    g_seg.layout.page_ring_page_size);
-		atomic_store_explicit(&g_segment, &g_seg, memory_order_release);
-		if (!g_atexit) {
-			pthread_atfork(NULL, NULL, after_fork_child);
-			atexit(at_exit);
-			g_atexit = 1;
-		}
-	}
-	orbit__logs_start(); /* logs off on failure (said); scopes go on */
-	err = orbit__agent_start(&g_seg, orbit__clock_kind);
-	if (err) /* the agent said why, in one line */
-		goto out;
-	/* Relaxed: the flag gates writing; what writers need was published by
-	 * the release store of g_segment above, which they acquire. */
-	atomic_store_explicit(&g_seg.control->capture, 1, memory_order_relaxed);
-	atomic_store_explicit(&orbit__capture_flag, 1, memory_order_relaxed);
-out:
-	pthread_mutex_unlock(&g_lock);
-	return err;
-}
-
-ORBIT_EXPORT int orbit_flush(void)
-{
-	return orbit__agent_flush(g_flush_timeout_ms);
-}
-
-ORBIT_EXPORT void orbit_shutdown(void)
-{
-	pthread_mutex_lock(&g_lock);
-	if (g_seg.base != NULL) {
-		atomic_store_explicit(&orbit__capture_flag, 0, memory_order_relaxed);
-		atomic_store_explicit(&g_seg.control->capture, 0, memory_order_relaxed);
-		orbit__agent_stop(g_flush_timeout_ms);
-		orbit__logs_stop();
-	}
-	pthread_mutex_unlock(&g_lock);
-}
-
-__attribute__((constructor)) static void orbit_autostart(void)
-{
-	if (orbit__config_wants_output())
-		orbit_init();
-}
-
 /* Test and reader access to the process's own segment. */
 const struct orbit__segment *orbit__own_segment(void)
 {
-	return atomic_load_explicit(&g_segment, memory_order_acquire);
+	return atomic_load_explicit(&P.segment, memory_order_acquire);
 }

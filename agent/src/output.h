@@ -1,7 +1,10 @@
 /*
  * output.h — where a stream's frames go: one small interface, several
  * outputs (output_tcp.c: orbit-collector over TCP; output_file.c: a capture
- * file, or the local copy beside a collector).
+ * file, or the local copy beside a collector; output_flight.c: the flight
+ * ring in the segment), and the one output the stream writes to
+ * (output_composite.c), which carries each frame to those the
+ * configuration asks for behind this same interface.
  *
  * An output carries one stream at a time. It says when a stream may begin
  * on it (ready: the connection is up, the file is open), takes the stream's
@@ -10,7 +13,7 @@
  * and may come late: a file settles a frame when write() returns, TCP when
  * the collector acknowledges it (docs/format.md section 7). The stream's
  * Handshake frame settling is the destination's answer: only then does the
- * transport put records in the stream. The loss ledger (ledger.h) counts the
+ * stream take records. The loss ledger (ledger.h) counts the
  * records of frames settled as lost, and of frames whose fate is unknown
  * when a stream breaks (fate).
  *
@@ -20,14 +23,16 @@
  * stream's handshake frame aside and drop the oldest data frames.
  *
  * Everything runs on the agent thread's loop. Callbacks go down as tables:
- * the transport gives an output its events; the output never calls the
- * transport any other way.
+ * the owner sets an output's events (ev) before it starts it; the output
+ * never calls its owner any other way.
  */
 #ifndef ORBIT_AGENT_OUTPUT_H
 #define ORBIT_AGENT_OUTPUT_H
 
 #include <stddef.h>
 #include <stdint.h>
+#include <stdlib.h>
+#include <string.h>
 #include <uv.h>
 
 #include "config.h"
@@ -39,7 +44,9 @@ enum orbit__frame_kind {
 };
 
 /* A finished frame, as the stream hands it to its outputs. The bytes are
- * valid only during the call: an output that keeps them copies them. */
+ * valid only during the send call: an output that keeps them past it (TCP,
+ * until the kernel took them) takes them (orbit__frame_take) instead of
+ * copying. */
 struct orbit__frame {
 	const uint8_t *bytes;
 	size_t len;
@@ -51,7 +58,32 @@ struct orbit__frame {
 	 * began. The flight ring keeps them (format/flight.h). */
 	uint32_t rings;
 	const uint64_t *ring_end, *ring_framed;
+	/* The bytes' owner gives them away, to be freed with free(), or NULL
+	 * (and then may not be asked again); give NULL: they can only be
+	 * copied. */
+	uint8_t *(*give)(void *owner);
+	void *owner;
 };
+
+/*
+ * The frame's bytes as the caller's own, to free() when done with them:
+ * given by their owner (the stream writer compressed them into a buffer of
+ * their own: no copy), else copied; NULL without memory. f->bytes points at
+ * them from then on, so that the outputs the frame goes to after the
+ * caller read them there. The caller may free them before its send
+ * returns (a write that failed at once), so one frame goes to the output
+ * that may take it last (output_composite.c).
+ */
+static inline uint8_t *orbit__frame_take(struct orbit__frame *f)
+{
+	uint8_t *p = f->give != NULL ? f->give(f->owner) : NULL;
+	f->give = NULL;
+	if (p == NULL && (p = malloc(f->len)) != NULL)
+		memcpy(p, f->bytes, f->len);
+	if (p != NULL)
+		f->bytes = p;
+	return p;
+}
 
 /* What an output knows of its stream's frames (when the stream breaks or is
  * given up): for the ledger's account of a stream that died. */
@@ -92,8 +124,10 @@ struct orbit__output_ops {
 	/* Takes the next frame of the open stream. 0, or a negative errno: o
 	 * did not take the frame (the owner counts it lost), and if the stream
 	 * cannot go on, o has reported broken. */
-	int (*send)(struct orbit__output *o, const struct orbit__frame *f);
-	/* Bytes taken and not yet settled. */
+	int (*send)(struct orbit__output *o, struct orbit__frame *f);
+	/* Bytes of the open stream taken and not yet settled; 0 off a stream
+	 * (what was queued then is being cancelled, and will never be
+	 * written): idle. */
 	size_t (*pending)(const struct orbit__output *o);
 	/* 1 while o is not streaming but may be soon (resolving, connecting,
 	 * waiting to retry): worth waiting for at exit. */
@@ -114,25 +148,36 @@ struct orbit__output_ops {
 	/* In a forked child: closes this process's copies of the descriptors
 	 * and frees o without touching the loop. */
 	void (*forget)(struct orbit__output *o);
+	/* Exit is here and no stream was answered: an output that has another
+	 * destination, one that never had a stream (the local copy beside a
+	 * collector), begins a stream there alone, and reports ready. 1 if it
+	 * did, 0 if it has none. NULL in an output of one destination. */
+	int (*fallback)(struct orbit__output *o);
 };
 
 struct orbit__output {
 	const struct orbit__output_ops *ops;
-	const struct orbit__output_events *ev;
+	const struct orbit__output_events *ev; /* set by the owner before start */
 	uv_loop_t *loop;
 	int streaming; /* a stream is open on it; set by the output */
 };
 
-/* The collector named by cfg->host:port (ORBIT_COLLECTOR). */
-struct orbit__output *orbit__output_tcp(uv_loop_t *loop, const struct orbit__config *cfg,
-                                        const struct orbit__output_events *ev);
-/* The flight ring in this process's segment (ORBIT_FLIGHT): the newest
+struct orbit__segment;
+
+/* The collector named by cfg->host:port (ORBIT_COLLECTOR); NULL without
+ * memory. */
+struct orbit__output *orbit__output_tcp(uv_loop_t *loop, const struct orbit__config *cfg);
+/* The flight ring in seg, this process's segment (ORBIT_FLIGHT): the newest
  * frames of the current stream, the handshake kept aside. */
-struct orbit__output *orbit__output_flight(uv_loop_t *loop, const struct orbit__config *cfg,
-                                           const struct orbit__output_events *ev);
+struct orbit__output *orbit__output_flight(uv_loop_t *loop, struct orbit__segment *seg);
 /* The capture file cfg->capture ("%p" stands for the pid); copy: it is the
  * local copy beside a collector, whose failures do not stop tracing. */
 struct orbit__output *orbit__output_file(uv_loop_t *loop, const struct orbit__config *cfg,
-                                         const struct orbit__output_events *ev, int copy);
+                                         int copy);
+/* The outputs cfg asks for, as one: *out, or -EINVAL (a bad ORBIT_COLLECTOR,
+ * said by the configuration) or -ENOMEM. output_composite.c says which
+ * stream each of them carries. */
+int orbit__output_composite(struct orbit__output **out, uv_loop_t *loop,
+                            const struct orbit__config *cfg, struct orbit__segment *seg);
 
 #endif

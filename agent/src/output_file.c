@@ -31,7 +31,7 @@
  * Writing. A frame is written whole or not at all: before each one the file
  * size limit (RLIMIT_FSIZE) is checked, and after a failed or short write
  * the file is cut back to its last complete frame. The agent thread blocks
- * SIGXFSZ (agent.c), so passing the limit is the error EFBIG, not the
+ * SIGXFSZ (guest_checks.c), so passing the limit is the error EFBIG, not the
  * host's death. Any write error costs one line and turns tracing off.
  */
 #include <errno.h>
@@ -68,11 +68,10 @@ static int fresh(const char *path)
  * old (locked by us) is; -errno on failure. */
 static int replace(const char *path)
 {
-	static unsigned counter;
 	char tmp[PATH_MAX];
 	int fd = -1;
-	for (int i = 0; i < 16 && fd < 0; i++) {
-		int n = snprintf(tmp, sizeof tmp, "%s.%d-%u.tmp", path, (int)getpid(), counter++);
+	for (unsigned i = 0; i < 16 && fd < 0; i++) {
+		int n = snprintf(tmp, sizeof tmp, "%s.%d-%u.tmp", path, (int)getpid(), i);
 		if (n < 0 || (size_t)n >= sizeof tmp)
 			return -ENAMETOOLONG;
 		fd = fresh(tmp);
@@ -261,7 +260,7 @@ static void file_stop(struct file_output *f, int sync)
 	f->o.streaming = 0;
 }
 
-static int file_send(struct orbit__output *o, const struct orbit__frame *fr)
+static int file_send(struct orbit__output *o, struct orbit__frame *fr)
 {
 	struct file_output *f = (struct file_output *)o;
 	if (f->fd < 0)
@@ -354,12 +353,12 @@ static const struct orbit__output_ops file_ops = {
 };
 
 struct orbit__output *orbit__output_file(uv_loop_t *loop, const struct orbit__config *cfg,
-                                         const struct orbit__output_events *ev, int copy)
+                                         int copy)
 {
 	struct file_output *f = calloc(1, sizeof *f);
 	if (f == NULL)
 		return NULL;
-	f->o = (struct orbit__output){.ops = &file_ops, .ev = ev, .loop = loop};
+	f->o = (struct orbit__output){.ops = &file_ops, .loop = loop};
 	f->fd = -1;
 	f->copy = copy;
 	snprintf(f->target, sizeof f->target, "%s", cfg->capture);

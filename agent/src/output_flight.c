@@ -31,10 +31,11 @@
 #include "flight.h"
 #include "output.h"
 #include "record.h" /* orbit__le32 and kin */
-#include "segment_create.h"
+#include "segment.h"
 
 struct flight_output {
 	struct orbit__output o;
+	struct orbit__segment *seg;
 	struct orbit__flight_header *h; /* in the segment */
 	uint8_t *handshake, *ring;      /* in the segment */
 	uint64_t ring_size;
@@ -120,7 +121,7 @@ static void note_stream(struct flight_output *f, const struct orbit__frame *fr)
 static int flight_start(struct orbit__output *o)
 {
 	struct flight_output *f = (struct flight_output *)o;
-	const struct orbit__segment *seg = orbit__own_segment();
+	const struct orbit__segment *seg = f->seg;
 	if (seg == NULL || seg->layout.flight_size < ORBIT__SEG_MIN_FLIGHT) {
 		if (!f->said++)
 			fprintf(stderr,
@@ -183,7 +184,7 @@ static void keep_handshake(struct flight_output *f, const struct orbit__frame *f
 	publish(f);
 }
 
-static int flight_send(struct orbit__output *o, const struct orbit__frame *fr)
+static int flight_send(struct orbit__output *o, struct orbit__frame *fr)
 {
 	struct flight_output *f = (struct flight_output *)o;
 	if (!o->streaming)
@@ -265,7 +266,7 @@ static void flight_close(struct orbit__output *o)
 	free(o);
 }
 
-static const struct orbit__output_ops ops = {
+static const struct orbit__output_ops flight_ops = {
     .start = flight_start,
     .send = flight_send,
     .pending = flight_pending,
@@ -278,15 +279,13 @@ static const struct orbit__output_ops ops = {
     .forget = flight_close, /* nothing of ours is open; the segment is the parent's */
 };
 
-struct orbit__output *orbit__output_flight(uv_loop_t *loop, const struct orbit__config *cfg,
-                                           const struct orbit__output_events *ev)
+struct orbit__output *orbit__output_flight(uv_loop_t *loop, struct orbit__segment *seg)
 {
-	(void)cfg;
 	struct flight_output *f = calloc(1, sizeof *f);
 	if (f == NULL)
 		return NULL;
-	f->o.ops = &ops;
-	f->o.ev = ev;
+	f->o.ops = &flight_ops;
 	f->o.loop = loop;
+	f->seg = seg;
 	return &f->o;
 }

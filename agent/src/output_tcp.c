@@ -12,18 +12,27 @@
  * Answered. A connection is ready for a stream at once, and the stream's
  * Handshake goes out asking for acknowledgements. The collector's first Ack
  * (frames = 1: the Handshake is in its file) is its answer: only then does
- * the transport drain records into the stream (transport.c), and only then
+ * the agent drain records into the stream (stream.c), and only then
  * does the retry delay go back to BACKOFF_MIN_MS. A peer that closes,
  * resets, sends what is not a reply, or does not answer within
  * ORBIT_ACK_TIMEOUT_MS is no collector for this stream: it cost a Handshake,
  * and retries go on backing off, 100 ms doubling to 5 s.
  *
- * Settling. Each frame is copied into a write (uv_write; freed once the
- * kernel took it) and remembered until acknowledged: an Ack with frames = N
+ * Settling. Each frame's bytes are taken from the stream (output.h,
+ * orbit__frame_take: the buffer the stream writer compressed them into, so
+ * no copy) into a write (uv_write; freed once the kernel took them), and
+ * the frame is remembered until acknowledged: an Ack with frames = N
  * settles the N-th frame written on this connection and every earlier one,
  * once its bytes agree with what was written. pending() is the bytes not
- * yet acknowledged, which the transport holds under ORBIT_SEND_BUFFER by not
+ * yet acknowledged, which the stream holds under ORBIT_SEND_BUFFER by not
  * draining: the kernel's socket buffers are inside the account, not beside it.
+ *
+ * Memory. A taken frame holds its bytes and no more (the writer shrinks
+ * its buffer to the frame), as a copy of it would: what this output holds
+ * is the bytes not yet acknowledged, under ORBIT_SEND_BUFFER plus the
+ * frames of one pass, and the writer compresses the next frame into a new
+ * buffer of its own. Nothing is copied on the way, and nothing is held
+ * longer than a copy was.
  *
  * Progress. While frames are unacknowledged, a connection on which for
  * ORBIT_ACK_TIMEOUT_MS no Ack came and no byte left the write queue is
@@ -37,7 +46,7 @@
  * and what was not acknowledged is the fate the end-of-run line counts.
  *
  * Lines (stderr). One per distinct problem until a stream is answered
- * (problem(): the address and what it did or said, "127.0.0.1:7420 is not an
+ * (problem(t): the address and what it did or said, "127.0.0.1:7420 is not an
  * Orbit collector (it sent HTTP)"); one per lost answered connection, but
  * none within LOST_QUIET_MS of the last one (a flapping link). A
  * refusal line ("orbit-collector: rejected: REASON") is said once and the
@@ -64,12 +73,13 @@
 
 enum state { IDLE, RESOLVING, CONNECTING, STREAMING, CLOSING, DEAD };
 
-/* A frame on its way out: freed in its write callback. */
+/* A frame on its way out: its bytes taken from the stream (no copy), freed
+ * with it in its write callback. */
 struct wframe {
 	uv_write_t req;
+	struct tcp_output *t;
 	uint64_t conn; /* which connection it was written on */
-	size_t len;
-	uint8_t bytes[];
+	uint8_t *bytes;
 };
 
 /* A frame written and not acknowledged yet, oldest first. */
@@ -80,29 +90,25 @@ struct sent {
 };
 
 /*
- * The name resolver's rendezvous. One resolution at a time: the loop bumps
- * gen to ask (and to cancel), the thread answers only the gen it was given,
- * under mu, and wakes the loop through wake; the loop clears wake under mu
- * before it closes that handle, so a late thread never touches it.
+ * One resolution of the name, shared by the loop and the thread that
+ * resolves it, freed by whichever lets go of it last (refs, under mu). The
+ * thread answers through wake, under mu; the loop clears wake under mu
+ * before it closes that handle or stops waiting, so a late thread never
+ * touches it.
  */
-static struct {
+struct resolve_job {
 	pthread_mutex_t mu;
-	uint64_t gen;
+	int refs;        /* the loop's and the thread's */
+	uv_async_t *wake; /* NULL once the loop stopped waiting */
 	int done;
 	int err;       /* getaddrinfo's */
 	int sys_errno; /* with EAI_SYSTEM */
 	struct sockaddr_storage addr;
-	uv_async_t *wake;
-} R = {.mu = PTHREAD_MUTEX_INITIALIZER};
-
-struct resolve_job {
-	uint64_t gen;
 	char host[256], port[16];
 };
 
-/* One per process: the loop's handles point into it, so it is never freed
- * while they may call back. */
-static struct tcp_output {
+/* The loop's handles point into it: freed once they are all closed. */
+struct tcp_output {
 	struct orbit__output o;
 	enum state state;
 	char coll[300]; /* as given, for messages */
@@ -115,7 +121,9 @@ static struct tcp_output {
 	uv_timer_t retry, tick;
 	int timers_open;
 	uv_async_t resolved;
-	uint64_t resolve_gen; /* the resolution the loop waits for */
+	struct resolve_job *job; /* the resolution the loop waits for */
+	int handles;             /* initialised and not yet closed */
+	int closed;              /* close was called: freed with the last handle */
 	uint64_t backoff_ms;
 	int hurried;                  /* exit is near: connect to addr, do not back off */
 	struct sockaddr_storage addr; /* the address last resolved */
@@ -142,7 +150,7 @@ static struct tcp_output {
 	uint8_t reply[ORBIT_REPLY_MAX];
 	size_t reply_len;
 	uint64_t reply_total; /* bytes the peer sent on this connection */
-} T;
+};
 
 static uint64_t hash(const char *s)
 {
@@ -153,7 +161,8 @@ static uint64_t hash(const char *s)
 }
 
 /* One line per distinct problem until a stream is answered. */
-__attribute__((format(printf, 1, 2))) static void problem(const char *fmt, ...)
+__attribute__((format(printf, 2, 3))) static void problem(struct tcp_output *t, const char *fmt,
+                                                            ...)
 {
 	char line[600];
 	va_list ap;
@@ -161,189 +170,214 @@ __attribute__((format(printf, 1, 2))) static void problem(const char *fmt, ...)
 	vsnprintf(line, sizeof line, fmt, ap);
 	va_end(ap);
 	uint64_t h = hash(line);
-	for (int i = 0; i < T.nsaid; i++)
-		if (T.said[i] == h)
+	for (int i = 0; i < t->nsaid; i++)
+		if (t->said[i] == h)
 			return;
-	if (T.nsaid < SAID_MAX)
-		T.said[T.nsaid++] = h;
+	if (t->nsaid < SAID_MAX)
+		t->said[t->nsaid++] = h;
 	fputs(line, stderr);
 }
 
-__attribute__((format(printf, 1, 2))) static void set_trouble(const char *fmt, ...)
+__attribute__((format(printf, 2, 3))) static void set_trouble(struct tcp_output *t,
+                                                                const char *fmt, ...)
 {
 	va_list ap;
 	va_start(ap, fmt);
-	vsnprintf(T.trouble, sizeof T.trouble, fmt, ap);
+	vsnprintf(t->trouble, sizeof t->trouble, fmt, ap);
 	va_end(ap);
 }
 
-static void check_idle(void)
+static void check_idle(struct tcp_output *t)
 {
-	if (T.bytes_sent == T.bytes_acked && T.o.ev != NULL)
-		T.o.ev->idle(T.o.ev->ctx, &T.o);
+	if (t->bytes_sent == t->bytes_acked && t->o.ev != NULL)
+		t->o.ev->idle(t->o.ev->ctx, &t->o);
 }
 
-static void schedule_retry(void);
+static void schedule_retry(struct tcp_output *t);
+
+/* A handle of t's closed: t is freed with the last one, once closed. */
+static void handle_closed(struct tcp_output *t)
+{
+	if (--t->handles == 0 && t->closed)
+		free(t);
+}
+
+static void on_closed(uv_handle_t *h)
+{
+	handle_closed(h->data);
+}
+
+/* The connection is gone (or was never made): the retry comes. */
+static void tcp_gone(struct tcp_output *t)
+{
+	t->tcp_open = 0;
+	if (t->state == CLOSING) {
+		t->state = IDLE;
+		schedule_retry(t);
+	}
+}
 
 static void on_tcp_closed(uv_handle_t *h)
 {
-	(void)h;
-	T.tcp_open = 0;
-	if (T.state == CLOSING) {
-		T.state = IDLE;
-		schedule_retry();
-	}
+	struct tcp_output *t = h->data;
+	tcp_gone(t);
+	handle_closed(t);
 }
 
 /* reset: with SO_LINGER 0, so that what the kernel still holds for a peer
  * that stopped reading is dropped, not sent later. */
-static void close_tcp(int reset)
+static void close_tcp(struct tcp_output *t, int reset)
 {
-	if (!T.tcp_open || uv_is_closing((uv_handle_t *)&T.tcp))
+	if (!t->tcp_open || uv_is_closing((uv_handle_t *)&t->tcp))
 		return;
 	uv_os_fd_t fd;
-	if (reset && uv_fileno((uv_handle_t *)&T.tcp, &fd) == 0) {
+	if (reset && uv_fileno((uv_handle_t *)&t->tcp, &fd) == 0) {
 		struct linger l = {1, 0};
 		setsockopt(fd, SOL_SOCKET, SO_LINGER, &l, sizeof l);
 	}
-	uv_close((uv_handle_t *)&T.tcp, on_tcp_closed);
+	uv_close((uv_handle_t *)&t->tcp, on_tcp_closed);
 }
 
-static void forget_sent(void)
+static void forget_sent(struct tcp_output *t)
 {
-	while (T.head != NULL) {
-		struct sent *s = T.head;
-		T.head = s->next;
+	while (t->head != NULL) {
+		struct sent *s = t->head;
+		t->head = s->next;
 		free(s);
 	}
-	T.tail = NULL;
+	t->tail = NULL;
 }
 
 /* The connection's stream is over before it completed: what became of its
  * frames goes to the owner, and the retry begins. */
-static void drop(int reset)
+static void drop(struct tcp_output *t, int reset)
 {
-	if (T.state != STREAMING)
+	if (t->state != STREAMING)
 		return;
-	T.state = CLOSING;
-	T.o.streaming = 0;
-	uv_timer_stop(&T.tick);
-	struct orbit__fate fate = {.frames_sent = T.frames_sent,
-	                           .frames_acked = T.frames_acked,
-	                           .end = T.last_end,
-	                           .certain = T.got_last};
-	forget_sent();
-	T.bytes_sent = T.bytes_acked = 0;
-	close_tcp(reset);
-	if (!T.complete)
-		T.o.ev->broken(T.o.ev->ctx, &T.o, 0, &fate);
-	check_idle();
+	t->state = CLOSING;
+	t->o.streaming = 0;
+	uv_timer_stop(&t->tick);
+	struct orbit__fate fate = {.frames_sent = t->frames_sent,
+	                           .frames_acked = t->frames_acked,
+	                           .end = t->last_end,
+	                           .certain = t->got_last};
+	forget_sent(t);
+	t->bytes_sent = t->bytes_acked = 0;
+	close_tcp(t, reset);
+	if (!t->complete)
+		t->o.ev->broken(t->o.ev->ctx, &t->o, 0, &fate);
+	check_idle(t);
 }
 
 /* Before the collector answered: not a collector, for this stream. */
-static void not_answered(const char *what, const char *brief)
+static void not_answered(struct tcp_output *t, const char *what, const char *brief)
 {
-	problem("orbit: %s %s; retrying in the background\n", T.coll, what);
-	set_trouble("%s", brief);
-	drop(1);
+	problem(t, "orbit: %s %s; retrying in the background\n", t->coll, what);
+	set_trouble(t, "%s", brief);
+	drop(t, 1);
 }
 
 /* After it answered: the connection is lost. */
-__attribute__((format(printf, 2, 3))) static void lost(int reset, const char *fmt, ...)
+__attribute__((format(printf, 3, 4))) static void lost(struct tcp_output *t, int reset,
+                                                         const char *fmt, ...)
 {
 	char why[256];
 	va_list ap;
 	va_start(ap, fmt);
 	vsnprintf(why, sizeof why, fmt, ap);
 	va_end(ap);
-	uint64_t now = uv_now(T.o.loop);
-	if (T.lost_said[0] == '\0' || now - T.lost_said_ms >= LOST_QUIET_MS) {
+	uint64_t now = uv_now(t->o.loop);
+	if (t->lost_said[0] == '\0' || now - t->lost_said_ms >= LOST_QUIET_MS) {
 		fprintf(stderr, "orbit: connection to collector %s lost (%s); reconnecting\n",
-		        T.coll, why);
-		snprintf(T.lost_said, sizeof T.lost_said, "%s", why);
-		T.lost_said_ms = now;
+		        t->coll, why);
+		snprintf(t->lost_said, sizeof t->lost_said, "%s", why);
+		t->lost_said_ms = now;
 	}
-	set_trouble("connection lost: %s", why);
-	drop(reset);
+	set_trouble(t, "connection lost: %s", why);
+	drop(t, reset);
 }
 
 static void on_write(uv_write_t *req, int status)
 {
 	struct wframe *w = (struct wframe *)req;
+	struct tcp_output *t = w->t; /* alive: writes end before the handle closes */
 	uint64_t conn = w->conn;
+	free(w->bytes);
 	free(w);
-	if (conn != T.conn_id || T.state != STREAMING)
+	if (conn != t->conn_id || t->state != STREAMING)
 		return;
 	if (status < 0) {
-		if (T.answered)
-			lost(0, "%s", uv_strerror(status));
+		if (t->answered)
+			lost(t, 0, "%s", uv_strerror(status));
 		else
-			not_answered("closed the connection without answering the handshake",
+			not_answered(t, "closed the connection without answering the handshake",
 			             uv_strerror(status));
 		return;
 	}
-	T.progress_ms = uv_now(T.o.loop);
+	t->progress_ms = uv_now(t->o.loop);
 }
 
-static int tcp_send(struct orbit__output *o, const struct orbit__frame *fr)
+static int tcp_send(struct orbit__output *o, struct orbit__frame *fr)
 {
-	(void)o;
-	if (T.state != STREAMING)
+	struct tcp_output *t = (struct tcp_output *)o;
+	if (t->state != STREAMING)
 		return -ENOTCONN;
-	struct wframe *w = malloc(sizeof *w + fr->len);
+	struct wframe *w = malloc(sizeof *w);
 	struct sent *s = malloc(sizeof *s);
-	if (w == NULL || s == NULL) {
+	uint8_t *bytes = w != NULL && s != NULL ? orbit__frame_take(fr) : NULL;
+	if (bytes == NULL) {
 		free(w);
 		free(s);
 		return -ENOMEM; /* this frame is lost; the stream goes on */
 	}
-	memcpy(w->bytes, fr->bytes, fr->len);
-	w->conn = T.conn_id;
-	w->len = fr->len;
-	uv_buf_t buf = uv_buf_init((char *)w->bytes, (unsigned)w->len);
-	int err = uv_write(&w->req, (uv_stream_t *)&T.tcp, &buf, 1, on_write);
+	w->t = t;
+	w->conn = t->conn_id;
+	w->bytes = bytes;
+	uv_buf_t buf = uv_buf_init((char *)bytes, (unsigned)fr->len);
+	int err = uv_write(&w->req, (uv_stream_t *)&t->tcp, &buf, 1, on_write);
 	if (err) { /* no callback will come: the frame never joined the queue */
+		free(bytes);
 		free(w);
 		free(s);
-		if (T.answered)
-			lost(0, "%s", uv_strerror(err));
+		if (t->answered)
+			lost(t, 0, "%s", uv_strerror(err));
 		else
-			not_answered("closed the connection without answering the handshake",
+			not_answered(t, "closed the connection without answering the handshake",
 			             uv_strerror(err));
 		return err;
 	}
 	s->next = NULL;
 	s->seq = fr->seq;
-	T.bytes_sent += fr->len;
-	s->end_bytes = T.bytes_sent;
-	T.frames_sent++;
-	if (T.tail)
-		T.tail->next = s;
+	t->bytes_sent += fr->len;
+	s->end_bytes = t->bytes_sent;
+	t->frames_sent++;
+	if (t->tail)
+		t->tail->next = s;
 	else
-		T.head = s;
-	T.tail = s;
+		t->head = s;
+	t->tail = s;
 	return 0;
 }
 
 static size_t tcp_pending(const struct orbit__output *o)
 {
-	(void)o;
-	return (size_t)(T.bytes_sent - T.bytes_acked);
+	const struct tcp_output *t = (const struct tcp_output *)o;
+	return (size_t)(t->bytes_sent - t->bytes_acked);
 }
 
-static void reject(const char *reason)
+static void reject(struct tcp_output *t, const char *reason)
 {
-	fprintf(stderr, "orbit: collector %s refused this process (%s); tracing is off\n", T.coll,
+	fprintf(stderr, "orbit: collector %s refused this process (%s); tracing is off\n", t->coll,
 	        reason);
-	T.state = DEAD;
-	T.o.streaming = 0;
-	uv_timer_stop(&T.tick);
-	struct orbit__fate fate = {T.frames_sent, T.frames_acked, 0, 1};
-	forget_sent();
-	T.bytes_sent = T.bytes_acked = 0;
-	close_tcp(0);
-	T.o.ev->broken(T.o.ev->ctx, &T.o, 1, &fate);
-	check_idle();
+	t->state = DEAD;
+	t->o.streaming = 0;
+	uv_timer_stop(&t->tick);
+	struct orbit__fate fate = {t->frames_sent, t->frames_acked, 0, 1};
+	forget_sent(t);
+	t->bytes_sent = t->bytes_acked = 0;
+	close_tcp(t, 0);
+	t->o.ev->broken(t->o.ev->ctx, &t->o, 1, &fate);
+	check_idle(t);
 }
 
 static const char *end_text(uint32_t end)
@@ -368,220 +402,239 @@ static const char *end_text(uint32_t end)
 	}
 }
 
-static void answered(void)
+static void answered(struct tcp_output *t)
 {
-	T.answered = 1;
-	T.backoff_ms = BACKOFF_MIN_MS;
-	T.nsaid = 0; /* problems are said again if they come back */
-	T.trouble[0] = '\0';
+	t->answered = 1;
+	t->backoff_ms = BACKOFF_MIN_MS;
+	t->nsaid = 0; /* problems are said again if they come back */
+	t->trouble[0] = '\0';
 }
 
 /* 0, or -1 when the Ack ended the connection's stream. */
-static int on_ack(const struct orbit_ack *a)
+static int on_ack(struct tcp_output *t, const struct orbit_ack *a)
 {
-	if (a->frames < T.frames_acked || a->frames > T.frames_sent) {
-		lost(1, "it acknowledged %llu frames of %llu sent", (unsigned long long)a->frames,
-		     (unsigned long long)T.frames_sent);
+	if (a->frames < t->frames_acked || a->frames > t->frames_sent) {
+		lost(t, 1, "it acknowledged %llu frames of %llu sent", (unsigned long long)a->frames,
+		     (unsigned long long)t->frames_sent);
 		return -1;
 	}
-	uint64_t seq = 0, end_bytes = T.bytes_acked;
-	int settles = a->frames > T.frames_acked;
-	for (uint64_t n = a->frames - T.frames_acked; n > 0; n--) {
-		struct sent *s = T.head;
-		T.head = s->next;
-		if (T.head == NULL)
-			T.tail = NULL;
+	uint64_t seq = 0, end_bytes = t->bytes_acked;
+	int settles = a->frames > t->frames_acked;
+	for (uint64_t n = a->frames - t->frames_acked; n > 0; n--) {
+		struct sent *s = t->head;
+		t->head = s->next;
+		if (t->head == NULL)
+			t->tail = NULL;
 		seq = s->seq;
 		end_bytes = s->end_bytes;
 		free(s);
 	}
 	if (a->bytes != end_bytes) {
-		lost(1, "its acknowledgement counts %llu bytes, %llu were sent",
+		lost(t, 1, "its acknowledgement counts %llu bytes, %llu were sent",
 		     (unsigned long long)a->bytes, (unsigned long long)end_bytes);
 		return -1;
 	}
-	T.frames_acked = a->frames;
-	T.bytes_acked = a->bytes;
-	T.progress_ms = uv_now(T.o.loop);
-	if (!T.answered)
-		answered();
+	t->frames_acked = a->frames;
+	t->bytes_acked = a->bytes;
+	t->progress_ms = uv_now(t->o.loop);
+	if (!t->answered)
+		answered(t);
 	if (a->end != ORBIT_ACK_GOES_ON) {
-		T.got_last = 1;
-		T.last_end = a->end;
-		T.complete = T.ending && T.head == NULL;
+		t->got_last = 1;
+		t->last_end = a->end;
+		t->complete = t->ending && t->head == NULL;
 	}
 	if (settles)
-		T.o.ev->settled(T.o.ev->ctx, &T.o, seq, 1);
-	if (T.state != STREAMING)
+		t->o.ev->settled(t->o.ev->ctx, &t->o, seq, 1);
+	if (t->state != STREAMING)
 		return -1;
-	if (T.got_last && !T.complete) {
-		lost(0, "the collector ended the stream: %s", end_text(a->end));
+	if (t->got_last && !t->complete) {
+		lost(t, 0, "the collector ended the stream: %s", end_text(a->end));
 		return -1;
 	}
-	check_idle(); /* may end the stop, and close this output */
-	return T.state == STREAMING ? 0 : -1;
+	check_idle(t); /* may end the stop, and close this output */
+	return t->state == STREAMING ? 0 : -1;
 }
 
 static void on_alloc(uv_handle_t *h, size_t suggested, uv_buf_t *buf)
 {
-	(void)h;
+	struct tcp_output *t = h->data;
 	(void)suggested;
-	*buf = uv_buf_init((char *)T.reply + T.reply_len, (unsigned)(sizeof T.reply - T.reply_len));
+	*buf = uv_buf_init((char *)t->reply + t->reply_len,
+	                   (unsigned)(sizeof t->reply - t->reply_len));
 }
 
 /* What the peer said is not a reply. */
-static void not_a_reply(void)
+static void not_a_reply(struct tcp_output *t)
 {
 	char what[80];
-	orbit__reply_describe(T.reply, T.reply_len, what, sizeof what);
-	if (!T.answered) {
+	orbit__reply_describe(t->reply, t->reply_len, what, sizeof what);
+	if (!t->answered) {
 		char line[160];
 		snprintf(line, sizeof line, "is not an Orbit collector (it sent %s)", what);
 		char brief[100];
 		snprintf(brief, sizeof brief, "it sent %s", what);
-		not_answered(line, brief);
+		not_answered(t, line, brief);
 	} else {
-		lost(1, "it sent %s", what);
+		lost(t, 1, "it sent %s", what);
 	}
 }
 
 static void on_read(uv_stream_t *st, ssize_t n, const uv_buf_t *buf)
 {
-	(void)st;
+	struct tcp_output *t = st->data;
 	(void)buf;
-	if (T.state != STREAMING)
+	if (t->state != STREAMING)
 		return;
 	if (n > 0) {
-		T.reply_len += (size_t)n;
-		T.reply_total += (uint64_t)n;
+		t->reply_len += (size_t)n;
+		t->reply_total += (uint64_t)n;
 		for (;;) {
 			struct orbit_ack a;
 			char reason[ORBIT_REPLY_MAX];
 			size_t used;
-			int r = orbit__reply_next(T.reply, T.reply_len, &used, &a, reason,
+			int r = orbit__reply_next(t->reply, t->reply_len, &used, &a, reason,
 			                          sizeof reason);
 			if (r == ORBIT_REPLY_MORE)
 				return;
 			if (r < 0) {
-				not_a_reply();
+				not_a_reply(t);
 				return;
 			}
 			if (r == ORBIT_REPLY_REFUSAL) {
-				reject(reason);
+				reject(t, reason);
 				return;
 			}
-			memmove(T.reply, T.reply + used, T.reply_len - used);
-			T.reply_len -= used;
-			if (on_ack(&a) != 0)
+			memmove(t->reply, t->reply + used, t->reply_len - used);
+			t->reply_len -= used;
+			if (on_ack(t, &a) != 0)
 				return;
 		}
 	}
 	if (n == 0)
 		return;
-	if (T.reply_len > 0) { /* it ended inside a reply */
-		not_a_reply();
+	if (t->reply_len > 0) { /* it ended inside a reply */
+		not_a_reply(t);
 		return;
 	}
 	const char *how = n == UV_EOF ? "closed" : uv_strerror((int)n);
-	if (T.complete) { /* the last Ack, then its end of file: done */
-		T.state = CLOSING;
-		T.o.streaming = 0;
-		uv_timer_stop(&T.tick);
-		close_tcp(0);
-		check_idle();
-	} else if (!T.answered) { /* closed or reset: one problem, one line */
-		not_answered("closed the connection without answering the handshake",
+	if (t->complete) { /* the last Ack, then its end of file: done */
+		t->state = CLOSING;
+		t->o.streaming = 0;
+		uv_timer_stop(&t->tick);
+		close_tcp(t, 0);
+		check_idle(t);
+	} else if (!t->answered) { /* closed or reset: one problem, one line */
+		not_answered(t, "closed the connection without answering the handshake",
 		             n == UV_EOF ? "it closed the connection without answering" : how);
 	} else {
-		lost(0, "%s", n == UV_EOF ? "closed by the collector" : how);
+		lost(t, 0, "%s", n == UV_EOF ? "closed by the collector" : how);
 	}
 }
 
 /* While frames are owed: a peer that neither acknowledges nor takes bytes
  * for ack_timeout_ms is dropped. */
-static void on_tick(uv_timer_t *t)
+static void on_tick(uv_timer_t *timer)
 {
-	(void)t;
-	if (T.state != STREAMING)
+	struct tcp_output *t = timer->data;
+	if (t->state != STREAMING)
 		return;
-	uint64_t now = uv_now(T.o.loop);
-	uint64_t taken = T.bytes_sent - uv_stream_get_write_queue_size((uv_stream_t *)&T.tcp);
-	if (taken != T.last_taken || T.head == NULL) {
-		T.last_taken = taken;
-		T.progress_ms = now;
+	uint64_t now = uv_now(t->o.loop);
+	uint64_t taken = t->bytes_sent - uv_stream_get_write_queue_size((uv_stream_t *)&t->tcp);
+	if (taken != t->last_taken || t->head == NULL) {
+		t->last_taken = taken;
+		t->progress_ms = now;
 		return;
 	}
-	if (now - T.progress_ms < T.ack_timeout_ms)
+	if (now - t->progress_ms < t->ack_timeout_ms)
 		return;
-	if (!T.answered) {
+	if (!t->answered) {
 		char what[160];
 		snprintf(what, sizeof what, "did not answer the handshake within %u ms",
-		         T.ack_timeout_ms);
+		         t->ack_timeout_ms);
 		char brief[80];
-		snprintf(brief, sizeof brief, "no answer within %u ms", T.ack_timeout_ms);
-		not_answered(what, brief);
+		snprintf(brief, sizeof brief, "no answer within %u ms", t->ack_timeout_ms);
+		not_answered(t, what, brief);
 	} else {
-		lost(1, "nothing acknowledged or taken for %u ms", T.ack_timeout_ms);
+		lost(t, 1, "nothing acknowledged or taken for %u ms", t->ack_timeout_ms);
 	}
 }
 
-static void connect_failed(const char *why)
+static void connect_failed(struct tcp_output *t, const char *why)
 {
-	problem("orbit: cannot reach collector %s (%s); retrying in the background\n", T.coll, why);
-	set_trouble("%s", why);
-	T.state = CLOSING;
-	if (T.tcp_open)
-		close_tcp(0);
+	problem(t, "orbit: cannot reach collector %s (%s); retrying in the background\n", t->coll,
+	        why);
+	set_trouble(t, "%s", why);
+	t->state = CLOSING;
+	if (t->tcp_open)
+		close_tcp(t, 0);
 	else
-		on_tcp_closed(NULL);
+		tcp_gone(t);
 }
 
 static void on_connect(uv_connect_t *req, int status)
 {
-	(void)req;
-	if (T.state != CONNECTING)
+	struct tcp_output *t = req->data;
+	if (t->state != CONNECTING)
 		return;
 	if (status < 0) {
-		connect_failed(uv_strerror(status));
+		connect_failed(t, uv_strerror(status));
 		return;
 	}
-	int err = uv_read_start((uv_stream_t *)&T.tcp, on_alloc, on_read);
+	int err = uv_read_start((uv_stream_t *)&t->tcp, on_alloc, on_read);
 	if (err) {
-		connect_failed(uv_strerror(err));
+		connect_failed(t, uv_strerror(err));
 		return;
 	}
-	uv_tcp_nodelay(&T.tcp, 1);
-	T.state = STREAMING;
-	T.o.streaming = 1;
-	T.conn_id++;
-	T.answered = T.ending = T.complete = T.got_last = 0;
-	T.last_end = 0;
-	T.frames_sent = T.bytes_sent = T.frames_acked = T.bytes_acked = 0;
-	T.reply_len = 0;
-	T.reply_total = 0;
-	T.progress_ms = uv_now(T.o.loop);
-	T.last_taken = 0;
-	uint64_t every = T.ack_timeout_ms / 4 < 1000 ? T.ack_timeout_ms / 4 : 1000;
-	uv_timer_start(&T.tick, on_tick, every, every);
-	T.o.ev->ready(T.o.ev->ctx, &T.o);
+	uv_tcp_nodelay(&t->tcp, 1);
+	t->state = STREAMING;
+	t->o.streaming = 1;
+	t->conn_id++;
+	t->answered = t->ending = t->complete = t->got_last = 0;
+	t->last_end = 0;
+	t->frames_sent = t->bytes_sent = t->frames_acked = t->bytes_acked = 0;
+	t->reply_len = 0;
+	t->reply_total = 0;
+	t->progress_ms = uv_now(t->o.loop);
+	t->last_taken = 0;
+	uint64_t every = t->ack_timeout_ms / 4 < 1000 ? t->ack_timeout_ms / 4 : 1000;
+	uv_timer_start(&t->tick, on_tick, every, every);
+	t->o.ev->ready(t->o.ev->ctx, &t->o);
 }
 
 /* Connects to the address resolved last. */
-static void connect_addr(void)
+static void connect_addr(struct tcp_output *t)
 {
-	int err = uv_tcp_init(T.o.loop, &T.tcp);
+	int err = uv_tcp_init(t->o.loop, &t->tcp);
 	if (err) {
-		connect_failed(uv_strerror(err));
+		connect_failed(t, uv_strerror(err));
 		return;
 	}
-	T.tcp_open = 1;
-	T.state = CONNECTING;
-	err = uv_tcp_connect(&T.conn, &T.tcp, (const struct sockaddr *)&T.addr, on_connect);
+	t->tcp.data = t;
+	t->conn.data = t;
+	t->handles++;
+	t->tcp_open = 1;
+	t->state = CONNECTING;
+	err = uv_tcp_connect(&t->conn, &t->tcp, (const struct sockaddr *)&t->addr, on_connect);
 	if (err)
-		connect_failed(uv_strerror(err));
+		connect_failed(t, uv_strerror(err));
 }
 
 /* ---- resolving a name, on a thread that exits when it is done ---- */
+
+/* The loop or the thread lets go of j; the last one frees it. */
+static void job_release(struct resolve_job *j, int loop)
+{
+	pthread_mutex_lock(&j->mu);
+	if (loop)
+		j->wake = NULL; /* see struct resolve_job */
+	int refs = --j->refs;
+	pthread_mutex_unlock(&j->mu);
+	if (refs == 0) {
+		pthread_mutex_destroy(&j->mu);
+		free(j);
+	}
+}
 
 static void *resolve_main(void *arg)
 {
@@ -591,158 +644,170 @@ static void *resolve_main(void *arg)
 	struct addrinfo *res = NULL;
 	int err = getaddrinfo(j->host, j->port, &hints, &res);
 	int sys = errno;
-	pthread_mutex_lock(&R.mu);
-	if (R.gen == j->gen && R.wake != NULL) {
-		R.done = 1;
-		R.err = err;
-		R.sys_errno = sys;
-		if (err == 0 && res->ai_addrlen <= sizeof R.addr)
-			memcpy(&R.addr, res->ai_addr, res->ai_addrlen);
+	pthread_mutex_lock(&j->mu);
+	if (j->wake != NULL) {
+		j->done = 1;
+		j->err = err;
+		j->sys_errno = sys;
+		if (err == 0 && res->ai_addrlen <= sizeof j->addr)
+			memcpy(&j->addr, res->ai_addr, res->ai_addrlen);
 		else if (err == 0)
-			R.err = EAI_FAMILY;
-		uv_async_send(R.wake); /* under mu: see R */
+			j->err = EAI_FAMILY;
+		uv_async_send(j->wake); /* under mu: see struct resolve_job */
 	}
-	pthread_mutex_unlock(&R.mu);
+	pthread_mutex_unlock(&j->mu);
 	if (res != NULL)
 		freeaddrinfo(res);
-	free(j);
+	job_release(j, 0);
 	return NULL;
 }
 
 static void on_resolved(uv_async_t *a)
 {
-	(void)a;
-	pthread_mutex_lock(&R.mu);
-	int done = R.done && R.gen == T.resolve_gen;
-	int err = R.err, sys = R.sys_errno;
-	if (done) {
-		memcpy(&T.addr, &R.addr, sizeof T.addr);
-		R.done = 0;
-	}
-	pthread_mutex_unlock(&R.mu);
-	if (!done || T.state != RESOLVING)
+	struct tcp_output *t = a->data;
+	struct resolve_job *j = t->job;
+	if (j == NULL)
+		return;
+	pthread_mutex_lock(&j->mu);
+	int done = j->done;
+	int err = j->err, sys = j->sys_errno;
+	if (done)
+		memcpy(&t->addr, &j->addr, sizeof t->addr);
+	pthread_mutex_unlock(&j->mu);
+	if (!done)
+		return;
+	t->job = NULL;
+	job_release(j, 1);
+	if (t->state != RESOLVING)
 		return;
 	if (err != 0) {
 		char why[400];
-		snprintf(why, sizeof why, "cannot resolve %s: %s", T.host,
+		snprintf(why, sizeof why, "cannot resolve %s: %s", t->host,
 		         err == EAI_SYSTEM ? strerror(sys) : gai_strerror(err));
-		connect_failed(why);
+		connect_failed(t, why);
 		return;
 	}
-	T.have_addr = 1;
-	connect_addr();
+	t->have_addr = 1;
+	connect_addr(t);
 }
 
-static int resolve_start(void)
+static int resolve_start(struct tcp_output *t)
 {
-	struct resolve_job *j = malloc(sizeof *j);
+	struct resolve_job *j = calloc(1, sizeof *j);
 	if (j == NULL)
 		return -ENOMEM;
-	snprintf(j->host, sizeof j->host, "%s", T.host);
-	snprintf(j->port, sizeof j->port, "%s", T.port);
-	pthread_mutex_lock(&R.mu);
-	j->gen = T.resolve_gen = ++R.gen;
-	R.done = 0;
-	R.wake = &T.resolved;
-	pthread_mutex_unlock(&R.mu);
-	/* Its mask is the agent thread's (agent.c): it takes no signal. */
+	pthread_mutex_init(&j->mu, NULL);
+	snprintf(j->host, sizeof j->host, "%s", t->host);
+	snprintf(j->port, sizeof j->port, "%s", t->port);
+	j->refs = 2;
+	j->wake = &t->resolved;
+	/* Its mask is the agent thread's (guest_checks.h): it takes no
+	 * signal. */
 	pthread_attr_t attr;
-	pthread_t t;
+	pthread_t th;
 	pthread_attr_init(&attr);
 	pthread_attr_setdetachstate(&attr, PTHREAD_CREATE_DETACHED);
-	int err = -pthread_create(&t, &attr, resolve_main, j);
+	int err = -pthread_create(&th, &attr, resolve_main, j);
 	pthread_attr_destroy(&attr);
-	if (err)
+	if (err) {
+		pthread_mutex_destroy(&j->mu);
 		free(j);
-	return err;
+		return err;
+	}
+	t->job = j;
+	return 0;
 }
 
 /* A numeric address needs no resolution: the first connection of a
  * program that writes at once comes sooner. */
-static int numeric_address(void)
+static int numeric_address(struct tcp_output *t)
 {
 	struct sockaddr_in v4;
 	struct sockaddr_in6 v6;
-	int port = atoi(T.port);
-	if (uv_ip4_addr(T.host, port, &v4) == 0)
-		memcpy(&T.addr, &v4, sizeof v4);
-	else if (strchr(T.host, ':') != NULL && uv_ip6_addr(T.host, port, &v6) == 0)
-		memcpy(&T.addr, &v6, sizeof v6);
+	int port = atoi(t->port);
+	if (uv_ip4_addr(t->host, port, &v4) == 0)
+		memcpy(&t->addr, &v4, sizeof v4);
+	else if (strchr(t->host, ':') != NULL && uv_ip6_addr(t->host, port, &v6) == 0)
+		memcpy(&t->addr, &v6, sizeof v6);
 	else
 		return 0;
-	T.have_addr = 1;
+	t->have_addr = 1;
 	return 1;
 }
 
-static void start_connect(void)
+static void start_connect(struct tcp_output *t)
 {
 	/* Near exit, the address of a collector reached a moment ago has not
 	 * changed: no new resolution. */
-	if ((T.hurried && T.have_addr) || numeric_address()) {
-		connect_addr();
+	if ((t->hurried && t->have_addr) || numeric_address(t)) {
+		connect_addr(t);
 		return;
 	}
-	T.state = RESOLVING;
-	int err = resolve_start();
+	t->state = RESOLVING;
+	int err = resolve_start(t);
 	if (err) {
 		char why[400];
-		snprintf(why, sizeof why, "cannot start a thread to resolve %s: %s", T.host,
+		snprintf(why, sizeof why, "cannot start a thread to resolve %s: %s", t->host,
 		         strerror(-err));
-		connect_failed(why);
+		connect_failed(t, why);
 	}
 }
 
-static void on_retry(uv_timer_t *t)
+static void on_retry(uv_timer_t *timer)
 {
-	(void)t;
-	if (T.state == IDLE)
-		start_connect();
+	struct tcp_output *t = timer->data;
+	if (t->state == IDLE)
+		start_connect(t);
 }
 
-static void schedule_retry(void)
+static void schedule_retry(struct tcp_output *t)
 {
-	if (T.state != IDLE || !T.timers_open)
+	if (t->state != IDLE || !t->timers_open)
 		return;
-	uv_timer_start(&T.retry, on_retry, T.backoff_ms, 0);
+	uv_timer_start(&t->retry, on_retry, t->backoff_ms, 0);
 	/* While exit waits for a stream, retries do not back off. */
-	if (!T.hurried)
-		T.backoff_ms =
-		    T.backoff_ms * 2 > BACKOFF_MAX_MS ? BACKOFF_MAX_MS : T.backoff_ms * 2;
+	if (!t->hurried)
+		t->backoff_ms =
+		    t->backoff_ms * 2 > BACKOFF_MAX_MS ? BACKOFF_MAX_MS : t->backoff_ms * 2;
 }
 
 static int tcp_start(struct orbit__output *o)
 {
-	uv_timer_init(o->loop, &T.retry);
-	uv_timer_init(o->loop, &T.tick);
-	int err = uv_async_init(o->loop, &T.resolved, on_resolved);
+	struct tcp_output *t = (struct tcp_output *)o;
+	uv_timer_init(o->loop, &t->retry);
+	uv_timer_init(o->loop, &t->tick);
+	t->retry.data = t->tick.data = t->resolved.data = t;
+	t->handles += 2;
+	int err = uv_async_init(o->loop, &t->resolved, on_resolved);
 	if (err) {
 		fprintf(stderr, "orbit: cannot connect to collector %s: %s; tracing is off\n",
-		        T.coll, uv_strerror(err));
-		uv_close((uv_handle_t *)&T.retry, NULL);
-		uv_close((uv_handle_t *)&T.tick, NULL);
+		        t->coll, uv_strerror(err));
+		uv_close((uv_handle_t *)&t->retry, on_closed);
+		uv_close((uv_handle_t *)&t->tick, on_closed);
 		return err;
 	}
-	T.timers_open = 1;
-	T.backoff_ms = BACKOFF_MIN_MS;
-	start_connect();
+	t->handles++;
+	t->timers_open = 1;
+	t->backoff_ms = BACKOFF_MIN_MS;
+	start_connect(t);
 	return 1; /* ready when connected */
 }
 
 static int tcp_coming(const struct orbit__output *o)
 {
-	(void)o;
-	return T.state == IDLE || T.state == RESOLVING || T.state == CONNECTING ||
-	       T.state == CLOSING || (T.state == STREAMING && !T.answered);
+	const struct tcp_output *t = (const struct tcp_output *)o;
+	return t->state == IDLE || t->state == RESOLVING || t->state == CONNECTING ||
+	       t->state == CLOSING || (t->state == STREAMING && !t->answered);
 }
 
 static void tcp_hurry(struct orbit__output *o)
 {
-	(void)o;
-	T.hurried = 1;
-	T.backoff_ms = BACKOFF_MIN_MS;
-	if (T.state == IDLE && T.timers_open) {
-		uv_timer_stop(&T.retry);
-		start_connect();
+	struct tcp_output *t = (struct tcp_output *)o;
+	t->hurried = 1;
+	t->backoff_ms = BACKOFF_MIN_MS;
+	if (t->state == IDLE && t->timers_open) {
+		uv_timer_stop(&t->retry);
+		start_connect(t);
 	}
 }
 
@@ -754,66 +819,67 @@ static void on_shutdown(uv_shutdown_t *req, int status)
 
 static void tcp_end(struct orbit__output *o)
 {
-	(void)o;
-	if (T.state != STREAMING || T.ending)
+	struct tcp_output *t = (struct tcp_output *)o;
+	if (t->state != STREAMING || t->ending)
 		return;
-	T.ending = 1;
+	t->ending = 1;
 	/* After the writes queued before it: the collector then sees its end
 	 * of file, syncs, sends its last Ack and closes. */
-	if (uv_shutdown(&T.shut_req, (uv_stream_t *)&T.tcp, on_shutdown) != 0)
-		lost(0, "cannot end the stream");
+	if (uv_shutdown(&t->shut_req, (uv_stream_t *)&t->tcp, on_shutdown) != 0)
+		lost(t, 0, "cannot end the stream");
 }
 
 static void tcp_give_up(struct orbit__output *o)
 {
-	(void)o;
-	if (T.state == STREAMING)
-		drop(1); /* no line: the end-of-run line counts it */
+	struct tcp_output *t = (struct tcp_output *)o;
+	if (t->state == STREAMING)
+		drop(t, 1); /* no line: the end-of-run line counts it */
 }
 
 static const char *tcp_trouble(const struct orbit__output *o)
 {
-	(void)o;
-	return T.trouble;
+	const struct tcp_output *t = (const struct tcp_output *)o;
+	return t->trouble;
 }
 
 static void tcp_close(struct orbit__output *o)
 {
-	(void)o;
-	pthread_mutex_lock(&R.mu);
-	R.gen++; /* a resolution under way is answered to nobody */
-	R.wake = NULL;
-	pthread_mutex_unlock(&R.mu);
-	T.state = DEAD;
-	T.o.streaming = 0;
-	forget_sent();
-	T.bytes_sent = T.bytes_acked = 0;
-	if (T.timers_open) {
-		uv_close((uv_handle_t *)&T.retry, NULL);
-		uv_close((uv_handle_t *)&T.tick, NULL);
-		uv_close((uv_handle_t *)&T.resolved, NULL);
-		T.timers_open = 0;
+	struct tcp_output *t = (struct tcp_output *)o;
+	if (t->job != NULL) /* a resolution under way is answered to nobody */
+		job_release(t->job, 1);
+	t->job = NULL;
+	t->state = DEAD;
+	t->o.streaming = 0;
+	forget_sent(t);
+	t->bytes_sent = t->bytes_acked = 0;
+	if (t->timers_open) {
+		uv_close((uv_handle_t *)&t->retry, on_closed);
+		uv_close((uv_handle_t *)&t->tick, on_closed);
+		uv_close((uv_handle_t *)&t->resolved, on_closed);
+		t->timers_open = 0;
 	}
-	close_tcp(0);
-	T.o.ev = NULL;
+	close_tcp(t, 0);
+	t->o.ev = NULL;
+	t->closed = 1;
+	if (t->handles == 0)
+		free(t);
 }
 
 static void tcp_forget(struct orbit__output *o)
 {
-	(void)o;
+	struct tcp_output *t = (struct tcp_output *)o;
 	/* In a forked child: the parent's socket is not ours; close our copy.
 	 * A resolver thread of the parent's is not in this process, and may
-	 * have held the mutex at the fork. */
-	if (T.tcp_open) {
+	 * have held its job's mutex at the fork: the job is left alone (a
+	 * copy of the parent's memory). The handles are on the parent's loop,
+	 * which this process never runs. */
+	if (t->tcp_open) {
 		uv_os_fd_t fd;
-		if (uv_fileno((uv_handle_t *)&T.tcp, &fd) == 0)
+		if (uv_fileno((uv_handle_t *)&t->tcp, &fd) == 0)
 			close(fd);
 	}
-	pthread_mutex_init(&R.mu, NULL);
-	R.gen++;
-	R.wake = NULL;
-	R.done = 0;
-	memset(&T, 0, sizeof T);
+	forget_sent(t);
+	free(t);
 }
 
 static const struct orbit__output_ops tcp_ops = {
@@ -829,14 +895,15 @@ static const struct orbit__output_ops tcp_ops = {
     .forget = tcp_forget,
 };
 
-struct orbit__output *orbit__output_tcp(uv_loop_t *loop, const struct orbit__config *cfg,
-                                        const struct orbit__output_events *ev)
+struct orbit__output *orbit__output_tcp(uv_loop_t *loop, const struct orbit__config *cfg)
 {
-	memset(&T, 0, sizeof T);
-	T.o = (struct orbit__output){.ops = &tcp_ops, .ev = ev, .loop = loop};
-	snprintf(T.coll, sizeof T.coll, "%s", cfg->collector);
-	snprintf(T.host, sizeof T.host, "%s", cfg->host);
-	snprintf(T.port, sizeof T.port, "%s", cfg->port);
-	T.ack_timeout_ms = cfg->ack_timeout_ms;
-	return &T.o;
+	struct tcp_output *t = calloc(1, sizeof *t);
+	if (t == NULL)
+		return NULL;
+	t->o = (struct orbit__output){.ops = &tcp_ops, .loop = loop};
+	snprintf(t->coll, sizeof t->coll, "%s", cfg->collector);
+	snprintf(t->host, sizeof t->host, "%s", cfg->host);
+	snprintf(t->port, sizeof t->port, "%s", cfg->port);
+	t->ack_timeout_ms = cfg->ack_timeout_ms;
+	return &t->o;
 }

@@ -870,8 +870,13 @@ int orbit__page_enable(struct orbit__page_ring *ring)
 		pthread_mutex_unlock(&ring->ctl);
 		return 0;
 	}
-	ring->pages = ring->cfg.alloc(ring->cfg.page_size, n * ring->cfg.page_size);
-	ring->state = ring->cfg.alloc(CACHE_LINE, n * sizeof(*ring->state));
+	if (ring->cfg.memory != NULL) {
+		ring->pages = ring->cfg.memory;
+		ring->state = (struct orbit__page_state *)(ring->cfg.memory + n * ring->cfg.page_size);
+	} else {
+		ring->pages = ring->cfg.alloc(ring->cfg.page_size, n * ring->cfg.page_size);
+		ring->state = ring->cfg.alloc(CACHE_LINE, n * sizeof(*ring->state));
+	}
 	if (ring->pages == NULL || ring->state == NULL) {
 		if (ring->pages != NULL)
 			ring->cfg.free(ring->pages);
@@ -955,8 +960,10 @@ int orbit__page_disable(struct orbit__page_ring *ring, struct orbit__page_loss *
 		loss->pages =
 		    atomic_load_explicit(&ring->overwritten_pages, memory_order_relaxed) + pages;
 	}
-	ring->cfg.free(ring->pages);
-	ring->cfg.free(ring->state);
+	if (ring->cfg.memory == NULL) {
+		ring->cfg.free(ring->pages);
+		ring->cfg.free(ring->state);
+	}
 	ring->pages = NULL;
 	ring->state = NULL;
 	ring->enabled = 0;

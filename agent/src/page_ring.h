@@ -73,6 +73,11 @@ struct orbit__page_config {
 	 * failures); NULL means aligned_alloc/free. `align` is a power of two. */
 	void *(*alloc)(size_t align, size_t size);
 	void (*free)(void *p);
+	/* Optional memory the owner provides for the ring's whole life (the
+	 * segment's page-ring area): pages * page_size bytes of pages, aligned
+	 * to page_size, then a 64-byte state per page (ORBIT__SEG_PAGE_STATE).
+	 * Enable and disable then use it instead of alloc and free. */
+	uint8_t *memory;
 	/* Optional test hook, NULL in production: called at the points above
 	 * with the thread inside the ring, so a test can pause a writer or the
 	 * reader there for as long as it likes. */

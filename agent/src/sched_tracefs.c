@@ -86,33 +86,26 @@ struct orbit__sched {
 	uint32_t *tids;
 	uint32_t tid_count, tid_cap;
 	struct orbit__sched_formats formats;
+	struct orbit__sched_live *live; /* the opener's, or own */
+	struct orbit__sched_live own;   /* for an opener without a list */
 };
 
-/* Serialises open, close and the removal of leftovers in this process, and
- * numbers this process's instances. */
-static pthread_mutex_t sched_lock = PTHREAD_MUTEX_INITIALIZER;
-static unsigned sched_serial;
-
-/* The instances this process has made and not yet removed, under
- * sched_lock: a forked child closes every descriptor it inherited on them,
- * those of an instance still being opened included (orbit__sched_forget). */
-#define LIVE_MAX 8
-static char live[LIVE_MAX][512];
-
-static void live_add(const char *path)
+/* Under live->lock. */
+static void live_add(struct orbit__sched_live *live, const char *path)
 {
-	for (int i = 0; i < LIVE_MAX; i++)
-		if (live[i][0] == '\0') {
-			snprintf(live[i], sizeof live[i], "%s", path);
+	for (int i = 0; i < ORBIT__SCHED_LIVE_MAX; i++)
+		if (live->path[i][0] == '\0') {
+			snprintf(live->path[i], sizeof live->path[i], "%s", path);
 			return;
 		}
 }
 
-static void live_remove(const char *path)
+/* Under live->lock. */
+static void live_remove(struct orbit__sched_live *live, const char *path)
 {
-	for (int i = 0; i < LIVE_MAX; i++)
-		if (strcmp(live[i], path) == 0)
-			live[i][0] = '\0';
+	for (int i = 0; i < ORBIT__SCHED_LIVE_MAX; i++)
+		if (strcmp(live->path[i], path) == 0)
+			live->path[i][0] = '\0';
 }
 
 static void say(char *why, size_t n, const char *fmt, ...)
@@ -330,7 +323,7 @@ static int parse_instance(const char *name, int *pid, unsigned long long *start)
 	return sscanf(name, "orbit-%d-%llu-%u%c", pid, start, &n, &tail) == 3 && *pid > 0;
 }
 
-/* Called with sched_lock held. */
+/* Called with the opener's live->lock held. */
 static int remove_stale_locked(const char *tracefs)
 {
 	char dir[512], path[800];
@@ -363,7 +356,7 @@ static int remove_stale_locked(const char *tracefs)
 	return removed;
 }
 
-int orbit__sched_remove_stale(const char *tracefs)
+int orbit__sched_remove_stale(struct orbit__sched_live *live, const char *tracefs)
 {
 	int r;
 
@@ -371,9 +364,11 @@ int orbit__sched_remove_stale(const char *tracefs)
 		tracefs = orbit__sched_tracefs();
 	if (tracefs == NULL)
 		return -ENOENT;
-	pthread_mutex_lock(&sched_lock);
+	if (live != NULL)
+		pthread_mutex_lock(&live->lock);
 	r = remove_stale_locked(tracefs);
-	pthread_mutex_unlock(&sched_lock);
+	if (live != NULL)
+		pthread_mutex_unlock(&live->lock);
 	return r;
 }
 
@@ -509,7 +504,8 @@ static int enable_events(struct orbit__sched *s, char *why, size_t why_len)
 	return 0;
 }
 
-/* Undoes open, whatever part of it was done. Called with sched_lock held. */
+/* Undoes open, whatever part of it was done, but for the handle's memory.
+ * Called with s->live->lock held. */
 static void teardown_locked(struct orbit__sched *s)
 {
 	int mine = s->owner == getpid();
@@ -528,7 +524,7 @@ static void teardown_locked(struct orbit__sched *s)
 	 * one of its files; then the next start removes it). */
 	if (s->path[0] != '\0' && mine) {
 		rmdir(s->path);
-		live_remove(s->path);
+		live_remove(s->live, s->path);
 	}
 	for (size_t i = 0; i < EVENT_COUNT + 2; i++)
 		free(s->texts[i]);
@@ -536,6 +532,18 @@ static void teardown_locked(struct orbit__sched *s)
 	free(s->cpu);
 	free(s->page);
 	free(s->tids);
+}
+
+/* Tears s down under its list's lock, then frees it (its own list with
+ * it, when it has one). */
+static void teardown(struct orbit__sched *s)
+{
+	struct orbit__sched_live *live = s->live;
+	pthread_mutex_lock(&live->lock);
+	teardown_locked(s);
+	pthread_mutex_unlock(&live->lock);
+	if (live == &s->own)
+		pthread_mutex_destroy(&s->own.lock);
 	free(s);
 }
 
@@ -547,10 +555,10 @@ static int make_instance(struct orbit__sched *s, const char *tracefs, char *why,
 
 	for (int i = 0; i < NAME_TRIES; i++) {
 		snprintf(s->name, sizeof s->name, "orbit-%d-%llu-%u", (int)pid, start,
-		         sched_serial++);
+		         s->live->serial++);
 		snprintf(s->path, sizeof s->path, "%s/instances/%s", tracefs, s->name);
 		if (mkdir(s->path, 0700) == 0) {
-			live_add(s->path);
+			live_add(s->live, s->path);
 			return 0;
 		}
 		if (errno != EEXIST) {
@@ -665,19 +673,21 @@ int orbit__sched_open(const struct orbit__sched_params *p, struct orbit__sched *
 	}
 	s->owner = getpid();
 	s->dirfd = -1;
-	pthread_mutex_lock(&sched_lock);
+	s->live = p != NULL && p->live != NULL ? p->live : &s->own;
+	if (s->live == &s->own)
+		pthread_mutex_init(&s->own.lock, NULL);
+	pthread_mutex_lock(&s->live->lock);
 	remove_stale_locked(tracefs);
 	err = make_instance(s, tracefs, why, why_len);
 	if (err == 0)
 		err = setup(s, kb, why, why_len);
+	pthread_mutex_unlock(&s->live->lock);
 	if (err < 0) {
 		if (err == -ENOMEM && why != NULL && why[0] == '\0')
 			say(why, why_len, "out of memory");
-		teardown_locked(s);
-		pthread_mutex_unlock(&sched_lock);
+		teardown(s);
 		return err;
 	}
-	pthread_mutex_unlock(&sched_lock);
 	*out = s;
 	return 0;
 }
@@ -798,18 +808,19 @@ int orbit__sched_pages(const struct orbit__sched *s, uint32_t cpu, struct orbit_
 	return 0;
 }
 
-/* Whether link names a file of one of this process's instances. */
-static int on_live(const char *link)
+/* Whether link names a file of one of live's instances. */
+static int on_live(const struct orbit__sched_live *live, const char *link)
 {
-	for (int i = 0; i < LIVE_MAX; i++) {
-		size_t n = strlen(live[i]);
-		if (n > 0 && strncmp(link, live[i], n) == 0 && (link[n] == '/' || link[n] == '\0'))
+	for (int i = 0; i < ORBIT__SCHED_LIVE_MAX; i++) {
+		size_t n = strlen(live->path[i]);
+		if (n > 0 && strncmp(link, live->path[i], n) == 0 &&
+		    (link[n] == '/' || link[n] == '\0'))
 			return 1;
 	}
 	return 0;
 }
 
-void orbit__sched_forget(struct orbit__sched *s)
+void orbit__sched_forget(struct orbit__sched_live *live, struct orbit__sched *s)
 {
 	/* The child is single-threaded here: no lock is needed, and the one
 	 * copied from the parent may be held by a thread that no longer
@@ -817,7 +828,7 @@ void orbit__sched_forget(struct orbit__sched *s)
 	 * handle: the fork may have come in the middle of an open (the
 	 * handle not yet the caller's) or of a write (a file open for a
 	 * moment). */
-	pthread_mutex_init(&sched_lock, NULL);
+	pthread_mutex_init(&live->lock, NULL);
 	DIR *d = opendir("/proc/self/fd");
 	struct dirent *e;
 	while (d != NULL && (e = readdir(d)) != NULL) {
@@ -830,26 +841,24 @@ void orbit__sched_forget(struct orbit__sched *s)
 		if (n <= 0)
 			continue;
 		link[n] = '\0';
-		if (on_live(link))
+		if (on_live(live, link))
 			close(fd);
 	}
 	if (d != NULL)
 		closedir(d);
-	memset(live, 0, sizeof live);
+	memset(live->path, 0, sizeof live->path);
 	if (s != NULL) { /* its descriptors are closed above: only the memory */
 		s->dirfd = -1;
 		for (uint32_t i = 0; s->cpu_fd != NULL && i < s->cpu_count; i++)
 			s->cpu_fd[i] = -1;
 		s->owner = 0; /* not ours: teardown removes nothing */
-		teardown_locked(s);
+		s->live = live;
+		teardown(s);
 	}
 }
 
 void orbit__sched_close(struct orbit__sched *s)
 {
-	if (s == NULL)
-		return;
-	pthread_mutex_lock(&sched_lock);
-	teardown_locked(s);
-	pthread_mutex_unlock(&sched_lock);
+	if (s != NULL)
+		teardown(s);
 }

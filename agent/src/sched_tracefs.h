@@ -51,8 +51,9 @@
  *     descriptors: the instance belongs to the process that created it.
  *
  * Threads. A handle is used by one thread at a time (the agent thread).
- * open and close take a process-wide mutex so that the removal of leftovers
- * never races this process's own instance being created.
+ * open and close take the mutex of the opener's list of live instances
+ * (struct orbit__sched_live), so that the removal of leftovers never races
+ * its own instance being created.
  *
  * Limits. The process's thread ids must be the kernel's: a process in a pid
  * namespace other than tracefs's gets -EOPNOTSUPP (its /proc/self/task ids
@@ -64,6 +65,7 @@
 #ifndef ORBIT_AGENT_SCHED_TRACEFS_H
 #define ORBIT_AGENT_SCHED_TRACEFS_H
 
+#include <pthread.h>
 #include <stddef.h>
 #include <stdint.h>
 
@@ -85,9 +87,26 @@
 
 struct orbit__sched;
 
+/*
+ * The instances an opener (the agent: one per process) has made and not yet
+ * removed, and what serialises their making and removal: a forked child
+ * closes every descriptor it inherited on them, those of an open still
+ * under way in another thread at the fork included (orbit__sched_forget).
+ */
+#define ORBIT__SCHED_LIVE_MAX 8
+struct orbit__sched_live {
+	pthread_mutex_t lock; /* open, close and the removal of leftovers */
+	unsigned serial;      /* numbers the instances; under lock */
+	char path[ORBIT__SCHED_LIVE_MAX][512]; /* "" where free; under lock */
+};
+#define ORBIT__SCHED_LIVE_INIT {.lock = PTHREAD_MUTEX_INITIALIZER}
+
 struct orbit__sched_params {
 	uint32_t buffer_kb;  /* per-CPU buffer, KiB; 0 = the default */
 	const char *tracefs; /* tracefs mount to use; NULL = look (see above) */
+	/* The opener's live instances; NULL: the handle keeps a list of its
+	 * own (an opener that never forks, a test). */
+	struct orbit__sched_live *live;
 };
 
 /* One event's description, the kernel's text as tracefs gives it. */
@@ -187,18 +206,19 @@ int orbit__sched_pages(const struct orbit__sched *s, uint32_t cpu, struct orbit_
 void orbit__sched_close(struct orbit__sched *s);
 
 /* In a forked child (a pthread_atfork child handler): closes the child's
- * copies of every descriptor on an instance the parent made (those of an
- * open still under way in another thread at the fork too, found through
- * /proc/self/fd) and frees the handle, without taking any lock (the
- * parent's agent thread may have held it at the fork) and without touching
- * the instance, which stays the parent's (guarantee 7). Resets the
- * process-wide lock. s may be NULL. */
-void orbit__sched_forget(struct orbit__sched *s);
+ * copies of every descriptor on an instance of live that the parent made
+ * (those of an open still under way in another thread at the fork too,
+ * found through /proc/self/fd) and frees the handle, without waiting for a
+ * lock the parent's agent thread may have held at the fork (live's is made
+ * anew) and without touching the instance, which stays the parent's
+ * (guarantee 7). live is empty for the child then. s may be NULL. */
+void orbit__sched_forget(struct orbit__sched_live *live, struct orbit__sched *s);
 
 /* Removes the leftover instances of guarantee 4 under tracefs (NULL: look
- * as open does). Returns how many it removed, or a negative errno if the
- * instances directory cannot be read. open calls it. */
-int orbit__sched_remove_stale(const char *tracefs);
+ * as open does), under live's lock (NULL: none). Returns how many it
+ * removed, or a negative errno if the instances directory cannot be read.
+ * open calls it. */
+int orbit__sched_remove_stale(struct orbit__sched_live *live, const char *tracefs);
 
 /* The tracefs mount open would use: /sys/kernel/tracing or
  * /sys/kernel/debug/tracing if it holds a tracefs, else NULL. */

@@ -154,6 +154,16 @@ uint64_t orbit__ring_claimed(const struct orbit__segment *seg, uint32_t ring)
 	return atomic_load_explicit(&orbit__segment_ring(seg, ring)->cursor, memory_order_relaxed);
 }
 
+uint64_t orbit__drain_unread(const struct orbit__drain *d)
+{
+	uint64_t n = 0;
+	for (uint32_t i = 0; i < d->seg->layout.ring_count; i++) {
+		uint64_t c = orbit__ring_claimed(d->seg, i);
+		n += c > d->ring[i].next ? c - d->ring[i].next : 0;
+	}
+	return n;
+}
+
 /* Where a batch of copies goes: the staging area, or a stack batch. */
 struct batch {
 	uint8_t *bytes; /* BATCH records of room at least */

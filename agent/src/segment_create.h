@@ -48,9 +48,6 @@ void orbit__segment_unlink(struct orbit__segment *seg);
  * lock says nothing about the child. The mapping stays. */
 void orbit__segment_forget(struct orbit__segment *seg);
 
-/* The segment this process created with orbit_init(), or NULL. */
-const struct orbit__segment *orbit__own_segment(void);
-
 /* Finds the segment of the live process pid in /dev/shm: the file named for
  * its pid and start time, owned by its user. 0 and its name ("/orbit-..."),
  * or -ENOENT. */

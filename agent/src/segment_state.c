@@ -27,8 +27,6 @@ _Static_assert(sizeof(struct orbit__clock_pair) == sizeof(struct orbit__seg_poin
 
 #define NAMES_EVERY_NS 1000000000ull
 
-static uint64_t clock_gen, names_gen, names_at;
-
 static void begin(_Atomic uint64_t *gen_begin, uint64_t g)
 {
 	atomic_store_explicit(gen_begin, g, memory_order_relaxed);
@@ -52,10 +50,15 @@ static void end(_Atomic uint64_t *gen_end, uint64_t g)
 	atomic_store_explicit(gen_end, g, memory_order_release);
 }
 
-void orbit__segment_state_clock(struct orbit__seg_state *st, const struct orbit__clock_conv *c)
+void orbit__segment_state_init(struct orbit__state_writer *w, struct orbit__seg_state *st)
 {
-	uint64_t g = ++clock_gen;
-	struct orbit__seg_clock *b = &st->clock[g % 2];
+	*w = (struct orbit__state_writer){.st = st};
+}
+
+void orbit__segment_state_clock(struct orbit__state_writer *w, const struct orbit__clock_conv *c)
+{
+	uint64_t g = ++w->clock_gen;
+	struct orbit__seg_clock *b = &w->st->clock[g % 2];
 	begin(&b->gen_begin, g);
 	b->source = c->source;
 	b->resets = orbit__clock_resets(c);
@@ -78,16 +81,16 @@ static void read_comm(const char *tid, char name[16])
 		name[n - 1] = '\0';
 }
 
-void orbit__segment_state_names(struct orbit__seg_state *st, uint64_t now_ns)
+void orbit__segment_state_names(struct orbit__state_writer *w, uint64_t now_ns)
 {
-	if (names_at != 0 && now_ns - names_at < NAMES_EVERY_NS)
+	if (w->names_at != 0 && now_ns - w->names_at < NAMES_EVERY_NS)
 		return;
-	names_at = now_ns;
+	w->names_at = now_ns;
 	DIR *d = opendir("/proc/self/task");
 	if (d == NULL)
 		return;
-	uint64_t g = ++names_gen;
-	struct orbit__seg_names *b = &st->names[g % 2];
+	uint64_t g = ++w->names_gen;
+	struct orbit__seg_names *b = &w->st->names[g % 2];
 	begin(&b->gen_begin, g);
 	uint32_t n = 0;
 	struct dirent *e;
@@ -102,9 +105,4 @@ void orbit__segment_state_names(struct orbit__seg_state *st, uint64_t now_ns)
 	b->count = n;
 	b->taken_ns = now_ns;
 	end(&b->gen_end, g);
-}
-
-void orbit__segment_state_forget(void)
-{
-	names_at = 0;
 }

@@ -1,4 +1,5 @@
-/* stream.c — what a stream says and when; see stream.h. */
+/* stream.c — the agent's stream on its output: when it begins and takes
+ * records, what it says and when, what its death costs; see stream.h. */
 #include "stream.h"
 
 #include <dirent.h>
@@ -12,6 +13,7 @@
 #include <unistd.h>
 
 #include "ftrace_page.h"
+#include "ledger.h"
 #include "logs.h"
 #include "sched_tracefs.h"
 #include "site_resolve.h"
@@ -47,12 +49,24 @@ struct kcpu {
 	int any_sent;
 };
 
-static struct {
+/* The sites a packet's records name for the first time, resolved, as one
+ * SourceLocations packet into the frame before that packet. */
+struct site_list {
+	Orbit__SourceLocation e[8];
+	Orbit__SourceLocation *p[8];
+	struct orbit__site_text text[8];
+	size_t n;
+};
+
+struct orbit__stream {
 	const struct orbit__config *cfg;
 	struct orbit__drain *drain;
 	struct orbit__clock_conv *clock;
-	struct orbit__ledger *ledger;
-	struct orbit__stream_sink sink;
+	struct orbit__ledger ledger;
+	struct orbit__logs *logs; /* NULL: no page rings */
+	struct orbit__output *out;
+	struct orbit__output_events out_ev; /* what out says, to us */
+	const struct orbit__stream_events *ev;
 	uint32_t rings;
 	struct orbit__sw *sw; /* the packets and frames (format/stream_writer.h) */
 	int open;
@@ -63,6 +77,7 @@ static struct {
 	uint64_t untrusted0;     /* the clock's counts when the stream began */
 	uint64_t resets0;        /*   (EndOfStream sends the differences) */
 	struct sites sites;      /* the call sites this stream has resolved */
+	struct site_list list;   /* the sites of one packet, being resolved */
 	uint64_t sites_since_ms; /* when they were last forgotten (ORBIT_FLIGHT), */
 	uint64_t sites_seq;      /* and the frame sequence then */
 
@@ -74,9 +89,18 @@ static struct {
 	char sched_off[ORBIT__SCHED_WHY];
 	struct kcpu *kcpu; /* cpu_count, while a stream with kernel_sched is open */
 	uint32_t kcpus;
-} S;
 
-static void sites_forget(void);
+	/* on the output */
+	int dead;                /* refused, or the file failed: tracing is off */
+	int blocked;             /* the queue held the drain back */
+	int streams;             /* streams answered */
+	int answered;            /* the open stream's Handshake was settled */
+	struct orbit__fate last; /* the last broken stream's, for the end line */
+	void (*idle_cb)(void *ctx);
+	void *idle_ctx;
+};
+
+static void sites_forget(struct orbit__stream *s);
 
 /* ---- frames: where the writer's go (its sink) ---- */
 
@@ -85,14 +109,21 @@ static uint32_t to_u32(uint64_t v)
 	return v < UINT32_MAX ? (uint32_t)v : UINT32_MAX;
 }
 
+/* The frame's bytes, from the writer, for an output that queues them
+ * (output.h, orbit__frame_take). */
+static uint8_t *give_frame(void *owner)
+{
+	return orbit__sw_take(owner);
+}
+
 /* A finished frame: the ledger knows it before any output can settle it. */
 static int on_frame(void *ctx, const struct orbit__sw_frame *f)
 {
-	(void)ctx;
+	struct orbit__stream *s = ctx;
 	for (uint32_t r = 0; r < f->rings; r++)
 		if (f->ring_records[r] != 0)
-			orbit__ledger_framed(S.ledger, r, to_u32(f->ring_records[r]));
-	orbit__ledger_frame_done(S.ledger, f->seq);
+			orbit__ledger_framed(&s->ledger, r, to_u32(f->ring_records[r]));
+	orbit__ledger_frame_done(&s->ledger, f->seq);
 	static const enum orbit__frame_kind kinds[] = {
 	    [ORBIT__SW_HANDSHAKE] = ORBIT__FRAME_HANDSHAKE,
 	    [ORBIT__SW_DATA] = ORBIT__FRAME_DATA,
@@ -104,12 +135,14 @@ static int on_frame(void *ctx, const struct orbit__sw_frame *f)
 	                           .kind = kinds[f->kind],
 	                           .rings = f->rings,
 	                           .ring_end = f->ring_end,
-	                           .ring_framed = f->ring_framed};
-	S.framed = 1;
-	S.frame_since_ms = S.now_ms; /* what follows starts the next frame */
-	if (S.sink.frame(S.sink.ctx, &out) != 0) {
-		orbit__ledger_lost(S.ledger, f->seq);
-		sites_forget(); /* nor the sites it named */
+	                           .ring_framed = f->ring_framed,
+	                           .give = give_frame,
+	                           .owner = s->sw};
+	s->framed = 1;
+	s->frame_since_ms = s->now_ms; /* what follows starts the next frame */
+	if (s->out->ops->send(s->out, &out) != 0) {
+		orbit__ledger_lost(&s->ledger, f->seq);
+		sites_forget(s); /* nor the sites it named */
 		return -EIO;
 	}
 	return 0;
@@ -119,18 +152,18 @@ static int on_frame(void *ctx, const struct orbit__sw_frame *f)
  * stream broke): its records are unsent, and the sites it named unnamed. */
 static void on_lost(void *ctx, const uint64_t *records, uint32_t rings)
 {
-	(void)ctx;
+	struct orbit__stream *s = ctx;
 	for (uint32_t r = 0; r < rings; r++)
 		if (records[r] != 0)
-			orbit__ledger_unsent(S.ledger, r, records[r]);
-	sites_forget();
+			orbit__ledger_unsent(&s->ledger, r, records[r]);
+	sites_forget(s);
 }
 
 /* Before a packet: the frame's age counts from its first one. */
-static void note_first(void)
+static void note_first(struct orbit__stream *s)
 {
-	if (orbit__sw_pending(S.sw) == 0)
-		S.frame_since_ms = S.now_ms;
+	if (orbit__sw_pending(s->sw) == 0)
+		s->frame_since_ms = s->now_ms;
 }
 
 /* ---- the handshake ---- */
@@ -167,16 +200,16 @@ struct kernel_sched {
 /* Handshake.kernel_sched from the recorder's formats, or kernel_sched_off
  * with the reason it is off. (The writer leaves out what would not fit the
  * Handshake's frame: stream_writer.h, guarantee 1.) */
-static void handshake_sched(Orbit__Handshake *h, struct kernel_sched *ks)
+static void handshake_sched(struct orbit__stream *s, Orbit__Handshake *h, struct kernel_sched *ks)
 {
 	memset(ks, 0, sizeof *ks);
-	if (!S.cfg->sched)
+	if (!s->cfg->sched)
 		return;
-	if (S.sched == NULL) {
-		h->kernel_sched_off = S.sched_off;
+	if (s->sched == NULL) {
+		h->kernel_sched_off = s->sched_off;
 		return;
 	}
-	const struct orbit__sched_formats *f = orbit__sched_formats(S.sched);
+	const struct orbit__sched_formats *f = orbit__sched_formats(s->sched);
 	ks->events = calloc(f->event_count ? f->event_count : 1, sizeof *ks->events);
 	ks->pevents = calloc(f->event_count ? f->event_count : 1, sizeof *ks->pevents);
 	if (ks->events == NULL || ks->pevents == NULL) {
@@ -211,30 +244,30 @@ static void handshake_sched(Orbit__Handshake *h, struct kernel_sched *ks)
 }
 
 /* The counts a stream's KernelLoss starts from, per CPU. */
-static void kernel_begin(void)
+static void kernel_begin(struct orbit__stream *s)
 {
-	free(S.kcpu);
-	S.kcpu = NULL;
-	S.kcpus = 0;
-	if (S.sched == NULL)
+	free(s->kcpu);
+	s->kcpu = NULL;
+	s->kcpus = 0;
+	if (s->sched == NULL)
 		return;
-	uint32_t n = orbit__sched_formats(S.sched)->cpu_count;
-	S.kcpu = calloc(n, sizeof *S.kcpu);
-	if (S.kcpu == NULL)
+	uint32_t n = orbit__sched_formats(s->sched)->cpu_count;
+	s->kcpu = calloc(n, sizeof *s->kcpu);
+	if (s->kcpu == NULL)
 		return; /* pages go out all the same; their loss is not said */
-	S.kcpus = n;
+	s->kcpus = n;
 	for (uint32_t c = 0; c < n; c++)
-		orbit__sched_stats(S.sched, c, &S.kcpu[c].base);
+		orbit__sched_stats(s->sched, c, &s->kcpu[c].base);
 }
 
 /* CPU c's KernelLoss in this stream now, from the kernel's counters read
  * now (three syscalls) and the pages read; sent if it differs from the
  * last one (at the end: if anything is non-zero). */
-static void kernel_loss(uint32_t c, int at_end)
+static void kernel_loss(struct orbit__stream *s, uint32_t c, int at_end)
 {
-	struct kcpu *k = &S.kcpu[c];
+	struct kcpu *k = &s->kcpu[c];
 	struct orbit__sched_cpu now;
-	if (orbit__sched_stats(S.sched, c, &now) != 0) {
+	if (orbit__sched_stats(s->sched, c, &now) != 0) {
 		/* The page counts are filled anyway; the kernel's are not known
 		 * (the CPU went away?): nothing new is said about them. */
 		now.overrun = k->base.overrun + k->sent.overrun;
@@ -257,8 +290,8 @@ static void kernel_loss(uint32_t c, int at_end)
 	           l.unsent_pages == k->sent.unsent_pages;
 	if (same || (zero && !k->any_sent) || (!at_end && zero))
 		return;
-	note_first();
-	orbit__sw_kernel_loss(S.sw, &l);
+	note_first(s);
+	orbit__sw_kernel_loss(s->sw, &l);
 	k->sent = l;
 	k->any_sent = 1;
 }
@@ -267,23 +300,23 @@ static void kernel_loss(uint32_t c, int at_end)
  * last one (the kernel flags the first page read after a gap, so a CPU
  * without a new flagged page has no new loss to say); at the end, the
  * totals of every CPU. */
-static void send_kernel_losses(int at_end)
+static void send_kernel_losses(struct orbit__stream *s, int at_end)
 {
-	for (uint32_t c = 0; c < S.kcpus; c++) {
+	for (uint32_t c = 0; c < s->kcpus; c++) {
 		struct orbit__sched_cpu now;
 		if (!at_end) {
 			/* The handle's page counts: no syscall. */
-			orbit__sched_pages(S.sched, c, &now);
-			if (now.flagged_pages - S.kcpu[c].base.flagged_pages ==
-			        S.kcpu[c].sent.flagged_pages &&
-			    S.kcpu[c].unsent == S.kcpu[c].sent.unsent_pages)
+			orbit__sched_pages(s->sched, c, &now);
+			if (now.flagged_pages - s->kcpu[c].base.flagged_pages ==
+			        s->kcpu[c].sent.flagged_pages &&
+			    s->kcpu[c].unsent == s->kcpu[c].sent.unsent_pages)
 				continue;
 		}
-		kernel_loss(c, at_end);
+		kernel_loss(s, c, at_end);
 	}
 }
 
-static void send_handshake(void)
+static void send_handshake(struct orbit__stream *s)
 {
 	char comm[64], host[256] = "", cmd[4096];
 	read_file_line("/proc/self/comm", comm, sizeof comm);
@@ -300,11 +333,11 @@ static void send_handshake(void)
 			args[nargs++] = cmd + i;
 	}
 	uint64_t start[ORBIT_MAX_RINGS];
-	for (uint32_t r = 0; r < S.rings; r++)
-		start[r] = orbit__ledger_start(S.ledger, r);
+	for (uint32_t r = 0; r < s->rings; r++)
+		start[r] = orbit__ledger_start(&s->ledger, r);
 	Orbit__ClockDescription clock = ORBIT__CLOCK_DESCRIPTION__INIT;
-	clock.source = S.clock->source;
-	clock.ticks_per_second = orbit__clock_rate(S.clock);
+	clock.source = s->clock->source;
+	clock.ticks_per_second = orbit__clock_rate(s->clock);
 	Orbit__Handshake h = ORBIT__HANDSHAKE__INIT;
 	h.protocol_version = ORBIT_PROTOCOL_VERSION;
 	h.pid = (uint32_t)getpid();
@@ -316,29 +349,30 @@ static void send_handshake(void)
 	h.clock = &clock;
 	h.monotonic_ns = clock_ns(CLOCK_MONOTONIC);
 	h.realtime_ns = clock_ns(CLOCK_REALTIME);
-	h.ring_count = S.rings;
-	h.slots_per_ring = S.drain->seg->layout.slots_per_ring;
+	h.ring_count = s->rings;
+	h.slots_per_ring = s->drain->seg->layout.slots_per_ring;
 	h.record_size = ORBIT_RECORD_SIZE;
-	h.token.data = (uint8_t *)S.cfg->token;
-	h.token.len = S.cfg->token_len;
-	h.n_ring_start = S.rings;
+	h.token.data = (uint8_t *)s->cfg->token;
+	h.token.len = s->cfg->token_len;
+	h.n_ring_start = s->rings;
 	h.ring_start = start;
-	uint32_t pages, page_size;
+	uint32_t pages = 0, page_size = 0;
 	int overwrite;
-	orbit__logs_config(&pages, &page_size, &overwrite);
-	h.page_ring_count = S.ledger->page_rings;
+	if (s->logs != NULL)
+		orbit__logs_config(s->logs, &pages, &page_size, &overwrite);
+	h.page_ring_count = s->ledger.page_rings;
 	h.page_size = page_size;
 	h.source_locations = 1;
-	h.flight_size = S.cfg->flight ? S.drain->seg->layout.flight_size : 0; /* ORBIT_FLIGHT */
-	h.acknowledgements = S.cfg->collector_set ? 1 : 0; /* output_tcp.c reads them */
-	orbit__ledger_handshake(S.ledger, &h);             /* which stream; the last one's fate */
+	h.flight_size = s->cfg->flight ? s->drain->seg->layout.flight_size : 0; /* ORBIT_FLIGHT */
+	h.acknowledgements = s->cfg->collector_set ? 1 : 0; /* output_tcp.c reads them */
+	orbit__ledger_handshake(&s->ledger, &h);             /* which stream; the last one's fate */
 	struct kernel_sched ks;
-	handshake_sched(&h, &ks);
+	handshake_sched(s, &h, &ks);
 	/* The writer may find the formats too big for the frame: it says why
-	 * in S.sched_off, which later Handshakes carry. */
-	if (orbit__sw_handshake(S.sw, &h, S.sched_off, sizeof S.sched_off) == 1) {
-		fprintf(stderr, "orbit: kernel scheduling is off: %s\n", S.sched_off);
-		S.sched = NULL; /* the recorder is the agent's; its pages are not sent */
+	 * in s->sched_off, which later Handshakes carry. */
+	if (orbit__sw_handshake(s->sw, &h, s->sched_off, sizeof s->sched_off) == 1) {
+		fprintf(stderr, "orbit: kernel scheduling is off: %s\n", s->sched_off);
+		s->sched = NULL; /* the recorder is the agent's; its pages are not sent */
 	}
 	free(ks.events);
 	free(ks.pevents);
@@ -346,22 +380,22 @@ static void send_handshake(void)
 
 /* ---- loss ---- */
 
-static void send_page_losses(void)
+static void send_page_losses(struct orbit__stream *s)
 {
-	for (uint32_t r = 0; r < S.ledger->page_rings; r++) {
+	for (uint32_t r = 0; r < s->ledger.page_rings; r++) {
 		struct orbit__page_count now;
-		if (!orbit__ledger_page_loss_due(S.ledger, r, &now))
+		if (!orbit__ledger_page_loss_due(&s->ledger, r, &now))
 			continue;
 		Orbit__PageLoss l = ORBIT__PAGE_LOSS__INIT;
 		l.ring = r;
 		l.records = now.records;
 		l.pages = now.pages;
-		note_first();
-		orbit__sw_page_loss(S.sw, &l);
+		note_first(s);
+		orbit__sw_page_loss(s->sw, &l);
 	}
 }
 
-static void add_loss(uint32_t r, const struct orbit__ring_loss *now)
+static void add_loss(struct orbit__stream *s, uint32_t r, const struct orbit__ring_loss *now)
 {
 	Orbit__Loss l = ORBIT__LOSS__INIT;
 	l.ring = r;
@@ -370,21 +404,21 @@ static void add_loss(uint32_t r, const struct orbit__ring_loss *now)
 	l.backstop = now->backstop;
 	l.unsent = now->unsent;
 	l.at_end = now->at_end;
-	note_first();
-	orbit__sw_loss(S.sw, &l);
+	note_first(s);
+	orbit__sw_loss(s->sw, &l);
 }
 
 /* Loss packets for the rings whose counts changed (at_end: the last ones). */
-static void send_losses(int at_end)
+static void send_losses(struct orbit__stream *s, int at_end)
 {
-	for (uint32_t r = 0; r < S.rings; r++) {
+	for (uint32_t r = 0; r < s->rings; r++) {
 		struct orbit__ring_loss now;
-		if (orbit__ledger_loss_due(S.ledger, r, at_end, &now))
-			add_loss(r, &now);
+		if (orbit__ledger_loss_due(&s->ledger, r, at_end, &now))
+			add_loss(s, r, &now);
 	}
 }
 
-static void send_thread_names(void)
+static void send_thread_names(struct orbit__stream *s)
 {
 	DIR *d = opendir("/proc/self/task");
 	struct dirent *e;
@@ -394,8 +428,8 @@ static void send_thread_names(void)
 		char path[300], name[64];
 		snprintf(path, sizeof path, "/proc/self/task/%s/comm", e->d_name);
 		read_file_line(path, name, sizeof name);
-		note_first();
-		orbit__sw_thread_name(S.sw, (uint32_t)strtoul(e->d_name, NULL, 10), name);
+		note_first(s);
+		orbit__sw_thread_name(s->sw, (uint32_t)strtoul(e->d_name, NULL, 10), name);
 	}
 	if (d != NULL)
 		closedir(d);
@@ -405,9 +439,9 @@ static void send_thread_names(void)
 
 /* Whether a is new to the stream, which then remembers it; 0 when the set
  * is full or out of memory (the site stays unnamed). */
-static int site_first(uint64_t a)
+static int site_first(struct orbit__stream *s, uint64_t a)
 {
-	struct sites *t = &S.sites;
+	struct sites *t = &s->sites;
 	if (t->n + 1 > t->cap / 2) {
 		if (t->n >= SITES_MAX)
 			return 0;
@@ -441,35 +475,27 @@ static int site_first(uint64_t a)
 
 /* A new stream, or a frame that will never arrive: every site is sent
  * again before the next record that names it. */
-static void sites_forget(void)
+static void sites_forget(struct orbit__stream *s)
 {
-	if (S.sites.addr != NULL)
-		memset(S.sites.addr, 0, S.sites.cap * sizeof *S.sites.addr);
-	S.sites.n = 0;
+	if (s->sites.addr != NULL)
+		memset(s->sites.addr, 0, s->sites.cap * sizeof *s->sites.addr);
+	s->sites.n = 0;
 }
 
-/* The sites a packet's records name for the first time, resolved, as one
- * SourceLocations packet into the frame before that packet. */
-struct site_list {
-	Orbit__SourceLocation e[8];
-	Orbit__SourceLocation *p[8];
-	struct orbit__site_text text[8];
-	size_t n;
-};
 
-static void sites_flush(struct site_list *l)
+static void sites_flush(struct orbit__stream *s, struct site_list *l)
 {
 	if (l->n == 0)
 		return;
-	note_first();
-	if (orbit__sw_locations(S.sw, (const Orbit__SourceLocation *const *)l->p, l->n) != 0)
-		sites_forget(); /* not sent: named again before their next records */
+	note_first(s);
+	if (orbit__sw_locations(s->sw, (const Orbit__SourceLocation *const *)l->p, l->n) != 0)
+		sites_forget(s); /* not sent: named again before their next records */
 	l->n = 0;
 }
 
-static void site_note(struct site_list *l, uint64_t a)
+static void site_note(struct orbit__stream *s, struct site_list *l, uint64_t a)
 {
-	if (a == 0 || !site_first(a))
+	if (a == 0 || !site_first(s, a))
 		return;
 	struct orbit__site_text *t = &l->text[l->n];
 	if (orbit__site_resolve(a, t) != 0)
@@ -482,19 +508,18 @@ static void site_note(struct site_list *l, uint64_t a)
 	e->function = t->function;
 	l->p[l->n] = e;
 	if (++l->n == sizeof l->e / sizeof l->e[0])
-		sites_flush(l);
+		sites_flush(s, l);
 }
 
-static struct site_list *site_list(void)
+static struct site_list *site_list(struct orbit__stream *s)
 {
-	static struct site_list list; /* the agent thread's only */
-	list.n = 0;
-	return &list;
+	s->list.n = 0;
+	return &s->list;
 }
 
 /* Scope-ring records: a head with flag bit 2 names its site in the first 8
  * bytes of its name area (format/record.h). */
-static void sites_of_records(const uint8_t *records, uint32_t n)
+static void sites_of_records(struct orbit__stream *s, const uint8_t *records, uint32_t n)
 {
 	struct site_list *l = NULL;
 	uint64_t last = 0;
@@ -507,17 +532,17 @@ static void sites_of_records(const uint8_t *records, uint32_t n)
 			continue;
 		last = a;
 		if (l == NULL)
-			l = site_list();
-		site_note(l, a);
+			l = site_list(s);
+		site_note(s, l, a);
 	}
 	if (l != NULL)
-		sites_flush(l);
+		sites_flush(s, l);
 }
 
 /* A page of log records (logs.h): the records it holds, and the sites its
  * ORBIT_LOG lines name (type 3: the address after the header), sent before
  * the page when sending is on. */
-static uint64_t page_records(const uint8_t *page, size_t len, int send_sites)
+static uint64_t page_records(struct orbit__stream *s, const uint8_t *page, size_t len, int send_sites)
 {
 	struct orbit__ftrace_iter it;
 	struct orbit__ftrace_header h;
@@ -531,180 +556,319 @@ static uint64_t page_records(const uint8_t *page, size_t len, int send_sites)
 			    orbit__le16(rec.data) != ORBIT__LOGS_LINE_AT)
 				continue;
 			if (l == NULL)
-				l = site_list();
-			site_note(l, orbit__le64(rec.data + ORBIT__LOGS_HEADER));
+				l = site_list(s);
+			site_note(s, l, orbit__le64(rec.data + ORBIT__LOGS_HEADER));
 		}
 	if (l != NULL)
-		sites_flush(l);
+		sites_flush(s, l);
 	return n;
+}
+
+/* ---- the stream on its output ---- */
+
+static void tracing_off(struct orbit__stream *s)
+{
+	atomic_store_explicit(&s->drain->seg->control->capture, 0, memory_order_relaxed);
+	atomic_store_explicit(&orbit__capture_flag, 0, memory_order_relaxed);
+}
+
+static void begin_now(struct orbit__stream *s, uint64_t now_ms)
+{
+	s->begin_due = 0;
+	orbit__ledger_begin(&s->ledger);
+	s->open = 1;
+	s->last_frame_ms = s->now_ms = now_ms;
+	s->untrusted0 = orbit__clock_untrusted(s->clock);
+	s->resets0 = orbit__clock_resets(s->clock);
+	sites_forget(s);
+	send_handshake(s); /* it may find the formats too big: s->sched is NULL then */
+	kernel_begin(s);
+}
+
+/* A new stream begins where the drain stands: its Handshake frame goes out.
+ * With ORBIT_SCHED, the first one waits for orbit__stream_sched (the
+ * Handshake says whether kernel events follow); until then none is open. */
+static void begin(struct orbit__stream *s)
+{
+	uint64_t now_ms = uv_now(s->out->loop);
+	if (s->sched_wait) {
+		s->begin_due = 1;
+		s->begin_ms = now_ms;
+		return;
+	}
+	begin_now(s, now_ms);
+}
+
+/* The stream broke (its output is gone): what is not in a finished frame
+ * is unsent. */
+static void abort_stream(struct orbit__stream *s)
+{
+	s->begin_due = 0;
+	if (!s->open)
+		return;
+	s->open = 0;
+	orbit__sw_abort(s->sw); /* on_lost: its records are unsent */
+	sites_forget(s);
+}
+
+static int idle(const struct orbit__stream *s)
+{
+	return s->out->ops->pending(s->out) == 0;
+}
+
+static void check_idle(struct orbit__stream *s)
+{
+	if (s->idle_cb != NULL && idle(s)) {
+		void (*cb)(void *) = s->idle_cb;
+		s->idle_cb = NULL;
+		cb(s->idle_ctx);
+	}
+}
+
+/* The queue fell under its limit after holding the drain back. */
+static void check_room(struct orbit__stream *s)
+{
+	if (s->blocked && s->out->ops->pending(s->out) < s->cfg->send_buffer) {
+		s->blocked = 0;
+		s->ev->can_drain(s->ev->ctx);
+	}
+}
+
+static void on_ready(void *ctx, struct orbit__output *o)
+{
+	(void)o;
+	struct orbit__stream *s = ctx;
+	abort_stream(s); /* one open that never answered is over (a fallback) */
+	s->answered = 0;
+	s->blocked = 0;
+	begin(s);
+}
+
+static void on_settled(void *ctx, struct orbit__output *o, uint64_t seq, int ok)
+{
+	(void)o;
+	struct orbit__stream *s = ctx;
+	orbit__ledger_settled(&s->ledger, seq, ok);
+	if (ok && !s->answered && s->open) {
+		/* The destination has the open stream's Handshake: records may
+		 * flow, the first pass at once. */
+		s->answered = 1;
+		s->streams++;
+		orbit__ledger_answered(&s->ledger);
+		s->ev->can_drain(s->ev->ctx);
+	}
+	check_room(s);
+}
+
+static void on_broken(void *ctx, struct orbit__output *o, int fatal, const struct orbit__fate *fate)
+{
+	(void)o;
+	struct orbit__stream *s = ctx;
+	abort_stream(s);
+	s->last = *fate;
+	orbit__ledger_died(&s->ledger, fate, s->answered);
+	s->answered = 0;
+	if (fatal) {
+		s->dead = 1;
+		tracing_off(s);
+	}
+	check_idle(s);
+}
+
+static void on_idle(void *ctx, struct orbit__output *o)
+{
+	(void)o;
+	check_idle(ctx);
 }
 
 /* ---- the interface ---- */
 
-int orbit__stream_init(const struct orbit__config *cfg, struct orbit__drain *drain,
-                       struct orbit__clock_conv *clock, struct orbit__ledger *ledger,
-                       const struct orbit__stream_sink *sink)
+int orbit__stream_new(struct orbit__stream **out, const struct orbit__config *cfg,
+                      struct orbit__drain *drain, struct orbit__clock_conv *clock,
+                      struct orbit__logs *logs, struct orbit__output *o,
+                      const struct orbit__stream_events *ev)
 {
-	memset(&S, 0, sizeof S);
-	S.cfg = cfg;
-	S.drain = drain;
-	S.clock = clock;
-	S.ledger = ledger;
-	S.sink = *sink;
-	S.rings = drain->seg->layout.ring_count;
-	S.sched_wait = cfg->sched; /* the agent thread says how it went */
-	const struct orbit__sw_sink to = {.ctx = NULL, .frame = on_frame, .lost = on_lost};
-	S.sw = orbit__sw_new(cfg->zstd_level, ORBIT_FRAME_TARGET, &to);
-	return S.sw != NULL ? 0 : -ENOMEM;
-}
-
-void orbit__stream_free(void)
-{
-	orbit__sw_free(S.sw);
-	free(S.sites.addr);
-	free(S.kcpu);
-	memset(&S, 0, sizeof S);
-}
-
-static void begin_now(uint64_t now_ms)
-{
-	S.begin_due = 0;
-	orbit__ledger_begin(S.ledger);
-	S.open = 1;
-	S.last_frame_ms = S.now_ms = now_ms;
-	S.untrusted0 = orbit__clock_untrusted(S.clock);
-	S.resets0 = orbit__clock_resets(S.clock);
-	sites_forget();
-	send_handshake(); /* it may find the formats too big: S.sched is NULL then */
-	kernel_begin();
-}
-
-void orbit__stream_begin(uint64_t now_ms)
-{
-	if (S.sched_wait) { /* the Handshake says whether there are kernel events */
-		S.begin_due = 1;
-		S.begin_ms = now_ms;
-		return;
+	*out = NULL;
+	struct orbit__stream *s = calloc(1, sizeof *s);
+	if (s == NULL)
+		return -ENOMEM;
+	s->cfg = cfg;
+	s->drain = drain;
+	s->clock = clock;
+	s->logs = logs;
+	s->out = o;
+	s->ev = ev;
+	s->rings = drain->seg->layout.ring_count;
+	s->sched_wait = cfg->sched; /* the agent thread says how it went */
+	int err = orbit__ledger_init(&s->ledger, drain, logs);
+	if (err) {
+		free(s);
+		return err;
 	}
-	begin_now(now_ms);
+	const struct orbit__sw_sink to = {.ctx = s, .frame = on_frame, .lost = on_lost};
+	s->sw = orbit__sw_new(cfg->zstd_level, ORBIT_FRAME_TARGET, &to);
+	if (s->sw == NULL) {
+		orbit__stream_free(s);
+		return -ENOMEM;
+	}
+	s->out_ev = (struct orbit__output_events){
+	    .ctx = s, .ready = on_ready, .settled = on_settled, .broken = on_broken, .idle = on_idle};
+	o->ev = &s->out_ev;
+	err = o->ops->start(o);
+	if (err < 0) {
+		orbit__stream_free(s);
+		return err;
+	}
+	*out = s;
+	if (err == 0) /* ready now: a file */
+		on_ready(s, o);
+	return 0;
 }
 
-void orbit__stream_sched(struct orbit__sched *sched, const char *off)
+void orbit__stream_free(struct orbit__stream *s)
 {
-	S.sched = sched;
-	snprintf(S.sched_off, sizeof S.sched_off, "%s", sched == NULL && off ? off : "");
-	S.sched_wait = 0;
-	if (S.begin_due)
-		begin_now(S.begin_ms);
+	if (s == NULL)
+		return;
+	orbit__sw_free(s->sw);
+	orbit__ledger_free(&s->ledger);
+	free(s->sites.addr);
+	free(s->kcpu);
+	free(s);
 }
 
-int orbit__stream_kernel_page(uint32_t cpu, const uint8_t *page, size_t len)
+void orbit__stream_sched(struct orbit__stream *s, struct orbit__sched *sched, const char *off)
 {
-	if (!S.open || S.sched == NULL)
+	s->sched = sched;
+	snprintf(s->sched_off, sizeof s->sched_off, "%s", sched == NULL && off ? off : "");
+	s->sched_wait = 0;
+	if (s->begin_due)
+		begin_now(s, s->begin_ms);
+}
+
+int orbit__stream_ready(struct orbit__stream *s, int final)
+{
+	if (!s->open || !s->answered)
+		return 0;
+	if (final || s->out->ops->pending(s->out) < s->cfg->send_buffer)
+		return 1;
+	s->blocked = 1; /* the settlement that makes room brings the next pass */
+	return 0;
+}
+
+int orbit__stream_kernel_page(struct orbit__stream *s, uint32_t cpu, const uint8_t *page,
+                              size_t len)
+{
+	if (!s->open || s->sched == NULL)
 		return -ENOTCONN;
-	note_first();
-	int err = orbit__sw_kernel_page(S.sw, cpu, page, len);
-	if (err != 0 && cpu < S.kcpus)
-		S.kcpu[cpu].unsent++;
+	note_first(s);
+	int err = orbit__sw_kernel_page(s->sw, cpu, page, len);
+	if (err != 0 && cpu < s->kcpus)
+		s->kcpu[cpu].unsent++;
 	return err;
 }
 
-void orbit__stream_abort(void)
+void orbit__stream_records(struct orbit__stream *s, uint32_t ring, uint64_t first,
+                           const uint8_t *records, uint32_t n)
 {
-	S.begin_due = 0;
-	if (!S.open)
+	if (!s->open)
 		return;
-	S.open = 0;
-	orbit__sw_abort(S.sw); /* on_lost: its records are unsent */
-	sites_forget();
-}
-
-int orbit__stream_open(void)
-{
-	return S.open;
-}
-
-void orbit__stream_records(uint32_t ring, uint64_t first, const uint8_t *records, uint32_t n)
-{
-	if (!S.open)
-		return;
-	sites_of_records(records, n);
-	note_first();
-	uint32_t framed = orbit__sw_records(S.sw, ring, first, records, n);
+	sites_of_records(s, records, n);
+	note_first(s);
+	uint32_t framed = orbit__sw_records(s->sw, ring, first, records, n);
 	if (framed < n) /* no memory: drained, never sent */
-		orbit__ledger_unsent(S.ledger, ring, n - framed);
+		orbit__ledger_unsent(&s->ledger, ring, n - framed);
 }
 
-void orbit__stream_page(uint32_t ring, const uint8_t *page, size_t len)
+void orbit__stream_page(struct orbit__stream *s, uint32_t ring, const uint8_t *page, size_t len)
 {
-	orbit__ledger_page_read(S.ledger, ring, page_records(page, len, S.open));
-	if (!S.open)
+	orbit__ledger_page_read(&s->ledger, ring, page_records(s, page, len, s->open));
+	if (!s->open)
 		return;
-	note_first();
-	orbit__sw_log_page(S.sw, ring, page, len);
+	note_first(s);
+	orbit__sw_log_page(s->sw, ring, page, len);
 }
 
-void orbit__stream_pass_done(uint64_t now_ms, int cut)
+void orbit__stream_pass_done(struct orbit__stream *s, int cut)
 {
-	if (!S.open)
+	if (!s->open)
 		return;
-	S.now_ms = now_ms;
+	uint64_t now_ms = uv_now(s->out->loop);
+	s->now_ms = now_ms;
 	/* A flight ring keeps only the newest frames: the stream names its
 	 * sites again every second or 32 frames (at most 10 times a second),
 	 * so that the frames a dump finds name the sites their records carry
 	 * (docs/format.md 4.12). */
-	uint64_t since = now_ms - S.sites_since_ms;
-	if (S.cfg->flight && since >= SITES_FLIGHT_MIN_MS &&
-	    (since >= SITES_FLIGHT_MS ||
-	     orbit__sw_seq(S.sw) - S.sites_seq >= SITES_FLIGHT_FRAMES)) {
-		sites_forget();
-		S.sites_since_ms = now_ms;
-		S.sites_seq = orbit__sw_seq(S.sw);
+	uint64_t since = now_ms - s->sites_since_ms;
+	if (s->cfg->flight && since >= SITES_FLIGHT_MIN_MS &&
+	    (since >= SITES_FLIGHT_MS || orbit__sw_seq(s->sw) - s->sites_seq >= SITES_FLIGHT_FRAMES)) {
+		sites_forget(s);
+		s->sites_since_ms = now_ms;
+		s->sites_seq = orbit__sw_seq(s->sw);
 	}
-	send_losses(0);
-	send_page_losses();
-	send_kernel_losses(0);
+	send_losses(s, 0);
+	send_page_losses(s);
+	send_kernel_losses(s, 0);
 	/* A quiet process still says it is there, before the collector's idle
 	 * timeout: its loss so far, which changes nothing for a reader. */
-	if (orbit__sw_pending(S.sw) == 0 && now_ms - S.last_frame_ms >= KEEPALIVE_MS) {
-		struct orbit__ring_loss now = orbit__ledger_loss(S.ledger, 0);
-		add_loss(0, &now);
+	if (orbit__sw_pending(s->sw) == 0 && now_ms - s->last_frame_ms >= KEEPALIVE_MS) {
+		struct orbit__ring_loss now = orbit__ledger_loss(&s->ledger, 0);
+		add_loss(s, 0, &now);
 	}
-	if (cut || now_ms - S.frame_since_ms >= FRAME_AGE_MS)
-		orbit__sw_cut(S.sw);
-	if (S.framed)
-		S.last_frame_ms = now_ms;
-	S.framed = 0;
+	if (cut || now_ms - s->frame_since_ms >= FRAME_AGE_MS)
+		orbit__sw_cut(s->sw);
+	if (s->framed)
+		s->last_frame_ms = now_ms;
+	s->framed = 0;
 	/* A quiet stream holds no buffers: they grow again with traffic. */
-	if (now_ms - S.last_frame_ms >= TRIM_MS)
-		orbit__sw_trim(S.sw);
+	if (now_ms - s->last_frame_ms >= TRIM_MS)
+		orbit__sw_trim(s->sw);
 }
 
-void orbit__stream_end(void)
+void orbit__stream_end(struct orbit__stream *s)
 {
-	if (!S.open)
+	if (!s->open)
 		return;
-	send_thread_names();
-	send_losses(1);
-	send_page_losses();
-	send_kernel_losses(1);
+	if (!s->answered) { /* nothing in it but its Handshake */
+		abort_stream(s);
+		return;
+	}
+	send_thread_names(s);
+	send_losses(s, 1);
+	send_page_losses(s);
+	send_kernel_losses(s, 1);
 	uint64_t claimed[ORBIT_MAX_RINGS];
-	for (uint32_t r = 0; r < S.rings; r++)
-		claimed[r] = orbit__ledger_claimed(S.ledger, r);
-	uint32_t prings = S.ledger->page_rings;
+	for (uint32_t r = 0; r < s->rings; r++)
+		claimed[r] = orbit__ledger_claimed(&s->ledger, r);
+	uint32_t prings = s->ledger.page_rings;
 	uint64_t *reserved = calloc(prings ? prings : 1, sizeof *reserved);
 	for (uint32_t r = 0; reserved != NULL && r < prings; r++)
-		reserved[r] = orbit__ledger_page_now(S.ledger, r).reserved;
+		reserved[r] = orbit__ledger_page_now(&s->ledger, r).reserved;
 	Orbit__EndOfStream e = ORBIT__END_OF_STREAM__INIT;
-	e.n_claimed_per_ring = S.rings;
+	e.n_claimed_per_ring = s->rings;
 	e.claimed_per_ring = claimed;
 	e.n_reserved_per_page_ring = reserved != NULL ? prings : 0;
 	e.reserved_per_page_ring = reserved;
 	/* The clock's trouble during this stream (format.md 4.8). */
-	e.untrusted_times = orbit__clock_untrusted(S.clock) - S.untrusted0;
-	e.clock_resets = orbit__clock_resets(S.clock) - S.resets0;
-	note_first();
-	orbit__sw_end(S.sw, &e); /* the frame it ends goes out */
+	e.untrusted_times = orbit__clock_untrusted(s->clock) - s->untrusted0;
+	e.clock_resets = orbit__clock_resets(s->clock) - s->resets0;
+	note_first(s);
+	orbit__sw_end(s->sw, &e); /* the frame it ends goes out */
 	free(reserved);
-	S.open = 0;
+	s->open = 0;
+	s->out->ops->end(s->out);
+}
+
+void orbit__stream_on_idle(struct orbit__stream *s, void (*done)(void *ctx), void *ctx)
+{
+	s->idle_cb = done;
+	s->idle_ctx = ctx;
+	check_idle(s);
+}
+
+void orbit__stream_report(const struct orbit__stream *s, struct orbit__stream_report *r)
+{
+	*r = (struct orbit__stream_report){.dead = s->dead,
+	                                   .streams = s->streams,
+	                                   .last = s->last,
+	                                   .undelivered = orbit__ledger_undelivered(&s->ledger)};
 }

@@ -515,7 +515,7 @@ static void case_stale(void)
 	held = open(path, O_RDONLY | O_NONBLOCK);
 	CHECK(held >= 0);
 
-	removed = orbit__sched_remove_stale(tracefs);
+	removed = orbit__sched_remove_stale(NULL, tracefs);
 	printf("removed %d leftover instances\n", removed);
 	CHECK(removed == 2);
 	CHECK(!instance_exists(tracefs, dead_name));      /* no such process */
@@ -526,11 +526,11 @@ static void case_stale(void)
 	CHECK(instance_exists(tracefs, tail_name));       /* not ours */
 
 	close(held);
-	CHECK(orbit__sched_remove_stale(tracefs) == 1); /* the held one, now free */
+	CHECK(orbit__sched_remove_stale(NULL, tracefs) == 1); /* the held one, now free */
 	CHECK(!instance_exists(tracefs, held_name));
 	close(fds[1]);
 	CHECK(waitpid(live, &status, 0) == live);
-	CHECK(orbit__sched_remove_stale(tracefs) == 1); /* the live one, now dead */
+	CHECK(orbit__sched_remove_stale(NULL, tracefs) == 1); /* the live one, now dead */
 	remove_instance_dir(tracefs, other_name);
 	remove_instance_dir(tracefs, tail_name);
 	after = tracefs_snapshot(tracefs, ours, 3);

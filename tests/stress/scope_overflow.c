@@ -14,6 +14,7 @@
 #include "orbit.h"
 #include "record.h"
 #include "scope_ring.h"
+#include "producers.h"
 #include "segment_create.h"
 
 #define PER_THREAD 1000000u

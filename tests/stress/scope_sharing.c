@@ -12,6 +12,7 @@
 #include "orbit.h"
 #include "record.h"
 #include "scope_ring.h"
+#include "producers.h"
 #include "segment_create.h"
 
 #define THREADS 8

@@ -8,6 +8,7 @@
 #include <unistd.h>
 
 #include "agent.h"
+#include "lifecycle.h"
 #include "check.h"
 #include "orbit.h"
 #include "reconstruct.h"
@@ -62,7 +63,7 @@ static void on_records(void *ctx, uint32_t ring, uint64_t first, const uint8_t *
 void capture_install(void)
 {
 	struct orbit__sink sink = {.records = on_records, .ctx = NULL};
-	orbit__agent_set_sink(&sink);
+	orbit__agent_set_sink(orbit__root_agent(), &sink);
 }
 
 static void on_event(void *ctx, const struct orbit_event *ev)
@@ -103,7 +104,7 @@ int capture_collect(struct capture_stats *st)
 {
 	int err = orbit_flush();
 	struct orbit__agent_stats as;
-	orbit__agent_stats(&as);
+	orbit__agent_stats(orbit__root_agent(), &as);
 	memset(st, 0, sizeof *st);
 	st->claimed = as.claimed;
 	st->drained = as.drained;

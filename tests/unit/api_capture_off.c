@@ -12,8 +12,10 @@
 #include <unistd.h>
 
 #include "agent.h"
+#include "lifecycle.h"
 #include "harness.h"
 #include "orbit.h"
+#include "producers.h"
 #include "segment_create.h"
 
 #include "api_every_macro.h"
@@ -24,7 +26,7 @@ static const struct orbit__segment *start(void)
 {
 	/* The sink first: every drain pass hands its records to it. */
 	struct orbit__sink sink = {.records = count_records, .ctx = NULL};
-	orbit__agent_set_sink(&sink);
+	orbit__agent_set_sink(orbit__root_agent(), &sink);
 	CHECK_EQ_U64(orbit_init(), 0);
 	const struct orbit__segment *seg = orbit__own_segment();
 	CHECK(seg != NULL);

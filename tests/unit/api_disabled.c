@@ -13,7 +13,9 @@
 #include <unistd.h>
 
 #include "agent.h"
+#include "lifecycle.h"
 #include "harness.h"
+#include "producers.h"
 #include "segment_create.h"
 
 #include "api_every_macro.h"
@@ -37,7 +39,7 @@ static void case_no_segment(void)
 static void case_with_capture(void)
 {
 	struct orbit__sink sink = {.records = count_records, .ctx = NULL};
-	orbit__agent_set_sink(&sink); /* first: every drain pass hands its records to it */
+	orbit__agent_set_sink(orbit__root_agent(), &sink); /* first: every drain pass hands its records to it */
 	CHECK_EQ_U64(orbit_init(), 0);
 	const struct orbit__segment *seg = orbit__own_segment();
 	CHECK(seg != NULL);

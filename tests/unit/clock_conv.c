@@ -35,6 +35,7 @@
 #include <unistd.h>
 
 #include "agent.h"
+#include "lifecycle.h"
 #include "clock.h"
 #include "harness.h"
 #include "orbit.h"
@@ -396,7 +397,7 @@ static void start_capture(void)
 	recs = calloc(MAX_RECORDS, sizeof *recs);
 	CHECK(recs != NULL);
 	struct orbit__sink sink = {.records = on_records};
-	orbit__agent_set_sink(&sink);
+	orbit__agent_set_sink(orbit__root_agent(), &sink);
 	CHECK(orbit_init() == 0);
 }
 

@@ -19,6 +19,7 @@
 
 #include "clock.h"
 #include "logs.h"
+#include "producers.h"
 #include "orbit.h"
 #include "unit/page_util.h"
 
@@ -66,10 +67,27 @@ static uint64_t live_to_ns(void *ctx, uint64_t t)
 	return t;
 }
 
+/* The rings under test: made as orbit_init makes them (from the
+ * environment, the producers' clock chosen), on the heap, and published for
+ * orbit_log and orbit_marker. */
+static struct orbit__logs *L;
+
+static int make(void)
+{
+	static struct orbit__config cfg;
+	orbit__config_read(&cfg, NULL);
+	orbit__clock_kind = orbit__clock_choose(cfg.clock);
+	int err = L != NULL ? 0 : orbit__logs_create(&L, &cfg, orbit__clock_kind, NULL);
+	if (err == 0) {
+		err = orbit__logs_start(L);
+		orbit__producers_logs(L);
+	}
+	return err;
+}
+
 static void start(void)
 {
-	orbit__clock_kind = orbit__clock_choose();
-	CHECK(orbit__logs_start() == 0);
+	CHECK(make() == 0);
 	atomic_store_explicit(&orbit__capture_flag, 1, memory_order_relaxed);
 }
 
@@ -212,7 +230,7 @@ static void on_page(void *arg, uint32_t ring, const uint8_t *page, size_t len)
 	struct orbit__ftrace_header hdr;
 	uint64_t n;
 
-	CHECK(ring < orbit__logs_ring_count() && ring < MAXRING);
+	CHECK(ring < orbit__logs_ring_count(L) && ring < MAXRING);
 	g_ring_now = ring;
 	/* Guarantees 1, 3, 7, 8 of page_ring.c on the retimed page. */
 	n = page_walk(page, (uint32_t)len, on_record, g, &hdr);
@@ -228,10 +246,10 @@ static void check_totals(const struct got *g, uint64_t *lost_all, uint64_t *page
 	uint64_t sum = 0;
 
 	*lost_all = *pages_all = 0;
-	for (uint32_t i = 0; i < orbit__logs_ring_count(); i++) {
+	for (uint32_t i = 0; i < orbit__logs_ring_count(L); i++) {
 		uint64_t res, lost, pages;
 
-		orbit__logs_totals(i, &res, &lost, &pages);
+		orbit__logs_totals(L, i, &res, &lost, &pages);
 		if (res != g->per_ring[i] + lost)
 			fprintf(stderr,
 			        "ring %u: reserved %" PRIu64 " read %" PRIu64 " lost %" PRIu64 "\n",
@@ -369,22 +387,22 @@ static void case_threads(void)
 		g.after[i] = w[i].after;
 		CHECK_EQ_U64(w[i].ok, K);
 	}
-	CHECK(orbit__logs_read(cal_to_ns, &c, on_page, &g, 0) > 0);
+	CHECK(orbit__logs_read(L, cal_to_ns, &c, on_page, &g, 0) > 0);
 	for (unsigned i = 0; i < n; i++)
 		CHECK_EQ_U64(g.per_thread[i], K);
 	check_totals(&g, &lost, &pages);
 	CHECK_EQ_U64(lost, 0);
 	CHECK_EQ_U64(g.missed_pages, 0);
-	CHECK_EQ_U64(orbit__logs_clamped(), 0);
+	CHECK_EQ_U64(orbit__logs_clamped(L), 0);
 	/* Pinned threads wrote to their CPU's ring only. */
 	for (unsigned i = 0; i < n; i++) {
 		if (!w[i].pinned || w[i].ran_on < 0)
 			continue;
-		uint32_t ring = (uint32_t)w[i].ran_on % orbit__logs_ring_count();
+		uint32_t ring = (uint32_t)w[i].ran_on % orbit__logs_ring_count(L);
 		uint64_t sum = 0;
 
 		for (unsigned j = 0; j < n; j++)
-			if (w[j].pinned && (uint32_t)w[j].ran_on % orbit__logs_ring_count() == ring)
+			if (w[j].pinned && (uint32_t)w[j].ran_on % orbit__logs_ring_count(L) == ring)
 				sum += K;
 		CHECK_EQ_U64(g.per_ring[ring], sum);
 	}
@@ -396,8 +414,8 @@ static void case_threads(void)
 	CHECK(g.worst_early <= 1000);
 	CHECK(g.worst_late <= 1000);
 	/* Nothing left. */
-	CHECK_EQ_U64(orbit__logs_read(cal_to_ns, &c, on_page, &g, 0), 0);
-	orbit__logs_stop();
+	CHECK_EQ_U64(orbit__logs_read(L, cal_to_ns, &c, on_page, &g, 0), 0);
+	orbit__logs_stop(L);
 	check_totals(&g, &lost, &pages);
 	CHECK_EQ_U64(lost, 0);
 	for (unsigned i = 0; i < n; i++) {
@@ -420,7 +438,7 @@ static void *reader_main(void *arg)
 	struct reader *r = arg;
 
 	while (!atomic_load_explicit(&r->stop, memory_order_acquire)) {
-		CHECK(orbit__logs_read(live_to_ns, NULL, on_page, r->g, 1000000) >= 0);
+		CHECK(orbit__logs_read(L, live_to_ns, NULL, on_page, r->g, 1000000) >= 0);
 		r->reads++;
 		nanosleep(&(struct timespec){0, 100000}, NULL);
 	}
@@ -482,7 +500,7 @@ static void run_concurrent(int overwrite)
 		CHECK(pthread_join(th[i], NULL) == 0);
 	atomic_store_explicit(&rd.stop, 1, memory_order_release);
 	CHECK(pthread_join(rt, NULL) == 0);
-	CHECK(orbit__logs_read(live_to_ns, NULL, on_page, &g, 0) >= 0);
+	CHECK(orbit__logs_read(L, live_to_ns, NULL, on_page, &g, 0) >= 0);
 
 	check_totals(&g, &lost, &pages);
 	for (unsigned i = 0; i < n; i++) {
@@ -505,7 +523,7 @@ static void run_concurrent(int overwrite)
 	        "%u writers, overwrite %d: %" PRIu64 " delivered in %" PRIu64 " pages (%" PRIu64
 	        " reads), %" PRIu64 " lost, %" PRIu64 " pages lost\n",
 	        n, overwrite, g.total, g.pages, rd.reads, lost, pages);
-	orbit__logs_stop();
+	orbit__logs_stop(L);
 	check_totals(&g, &lost, &pages);
 	CHECK_EQ_U64(g.total + lost, (uint64_t)n * K);
 }
@@ -543,19 +561,19 @@ static void case_overwrite(void)
 	setenv("ORBIT_PAGE_RING_OVERWRITE", "1", 1);
 	pin(0);
 	start();
-	orbit__logs_config(&p, &ps, &ow);
+	orbit__logs_config(L, &p, &ps, &ow);
 	CHECK(p == 2 && ow == 1);
 	one_writer(&g);
 	for (uint32_t s = 0; s < N; s++)
 		CHECK(write_one(0, s) == 0);
-	CHECK(orbit__logs_read(live_to_ns, NULL, on_page, &g, 0) > 0);
+	CHECK(orbit__logs_read(L, live_to_ns, NULL, on_page, &g, 0) > 0);
 	CHECK_EQ_U64(g.next[0], N); /* the last one is there */
 	CHECK(g.total < N);
 	check_totals(&g, &lost, &pages);
 	CHECK_EQ_U64(g.total + lost, N);
 	CHECK(pages > 0);
 	CHECK(g.missed_pages >= 1);
-	orbit__logs_totals(0, &res, NULL, NULL);
+	orbit__logs_totals(L, 0, &res, NULL, NULL);
 	CHECK_EQ_U64(res, N);
 	/* Consecutive: increasing, and as many as first .. N - 1. */
 	CHECK_EQ_U64(g.first[0] + g.total, N);
@@ -582,7 +600,7 @@ static void case_full(void)
 	CHECK(ok > 10);
 	CHECK(orbit_log("more") == -ENOSPC);
 	CHECK(orbit_marker("x", 1) == -ENOSPC);
-	CHECK(orbit__logs_read(live_to_ns, NULL, on_page, &g, 0) > 0);
+	CHECK(orbit__logs_read(L, live_to_ns, NULL, on_page, &g, 0) > 0);
 	CHECK_EQ_U64(g.total, ok);
 	CHECK(g.missed_pages >= 1);
 	check_totals(&g, &lost, &pages);
@@ -591,7 +609,7 @@ static void case_full(void)
 	/* Room again; the line that failed was not delivered. */
 	g.next[0] = s + 1;
 	CHECK(write_one(0, s + 1) == 0);
-	CHECK_EQ_U64(orbit__logs_read(live_to_ns, NULL, on_page, &g, 0), 1);
+	CHECK_EQ_U64(orbit__logs_read(L, live_to_ns, NULL, on_page, &g, 0), 1);
 	CHECK_EQ_U64(g.total, ok + 1);
 	check_totals(&g, &lost, &pages);
 }
@@ -647,22 +665,17 @@ static void case_errors(void)
 	uint64_t res, lost, lp;
 
 	pin(0); /* one ring, so the order of reading is the order of writing */
-	/* Before any start. */
+	/* Before any rings are published. */
 	atomic_store_explicit(&orbit__capture_flag, 1, memory_order_relaxed);
 	CHECK(orbit_log("x") == ORBIT_EDISABLED);
 	CHECK(orbit_marker("x", 1) == ORBIT_EDISABLED);
-	CHECK(orbit__logs_ring_count() == 0);
-	CHECK(orbit__logs_read(live_to_ns, NULL, grab_page, &o, 0) == ORBIT_EDISABLED);
-	orbit__logs_config(&pages, &ps, &ow);
-	CHECK(pages == 0);
-	orbit__logs_stop(); /* harmless */
 
 	start();
-	CHECK(orbit__logs_start() == 0); /* idempotent */
-	orbit__logs_config(&pages, &ps, &ow);
-	CHECK(pages == ORBIT__LOGS_PAGES_DEFAULT && ow == 0);
+	CHECK(orbit__logs_start(L) == 0); /* idempotent */
+	orbit__logs_config(L, &pages, &ps, &ow);
+	CHECK(pages == ORBIT__CONFIG_PAGE_RING_PAGES && ow == 0);
 	CHECK_EQ_U64(ps, (uint64_t)sysconf(_SC_PAGESIZE));
-	CHECK(orbit__logs_ring_count() == (uint32_t)sysconf(_SC_NPROCESSORS_CONF));
+	CHECK(orbit__logs_ring_count(L) == (uint32_t)sysconf(_SC_NPROCESSORS_CONF));
 
 	/* Capture flag off: ORBIT_LOG evaluates nothing, the functions say
 	 * disabled. */
@@ -676,7 +689,7 @@ static void case_errors(void)
 	ORBIT_LOG("plain");
 	CHECK(evaluated == 1);
 	memset(&o, 0, sizeof(o));
-	CHECK(orbit__logs_read(live_to_ns, NULL, grab_page, &o, 0) >= 1);
+	CHECK(orbit__logs_read(L, live_to_ns, NULL, grab_page, &o, 0) >= 1);
 	CHECK(o.n == 2);
 	CHECK(o.type == ORBIT__LOGS_LINE_AT); /* ORBIT_LOG: with its call site */
 	CHECK(o.site != 0);
@@ -691,7 +704,7 @@ static void case_errors(void)
 	CHECK(orbit_marker(NULL, 0) == 0);
 	CHECK(orbit_marker(m, max) == 0);
 	memset(&o, 0, sizeof(o));
-	CHECK(orbit__logs_read(live_to_ns, NULL, grab_page, &o, 0) >= 1);
+	CHECK(orbit__logs_read(L, live_to_ns, NULL, grab_page, &o, 0) >= 1);
 	CHECK(o.n == 2 && o.type == ORBIT__LOGS_MARKER && o.len == max);
 	CHECK(memcmp(o.text, m, max) == 0);
 
@@ -699,35 +712,35 @@ static void case_errors(void)
 	memset(big, 'q', sizeof(big) - 1);
 	CHECK(orbit_log("%s!", big) == 0);
 	memset(&o, 0, sizeof(o));
-	CHECK(orbit__logs_read(live_to_ns, NULL, grab_page, &o, 0) >= 1);
+	CHECK(orbit__logs_read(L, live_to_ns, NULL, grab_page, &o, 0) >= 1);
 	size_t keep = max < ORBIT__LOGS_LINE_STACK - 1 ? max : ORBIT__LOGS_LINE_STACK - 1;
 	CHECK(o.n == 1 && strnlen(o.text, o.len) == keep);
 	CHECK(o.text[0] == 'q' && o.text[keep - 1] == 'q');
 
 	/* Stop counts unread records lost and disables; start again. */
 	CHECK(orbit_log("a") == 0 && orbit_log("b") == 0 && orbit_log("c") == 0);
-	orbit__logs_stop();
+	orbit__logs_stop(L);
 	CHECK(orbit_log("x") == ORBIT_EDISABLED);
 	CHECK(orbit_marker("x", 1) == ORBIT_EDISABLED);
-	CHECK(orbit__logs_read(live_to_ns, NULL, grab_page, &o, 0) == 0);
+	CHECK(orbit__logs_read(L, live_to_ns, NULL, grab_page, &o, 0) == 0);
 	res = lost = 0;
-	for (uint32_t i = 0; i < orbit__logs_ring_count(); i++) {
+	for (uint32_t i = 0; i < orbit__logs_ring_count(L); i++) {
 		uint64_t r1, l1;
 
-		orbit__logs_totals(i, &r1, &l1, &lp);
+		orbit__logs_totals(L, i, &r1, &l1, &lp);
 		res += r1;
 		lost += l1;
 	}
 	CHECK_EQ_U64(res, 2 + 2 + 1 + 3);
 	CHECK_EQ_U64(lost, 3);
-	CHECK(orbit__logs_start() == 0);
+	CHECK(orbit__logs_start(L) == 0);
 	CHECK(orbit_log("after") == 0);
 	memset(&o, 0, sizeof(o));
-	CHECK(orbit__logs_read(live_to_ns, NULL, grab_page, &o, 0) >= 1);
+	CHECK(orbit__logs_read(L, live_to_ns, NULL, grab_page, &o, 0) >= 1);
 	CHECK(o.n == 1 && strncmp(o.text, "after", 5) == 0); /* nothing from before */
-	orbit__logs_totals(UINT32_MAX, &res, &lost, &lp);
+	orbit__logs_totals(L, UINT32_MAX, &res, &lost, &lp);
 	CHECK(res == 0 && lost == 0 && lp == 0);
-	orbit__logs_stop();
+	orbit__logs_stop(L);
 }
 
 /* The reader closes a page only once its first record is flush_age_ns old,
@@ -769,7 +782,7 @@ static void case_flush_age(void)
 	after = test_now_ns(CLOCK_MONOTONIC);
 	do {
 		r0 = test_now_ns(CLOCK_MONOTONIC);
-		n = orbit__logs_read(live_to_ns, NULL, grab_page, &o, FLUSH_AGE_NS);
+		n = orbit__logs_read(L, live_to_ns, NULL, grab_page, &o, FLUSH_AGE_NS);
 		r1 = test_now_ns(CLOCK_MONOTONIC);
 		reads++;
 		CHECK(n == 0 || n == 1);
@@ -796,7 +809,7 @@ static void case_flush_age(void)
 	       orbit__clock_kind == ORBIT__CLOCK_TSC ? "tsc" : "monotonic", reads,
 	       (r0 - after) / 1000000, (r1 - before) / 1000000, FLUSH_AGE_NS / 1000000);
 	CHECK(o.n == 1 && strncmp(o.text, "aged", 4) == 0);
-	orbit__logs_stop();
+	orbit__logs_stop(L);
 }
 
 /* ---- environment ---- */
@@ -866,7 +879,7 @@ static void case_env(void)
 	} else {
 		CHECK(n == 0);
 	}
-	orbit__logs_config(&pages, &ps, &ow);
+	orbit__logs_config(L, &pages, &ps, &ow);
 	CHECK_EQ_U64(pages, want_pages);
 	CHECK_EQ_U64(ow, want_ow);
 	/* The rings work with it. */
@@ -875,10 +888,10 @@ static void case_env(void)
 		struct one_line o;
 
 		memset(&o, 0, sizeof(o));
-		CHECK(orbit__logs_read(live_to_ns, NULL, grab_page, &o, 0) == 1);
+		CHECK(orbit__logs_read(L, live_to_ns, NULL, grab_page, &o, 0) == 1);
 		CHECK(o.n == 1 && strncmp(o.text, "hello 1", 7) == 0);
 	}
-	orbit__logs_stop();
+	orbit__logs_stop(L);
 }
 
 /* Start fails (pages cannot be allocated): one stderr line, logs stay off
@@ -903,10 +916,9 @@ static void case_start_fails(void)
 		if (setrlimit(RLIMIT_AS, &rl) != 0)
 			SKIP("cannot lower RLIMIT_AS");
 	}
-	orbit__clock_kind = orbit__clock_choose();
 	fflush(stderr);
 	CHECK(dup2(fd, 2) == 2);
-	int r = orbit__logs_start();
+	int r = make();
 	fflush(stderr);
 	CHECK(dup2(saved, 2) == 2);
 	f = fdopen(fd, "r");

@@ -10,6 +10,7 @@
 #include "clock.h"
 #include "harness.h"
 #include "logs.h"
+#include "producers.h"
 
 static int evaluated;
 
@@ -45,8 +46,13 @@ static void case_compiled_out(void)
 
 	(void)side; /* used only by macros that compile away */
 	(void)fmt_of;
-	orbit__clock_kind = orbit__clock_choose();
-	CHECK(orbit__logs_start() == 0);
+	static struct orbit__config cfg;
+	struct orbit__logs *l;
+	orbit__config_read(&cfg, NULL);
+	orbit__clock_kind = orbit__clock_choose(cfg.clock);
+	CHECK(orbit__logs_create(&l, &cfg, orbit__clock_kind, NULL) == 0);
+	CHECK(orbit__logs_start(l) == 0);
+	orbit__producers_logs(l);
 	atomic_store_explicit(&orbit__capture_flag, 1, memory_order_relaxed);
 
 	ORBIT_LOG("%d %d", side(1), side(2));
@@ -56,20 +62,20 @@ static void case_compiled_out(void)
 	else
 		ORBIT_LOG("y %d", side(3));
 	CHECK(evaluated == 0);
-	CHECK(orbit__logs_read(identity, NULL, count_page, NULL, 0) == 0);
+	CHECK(orbit__logs_read(l, identity, NULL, count_page, NULL, 0) == 0);
 	CHECK(pages == 0);
-	for (uint32_t i = 0; i < orbit__logs_ring_count(); i++) {
+	for (uint32_t i = 0; i < orbit__logs_ring_count(l); i++) {
 		uint64_t r;
 
-		orbit__logs_totals(i, &r, NULL, NULL);
+		orbit__logs_totals(l, i, &r, NULL, NULL);
 		reserved += r;
 	}
 	CHECK_EQ_U64(reserved, 0);
 
 	/* The functions still work when called. */
 	CHECK(orbit_marker("m", 1) == 0);
-	CHECK(orbit__logs_read(identity, NULL, count_page, NULL, 0) == 1);
-	orbit__logs_stop();
+	CHECK(orbit__logs_read(l, identity, NULL, count_page, NULL, 0) == 1);
+	orbit__logs_stop(l);
 }
 
 static const struct test_case cases[] = {

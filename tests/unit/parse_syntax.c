@@ -148,8 +148,9 @@ static int read_collector_env(const void *value)
 {
 	setenv("ORBIT_COLLECTOR", value, 1);
 	static struct orbit__config c;
-	orbit__config_read(&c);
-	orbit__config_read(&c); /* said once */
+	static struct orbit__config_said said;
+	orbit__config_read(&c, &said);
+	orbit__config_read(&c, &said); /* said once */
 	return c.collector_set && c.collector_ok ? 0 : 1;
 }
 

@@ -30,6 +30,7 @@
 #include "orbit.h"
 #include "reconstruct.h"
 #include "record.h"
+#include "producers.h"
 #include "segment_create.h"
 
 /* The capture (api_capture.h): every record, in each ring's claim order. */

@@ -25,7 +25,7 @@ static int read_config(const void *arg)
 	if (e->budget)
 		setenv("ORBIT_RING_BUDGET", e->budget, 1);
 	static struct orbit__config c;
-	orbit__config_read(&c);
+	orbit__config_read(&c, NULL);
 	return c.rings == e->ring_count && c.slots_per_ring == e->slots ? 0 : 1;
 }
 

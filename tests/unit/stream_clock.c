@@ -6,7 +6,8 @@
  * counter resets injected as calibration pairs (clock.h, guarantee 3), one
  * before the stream begins (not this stream's) and one during it, and
  * conversions outside the epoch (guarantee 4) on both sides too. The frames
- * go to a capture file, which orbit-replay then reads.
+ * go to a capture file through the agent's output (ORBIT_CAPTURE's), which
+ * the test and orbit-replay then read.
  *
  *   stream_clock end_of_stream ORBIT-REPLAY DIR
  */
@@ -19,8 +20,8 @@
 #include "config.h"
 #include "frame.h"
 #include "harness.h"
-#include "ledger.h"
 #include "orbit.pb-c.h"
+#include "output.h"
 #include "record.h"
 #include "scope_ring.h"
 #include "segment_create.h"
@@ -30,27 +31,31 @@
 
 static const char *replay_exe, *dir; /* where the capture goes */
 
-static FILE *capture;
+static struct orbit__stream *stream;
 static uint64_t end_untrusted = UINT64_MAX, end_resets = UINT64_MAX;
-static struct orbit_frame_scratch scratch;
 
-static int on_frame(void *ctx, const struct orbit__frame *f)
+/* The capture's EndOfStream. */
+static void read_end(const char *path)
 {
-	(void)ctx;
-	CHECK(fwrite(f->bytes, 1, f->len, capture) == f->len);
-	CHECK(orbit__frame_decompress(&scratch, f->bytes, f->len) == 0);
-	size_t off = 0, len;
-	const uint8_t *p;
-	while (orbit__frame_next_packet(&scratch, &off, &p, &len) == 1) {
-		Orbit__Packet *pk = orbit__packet__unpack(NULL, len, p);
-		CHECK(pk != NULL);
+	int err;
+	struct orbit_capture_reader *r = orbit__capture_open(path, &err);
+	CHECK(r != NULL);
+	Orbit__Packet *pk;
+	struct orbit_capture_problem problem;
+	while ((err = orbit__capture_next(r, &pk, &problem)) == 1) {
 		if (pk->body_case == ORBIT__PACKET__BODY_END) {
 			end_untrusted = pk->end->untrusted_times;
 			end_resets = pk->end->clock_resets;
 		}
 		orbit__packet__free_unpacked(pk, NULL);
 	}
-	return 0;
+	CHECK(err == 0);
+	orbit__capture_close(r);
+}
+
+static void can_drain(void *ctx)
+{
+	(void)ctx;
 }
 
 /* An epoch of pairs at 3 ticks per ns from ns on, counter at 3 * (ns - base):
@@ -77,7 +82,7 @@ static void on_records(void *ctx, uint32_t ring, uint64_t first, const uint8_t *
 		t = orbit__clock_to_ns(ctx, t);
 		memcpy(copy + (size_t)i * ORBIT_RECORD_SIZE, &t, 8);
 	}
-	orbit__stream_records(ring, first, copy, n);
+	orbit__stream_records(stream, ring, first, copy, n);
 }
 
 /* A conversion from before the current epoch: untrusted (and counted). */
@@ -93,19 +98,21 @@ static void case_end_of_stream(void)
 {
 	char path[4096], cmd[8300];
 	snprintf(path, sizeof path, "%s/stream_clock.orbit.zst", dir);
-	capture = fopen(path, "wb");
-	CHECK(capture != NULL);
+	unlink(path);
 
 	static struct orbit__config cfg;
-	orbit__config_read(&cfg);
+	orbit__config_read(&cfg, NULL);
+	cfg.collector_set = 0;
+	cfg.flight = 0;
+	cfg.sched = 0;
+	cfg.capture_set = 1;
+	snprintf(cfg.capture, sizeof cfg.capture, "%s", path);
 	struct orbit__seg_params p = {.ring_count = 1, .slots_per_ring = 16, .clock_source = 1};
 	static struct orbit__segment seg;
 	CHECK(orbit__segment_create(&p, &seg) == 0);
 	orbit__segment_unlink(&seg);
 	static struct orbit__drain d;
 	orbit__drain_init(&d, &seg, 1);
-	static struct orbit__ledger l;
-	CHECK(orbit__ledger_init(&l, &d, 0) == 0);
 	static struct orbit__clock_conv c;
 	orbit__clock_init(&c, ORBIT__CLOCK_TSC);
 
@@ -116,9 +123,14 @@ static void case_end_of_stream(void)
 	CHECK_EQ_U64(orbit__clock_resets(&c), 1);
 	CHECK_EQ_U64(orbit__clock_untrusted(&c), 1);
 
-	struct orbit__stream_sink sink = {.ctx = NULL, .frame = on_frame};
-	CHECK(orbit__stream_init(&cfg, &d, &c, &l, &sink) == 0);
-	orbit__stream_begin(0);
+	uv_loop_t loop;
+	CHECK(uv_loop_init(&loop) == 0);
+	struct orbit__output *output;
+	CHECK(orbit__output_composite(&output, &loop, &cfg, &seg) == 0);
+	static const struct orbit__stream_events ev = {.can_drain = can_drain};
+	/* The file is ready at once: the stream begins, and is answered. */
+	CHECK(orbit__stream_new(&stream, &cfg, &d, &c, NULL, output, &ev) == 0);
+	CHECK(orbit__stream_ready(stream, 0));
 	/* During it: one more reset, and two conversions of ticks from the
 	 * epoch before it. */
 	ns = epoch(&c, ns, ns - 2000000, 20, 1);
@@ -140,11 +152,13 @@ static void case_end_of_stream(void)
 	struct orbit__drain_result res;
 	orbit__drain_all(&d, on_records, &c, &res);
 	CHECK_EQ_U64(res.records, 2);
-	orbit__stream_pass_done(1, 1);
-	orbit__stream_end();
-	orbit__stream_free();
-	orbit__frame_scratch_free(&scratch);
-	CHECK(fclose(capture) == 0);
+	orbit__stream_pass_done(stream, 1);
+	orbit__stream_end(stream);
+	orbit__stream_free(stream);
+	output->ops->close(output);
+	CHECK(uv_run(&loop, UV_RUN_DEFAULT) == 0);
+	CHECK(uv_loop_close(&loop) == 0);
+	read_end(path);
 
 	printf("EndOfStream: untrusted_times %llu, clock_resets %llu\n",
 	       (unsigned long long)end_untrusted, (unsigned long long)end_resets);
@@ -165,7 +179,6 @@ static void case_end_of_stream(void)
 	}
 	CHECK(pclose(out) == 0);
 	CHECK(seen);
-	orbit__ledger_free(&l);
 	orbit__segment_close(&seg);
 }
 

@@ -1,0 +1,64 @@
+/* guest_checks.c — the checks of a guest in the host's process; see
+ * guest_checks.h. */
+#include "guest_checks.h"
+
+#include <errno.h>
+#include <stdio.h>
+#include <sys/eventfd.h>
+#include <sys/resource.h>
+#include <unistd.h>
+
+/*
+ * Whether want more file descriptors can be opened now. libuv's loop setup
+ * calls abort() when it cannot make its process-wide signal pipe, so the
+ * agent checks first (another thread of the host may take descriptors
+ * between the check and the setup; then a setup failure is said, or, for
+ * that one pipe, libuv aborts as it would for the host itself).
+ */
+static int fds_available(int want, int *got)
+{
+	int fd[ORBIT__AGENT_FDS];
+	int n = 0;
+	while (n < want && n < ORBIT__AGENT_FDS && (fd[n] = eventfd(0, EFD_CLOEXEC)) >= 0)
+		n++;
+	int err = n < want ? errno : 0;
+	for (int i = 0; i < n; i++)
+		close(fd[i]);
+	*got = n;
+	return err == 0 || (err != EMFILE && err != ENFILE);
+}
+
+int orbit__guest_check_fds(void)
+{
+	int got;
+	if (fds_available(ORBIT__AGENT_FDS, &got))
+		return 0;
+	struct rlimit rl;
+	char lim[32] = "?";
+	if (getrlimit(RLIMIT_NOFILE, &rl) == 0 && rl.rlim_cur != RLIM_INFINITY)
+		snprintf(lim, sizeof lim, "%llu", (unsigned long long)rl.rlim_cur);
+	fprintf(stderr,
+	        "orbit: only %d file descriptor(s) free (RLIMIT_NOFILE %s), the agent needs %d; "
+	        "tracing is off\n",
+	        got, lim, ORBIT__AGENT_FDS);
+	return -EMFILE;
+}
+
+/*
+ * Every signal blocked but the faults a thread causes itself. So a
+ * process-directed signal (kill(pid), a terminal's SIGINT, SIGCHLD, the
+ * host's timers) is always delivered to one of the host's threads and its
+ * handler never runs on the agent; SIGPIPE on a connection the collector
+ * reset and SIGXFSZ past RLIMIT_FSIZE, which the kernel sends to the
+ * writing thread, stay pending there and the write fails with EPIPE or
+ * EFBIG instead. SIGSEGV, SIGBUS, SIGFPE, SIGILL, SIGTRAP and SIGSYS stay
+ * open: blocking them would not stop a fault, only skip the host's handler
+ * for it. glibc keeps its own two signals open.
+ */
+void orbit__guest_sigmask(sigset_t *set)
+{
+	static const int faults[] = {SIGSEGV, SIGBUS, SIGFPE, SIGILL, SIGTRAP, SIGSYS};
+	sigfillset(set);
+	for (size_t i = 0; i < sizeof faults / sizeof faults[0]; i++)
+		sigdelset(set, faults[i]);
+}

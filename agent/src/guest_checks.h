@@ -1,0 +1,27 @@
+/*
+ * guest_checks.h — what the agent makes sure of before it starts a thread
+ * in someone else's process: that the descriptors it needs can be opened
+ * (libuv aborts when it cannot make its signal pipe), and the signal mask
+ * its threads start with (no signal of the host's is ever handled on them).
+ */
+#ifndef ORBIT_AGENT_GUEST_CHECKS_H
+#define ORBIT_AGENT_GUEST_CHECKS_H
+
+#include <signal.h>
+
+/* File descriptors the agent may need at once: its loop (epoll, libuv's
+ * process-wide signal pipe and the loop's own, the wake-up eventfd), the
+ * pass timer, the collector's socket or the capture file, the local copy,
+ * and two at a time while it reads /proc or replaces a capture file
+ * (docs/operations.md, Limits). */
+#define ORBIT__AGENT_FDS 12
+
+/* 0 if ORBIT__AGENT_FDS descriptors can be opened now; else -EMFILE after
+ * one stderr line (tracing stays off). */
+int orbit__guest_check_fds(void);
+
+/* The mask the agent's threads start with: every signal blocked but the
+ * faults a thread causes itself. */
+void orbit__guest_sigmask(sigset_t *set);
+
+#endif
