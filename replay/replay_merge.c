@@ -46,6 +46,8 @@ static const char *packet_kind(const Orbit__Packet *p)
 		return "kernel page";
 	case ORBIT__PACKET__BODY_KERNEL_LOSS:
 		return "kernel loss";
+	case ORBIT__PACKET__BODY_KERNEL_MARK:
+		return "kernel mark";
 	default:
 		return "empty";
 	}
