@@ -193,6 +193,9 @@ uint64_t orbit__capture_offset(const struct orbit_capture_reader *r);
  * returned last is from frame number orbit__capture_frames (the first is
  * 1), the numbering of an Ack's frames (docs/format.md 7.2). */
 uint64_t orbit__capture_frames(const struct orbit_capture_reader *r);
+/* Bytes the reader has read from its file: what reading it cost (a reader
+ * that counts how often a capture is read, orbit-replay's). */
+uint64_t orbit__capture_bytes_read(const struct orbit_capture_reader *r);
 void orbit__capture_close(struct orbit_capture_reader *r);
 
 #endif
