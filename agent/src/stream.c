@@ -1,4 +1,4 @@
-/* stream.c — the packets of a stream and its frames; see stream.h. */
+/* stream.c — what a stream says and when; see stream.h. */
 #include "stream.h"
 
 #include <dirent.h>
@@ -11,18 +11,16 @@
 #include <time.h>
 #include <unistd.h>
 
-#include "capture.h"
-#include "frame.h"
 #include "ftrace_page.h"
 #include "logs.h"
 #include "sched_tracefs.h"
 #include "site_resolve.h"
+#include "stream_writer.h"
 
 #ifndef ORBIT_VERSION
 #define ORBIT_VERSION "0"
 #endif
 
-#define FRAME_TARGET (128u << 10) /* content of one frame, about: compressed inside a pass */
 #define FRAME_AGE_MS 100u         /* a frame goes out this long after its first packet */
 #define KEEPALIVE_MS 30000u       /* well inside the collector's idle timeout */
 #define TRIM_MS 2000u             /* buffers of a stream quiet this long are freed */
@@ -56,20 +54,12 @@ static struct {
 	struct orbit__ledger *ledger;
 	struct orbit__stream_sink sink;
 	uint32_t rings;
-	struct orbit_frame_writer fw;
-	struct orbit_batch_encoder *enc; /* made at the first batch */
-	int init;
+	struct orbit__sw *sw; /* the packets and frames (format/stream_writer.h) */
 	int open;
-	uint64_t seq;            /* of the next frame */
 	uint64_t last_frame_ms;  /* when the last frame went out */
 	int framed;              /* a frame went out since the last pass */
 	uint64_t frame_since_ms; /* when the frame being built got its first packet */
 	uint64_t now_ms;         /* as of the last pass */
-	/* Per ring: the claim after the last record framed, and the records
-	 * framed since the stream began, in finished frames (done) and with
-	 * the frame being built (next); output.h, struct orbit__frame. */
-	uint64_t done_end[ORBIT_MAX_RINGS], done_framed[ORBIT_MAX_RINGS];
-	uint64_t next_end[ORBIT_MAX_RINGS], next_framed[ORBIT_MAX_RINGS];
 	uint64_t untrusted0;     /* the clock's counts when the stream began */
 	uint64_t resets0;        /*   (EndOfStream sends the differences) */
 	struct sites sites;      /* the call sites this stream has resolved */
@@ -88,60 +78,59 @@ static struct {
 
 static void sites_forget(void);
 
-/* The frame being built is not sent: what it held was never framed. */
-static void forget_framing(void)
+/* ---- frames: where the writer's go (its sink) ---- */
+
+static uint32_t to_u32(uint64_t v)
 {
-	memcpy(S.next_end, S.done_end, sizeof S.next_end);
-	memcpy(S.next_framed, S.done_framed, sizeof S.next_framed);
+	return v < UINT32_MAX ? (uint32_t)v : UINT32_MAX;
 }
 
-/* ---- frames ---- */
-
-static void finish_frame(enum orbit__frame_kind kind)
+/* A finished frame: the ledger knows it before any output can settle it. */
+static int on_frame(void *ctx, const struct orbit__sw_frame *f)
 {
-	if (S.fw.len == 0)
-		return;
-	if (orbit__frame_finish(&S.fw) != 0 || S.fw.out_len == 0) {
-		S.fw.len = 0; /* dropped: its records never leave */
-		S.fw.packets = 0;
-		orbit__ledger_frame_dropped(S.ledger);
-		sites_forget(); /* nor the sites it named */
-		forget_framing();
-		return;
-	}
-	memcpy(S.done_end, S.next_end, sizeof S.done_end);
-	memcpy(S.done_framed, S.next_framed, sizeof S.done_framed);
-	struct orbit__frame f = {.bytes = S.fw.out,
-	                         .len = S.fw.out_len,
-	                         .seq = S.seq++,
-	                         .kind = kind,
-	                         .rings = S.rings,
-	                         .ring_end = S.done_end,
-	                         .ring_framed = S.done_framed};
+	(void)ctx;
+	for (uint32_t r = 0; r < f->rings; r++)
+		if (f->ring_records[r] != 0)
+			orbit__ledger_framed(S.ledger, r, to_u32(f->ring_records[r]));
+	orbit__ledger_frame_done(S.ledger, f->seq);
+	static const enum orbit__frame_kind kinds[] = {
+	    [ORBIT__SW_HANDSHAKE] = ORBIT__FRAME_HANDSHAKE,
+	    [ORBIT__SW_DATA] = ORBIT__FRAME_DATA,
+	    [ORBIT__SW_END] = ORBIT__FRAME_END,
+	};
+	struct orbit__frame out = {.bytes = f->bytes,
+	                           .len = f->len,
+	                           .seq = f->seq,
+	                           .kind = kinds[f->kind],
+	                           .rings = f->rings,
+	                           .ring_end = f->ring_end,
+	                           .ring_framed = f->ring_framed};
 	S.framed = 1;
-	/* The ledger knows the frame before any output can settle it. */
-	orbit__ledger_frame_done(S.ledger, f.seq);
-	if (S.sink.frame(S.sink.ctx, &f) != 0) {
-		orbit__ledger_lost(S.ledger, f.seq);
-		sites_forget();
+	S.frame_since_ms = S.now_ms; /* what follows starts the next frame */
+	if (S.sink.frame(S.sink.ctx, &out) != 0) {
+		orbit__ledger_lost(S.ledger, f->seq);
+		sites_forget(); /* nor the sites it named */
+		return -EIO;
 	}
+	return 0;
 }
 
+/* The frame being built will never leave (no memory to compress it, or the
+ * stream broke): its records are unsent, and the sites it named unnamed. */
+static void on_lost(void *ctx, const uint64_t *records, uint32_t rings)
+{
+	(void)ctx;
+	for (uint32_t r = 0; r < rings; r++)
+		if (records[r] != 0)
+			orbit__ledger_unsent(S.ledger, r, records[r]);
+	sites_forget();
+}
+
+/* Before a packet: the frame's age counts from its first one. */
 static void note_first(void)
 {
-	if (S.fw.len == 0)
+	if (orbit__sw_pending(S.sw) == 0)
 		S.frame_since_ms = S.now_ms;
-}
-
-/* 0, or -1 when the packet could not go into the frame (memory). */
-static int add_packet(const Orbit__Packet *p)
-{
-	note_first();
-	if (orbit__frame_add(&S.fw, p) != 0)
-		return -1;
-	if (S.fw.len >= FRAME_TARGET)
-		finish_frame(ORBIT__FRAME_DATA);
-	return 0;
 }
 
 /* ---- the handshake ---- */
@@ -176,11 +165,9 @@ struct kernel_sched {
 };
 
 /* Handshake.kernel_sched from the recorder's formats, or kernel_sched_off
- * with the reason it is off. A KernelSched that would take the Handshake's
- * frame past what a collector accepts (ORBIT_HANDSHAKE_FRAME_MAX) goes
- * without its tids, and if that is not enough, not at all (said in
- * kernel_sched_off). */
-static void handshake_sched(Orbit__Handshake *h, const Orbit__Packet *p, struct kernel_sched *ks)
+ * with the reason it is off. (The writer leaves out what would not fit the
+ * Handshake's frame: stream_writer.h, guarantee 1.) */
+static void handshake_sched(Orbit__Handshake *h, struct kernel_sched *ks)
 {
 	memset(ks, 0, sizeof *ks);
 	if (!S.cfg->sched)
@@ -221,20 +208,6 @@ static void handshake_sched(Orbit__Handshake *h, const Orbit__Packet *p, struct 
 	ks->m.kernel_release = ks->uts.release;
 	ks->m.recording_ns = f->since_ns;
 	h->kernel_sched = &ks->m;
-	/* The frame's content is the packet and its length prefix. */
-	const size_t room = ORBIT_HANDSHAKE_FRAME_MAX - 16;
-	if (orbit__packet__get_packed_size(p) > room)
-		ks->m.n_tids = 0;
-	if (orbit__packet__get_packed_size(p) > room) {
-		h->kernel_sched = NULL;
-		snprintf(S.sched_off, sizeof S.sched_off,
-		         "the kernel's event formats do not fit in the handshake (%zu bytes, "
-		         "at most %u)",
-		         orbit__kernel_sched__get_packed_size(&ks->m), ORBIT_HANDSHAKE_FRAME_MAX);
-		h->kernel_sched_off = S.sched_off;
-		fprintf(stderr, "orbit: kernel scheduling is off: %s\n", S.sched_off);
-		S.sched = NULL; /* the recorder is the agent's; its pages are not sent */
-	}
 }
 
 /* The counts a stream's KernelLoss starts from, per CPU. */
@@ -284,10 +257,8 @@ static void kernel_loss(uint32_t c, int at_end)
 	           l.unsent_pages == k->sent.unsent_pages;
 	if (same || (zero && !k->any_sent) || (!at_end && zero))
 		return;
-	Orbit__Packet p = ORBIT__PACKET__INIT;
-	p.body_case = ORBIT__PACKET__BODY_KERNEL_LOSS;
-	p.kernel_loss = &l;
-	add_packet(&p);
+	note_first();
+	orbit__sw_kernel_loss(S.sw, &l);
 	k->sent = l;
 	k->any_sent = 1;
 }
@@ -361,13 +332,13 @@ static void send_handshake(void)
 	h.flight_size = S.cfg->flight ? S.drain->seg->layout.flight_size : 0; /* ORBIT_FLIGHT */
 	h.acknowledgements = S.cfg->collector_set ? 1 : 0; /* output_tcp.c reads them */
 	orbit__ledger_handshake(S.ledger, &h);             /* which stream; the last one's fate */
-	Orbit__Packet p = ORBIT__PACKET__INIT;
-	p.body_case = ORBIT__PACKET__BODY_HANDSHAKE;
-	p.handshake = &h;
 	struct kernel_sched ks;
-	handshake_sched(&h, &p, &ks);
-	orbit__frame_add(&S.fw, &p);
-	finish_frame(ORBIT__FRAME_HANDSHAKE); /* alone in the first frame */
+	handshake_sched(&h, &ks);
+	if (orbit__sw_handshake(S.sw, &h) == 1) { /* the formats did not fit */
+		snprintf(S.sched_off, sizeof S.sched_off, "%s", h.kernel_sched_off);
+		fprintf(stderr, "orbit: kernel scheduling is off: %s\n", S.sched_off);
+		S.sched = NULL; /* the recorder is the agent's; its pages are not sent */
+	}
 	free(ks.events);
 	free(ks.pevents);
 }
@@ -384,10 +355,8 @@ static void send_page_losses(void)
 		l.ring = r;
 		l.records = now.records;
 		l.pages = now.pages;
-		Orbit__Packet p = ORBIT__PACKET__INIT;
-		p.body_case = ORBIT__PACKET__BODY_PAGE_LOSS;
-		p.page_loss = &l;
-		add_packet(&p);
+		note_first();
+		orbit__sw_page_loss(S.sw, &l);
 	}
 }
 
@@ -400,10 +369,8 @@ static void add_loss(uint32_t r, const struct orbit__ring_loss *now)
 	l.backstop = now->backstop;
 	l.unsent = now->unsent;
 	l.at_end = now->at_end;
-	Orbit__Packet p = ORBIT__PACKET__INIT;
-	p.body_case = ORBIT__PACKET__BODY_LOSS;
-	p.loss = &l;
-	add_packet(&p);
+	note_first();
+	orbit__sw_loss(S.sw, &l);
 }
 
 /* Loss packets for the rings whose counts changed (at_end: the last ones). */
@@ -426,13 +393,8 @@ static void send_thread_names(void)
 		char path[300], name[64];
 		snprintf(path, sizeof path, "/proc/self/task/%s/comm", e->d_name);
 		read_file_line(path, name, sizeof name);
-		Orbit__ThreadName t = ORBIT__THREAD_NAME__INIT;
-		t.tid = (uint32_t)strtoul(e->d_name, NULL, 10);
-		t.name = name;
-		Orbit__Packet p = ORBIT__PACKET__INIT;
-		p.body_case = ORBIT__PACKET__BODY_THREAD_NAME;
-		p.thread_name = &t;
-		add_packet(&p);
+		note_first();
+		orbit__sw_thread_name(S.sw, (uint32_t)strtoul(e->d_name, NULL, 10), name);
 	}
 	if (d != NULL)
 		closedir(d);
@@ -498,13 +460,8 @@ static void sites_flush(struct site_list *l)
 {
 	if (l->n == 0)
 		return;
-	Orbit__SourceLocations m = ORBIT__SOURCE_LOCATIONS__INIT;
-	m.n_locations = l->n;
-	m.locations = l->p;
-	Orbit__Packet p = ORBIT__PACKET__INIT;
-	p.body_case = ORBIT__PACKET__BODY_SOURCE_LOCATIONS;
-	p.source_locations = &m;
-	if (add_packet(&p) != 0)
+	note_first();
+	if (orbit__sw_locations(S.sw, (const Orbit__SourceLocation *const *)l->p, l->n) != 0)
 		sites_forget(); /* not sent: named again before their next records */
 	l->n = 0;
 }
@@ -595,18 +552,14 @@ int orbit__stream_init(const struct orbit__config *cfg, struct orbit__drain *dra
 	S.sink = *sink;
 	S.rings = drain->seg->layout.ring_count;
 	S.sched_wait = cfg->sched; /* the agent thread says how it went */
-	int err = orbit__frame_writer_init(&S.fw, cfg->zstd_level);
-	if (err)
-		return err;
-	S.init = 1;
-	return 0;
+	const struct orbit__sw_sink to = {.ctx = NULL, .frame = on_frame, .lost = on_lost};
+	S.sw = orbit__sw_new(cfg->zstd_level, ORBIT_SW_FRAME_TARGET, &to);
+	return S.sw != NULL ? 0 : -ENOMEM;
 }
 
 void orbit__stream_free(void)
 {
-	if (S.init)
-		orbit__frame_writer_free(&S.fw);
-	orbit__batch_encoder_free(S.enc);
+	orbit__sw_free(S.sw);
 	free(S.sites.addr);
 	free(S.kcpu);
 	memset(&S, 0, sizeof S);
@@ -616,16 +569,8 @@ static void begin_now(uint64_t now_ms)
 {
 	S.begin_due = 0;
 	orbit__ledger_begin(S.ledger);
-	S.seq = 0;
-	S.fw.len = 0;
-	S.fw.packets = 0;
 	S.open = 1;
 	S.last_frame_ms = S.now_ms = now_ms;
-	for (uint32_t r = 0; r < S.rings; r++) {
-		S.done_end[r] = orbit__ledger_start(S.ledger, r);
-		S.done_framed[r] = 0;
-	}
-	forget_framing();
 	S.untrusted0 = orbit__clock_untrusted(S.clock);
 	S.resets0 = orbit__clock_resets(S.clock);
 	sites_forget();
@@ -656,22 +601,11 @@ int orbit__stream_kernel_page(uint32_t cpu, const uint8_t *page, size_t len)
 {
 	if (!S.open || S.sched == NULL)
 		return -ENOTCONN;
-	Orbit__KernelPage k = ORBIT__KERNEL_PAGE__INIT;
-	k.cpu = cpu;
-	k.page.data = (uint8_t *)page;
-	k.page.len = len;
-	Orbit__Packet p = ORBIT__PACKET__INIT;
-	p.body_case = ORBIT__PACKET__BODY_KERNEL_PAGE;
-	p.kernel_page = &k;
 	note_first();
-	if (orbit__frame_add(&S.fw, &p) != 0) {
-		if (cpu < S.kcpus)
-			S.kcpu[cpu].unsent++;
-		return -ENOMEM;
-	}
-	if (S.fw.len >= FRAME_TARGET)
-		finish_frame(ORBIT__FRAME_DATA);
-	return 0;
+	int err = orbit__sw_kernel_page(S.sw, cpu, page, len);
+	if (err != 0 && cpu < S.kcpus)
+		S.kcpu[cpu].unsent++;
+	return err;
 }
 
 void orbit__stream_abort(void)
@@ -680,11 +614,8 @@ void orbit__stream_abort(void)
 	if (!S.open)
 		return;
 	S.open = 0;
-	S.fw.len = 0;
-	S.fw.packets = 0;
-	orbit__ledger_frame_dropped(S.ledger);
+	orbit__sw_abort(S.sw); /* on_lost: its records are unsent */
 	sites_forget();
-	forget_framing();
 }
 
 int orbit__stream_open(void)
@@ -692,48 +623,15 @@ int orbit__stream_open(void)
 	return S.open;
 }
 
-/* One batch of k records, encoded straight into the frame (no protobuf-c
- * copy); a batch whose encoding would not fit a packet is cut in two. */
-static void add_batch(uint32_t ring, uint64_t first, const uint8_t *records, uint32_t k)
-{
-	orbit__batch_compact(S.enc, records, k);
-	size_t len = orbit__batch_packet_size(S.enc, ring, first);
-	if (len > ORBIT_PACKET_MAX && k > 1) {
-		add_batch(ring, first, records, k / 2);
-		add_batch(ring, first + k / 2, records + (size_t)(k / 2) * ORBIT_RECORD_SIZE,
-		          k - k / 2);
-		return;
-	}
-	note_first();
-	uint8_t *p = orbit__frame_append(&S.fw, len);
-	if (p == NULL) {
-		orbit__ledger_unsent(S.ledger, ring, k);
-		return;
-	}
-	orbit__batch_packet_write(p, S.enc, ring, first);
-	orbit__ledger_framed(S.ledger, ring, k);
-	S.next_end[ring] = first + k;
-	S.next_framed[ring] += k;
-	if (S.fw.len >= FRAME_TARGET)
-		finish_frame(ORBIT__FRAME_DATA);
-}
-
 void orbit__stream_records(uint32_t ring, uint64_t first, const uint8_t *records, uint32_t n)
 {
 	if (!S.open)
 		return;
-	if (S.enc == NULL && (S.enc = orbit__batch_encoder_new()) == NULL) {
-		orbit__ledger_unsent(S.ledger, ring, n);
-		return;
-	}
 	sites_of_records(records, n);
-	while (n > 0) {
-		uint32_t k = n < ORBIT_BATCH_MAX ? n : ORBIT_BATCH_MAX;
-		add_batch(ring, first, records, k);
-		records += (size_t)k * ORBIT_RECORD_SIZE;
-		first += k;
-		n -= k;
-	}
+	note_first();
+	uint32_t framed = orbit__sw_records(S.sw, ring, first, records, n);
+	if (framed < n) /* no memory: drained, never sent */
+		orbit__ledger_unsent(S.ledger, ring, n - framed);
 }
 
 void orbit__stream_page(uint32_t ring, const uint8_t *page, size_t len)
@@ -741,14 +639,8 @@ void orbit__stream_page(uint32_t ring, const uint8_t *page, size_t len)
 	orbit__ledger_page_read(S.ledger, ring, page_records(page, len, S.open));
 	if (!S.open)
 		return;
-	Orbit__FtracePage f = ORBIT__FTRACE_PAGE__INIT;
-	f.ring = ring;
-	f.page.data = (uint8_t *)page;
-	f.page.len = len;
-	Orbit__Packet p = ORBIT__PACKET__INIT;
-	p.body_case = ORBIT__PACKET__BODY_FTRACE_PAGE;
-	p.ftrace_page = &f;
-	add_packet(&p);
+	note_first();
+	orbit__sw_log_page(S.sw, ring, page, len);
 }
 
 void orbit__stream_pass_done(uint64_t now_ms, int cut)
@@ -762,31 +654,28 @@ void orbit__stream_pass_done(uint64_t now_ms, int cut)
 	 * (docs/format.md 4.12). */
 	uint64_t since = now_ms - S.sites_since_ms;
 	if (S.cfg->flight && since >= SITES_FLIGHT_MIN_MS &&
-	    (since >= SITES_FLIGHT_MS || S.seq - S.sites_seq >= SITES_FLIGHT_FRAMES)) {
+	    (since >= SITES_FLIGHT_MS || orbit__sw_seq(S.sw) - S.sites_seq >= SITES_FLIGHT_FRAMES)) {
 		sites_forget();
 		S.sites_since_ms = now_ms;
-		S.sites_seq = S.seq;
+		S.sites_seq = orbit__sw_seq(S.sw);
 	}
 	send_losses(0);
 	send_page_losses();
 	send_kernel_losses(0);
 	/* A quiet process still says it is there, before the collector's idle
 	 * timeout: its loss so far, which changes nothing for a reader. */
-	if (S.fw.len == 0 && now_ms - S.last_frame_ms >= KEEPALIVE_MS) {
+	if (orbit__sw_pending(S.sw) == 0 && now_ms - S.last_frame_ms >= KEEPALIVE_MS) {
 		struct orbit__ring_loss now = orbit__ledger_loss(S.ledger, 0);
 		add_loss(0, &now);
 	}
 	if (cut || now_ms - S.frame_since_ms >= FRAME_AGE_MS)
-		finish_frame(ORBIT__FRAME_DATA);
+		orbit__sw_cut(S.sw);
 	if (S.framed)
 		S.last_frame_ms = now_ms;
 	S.framed = 0;
 	/* A quiet stream holds no buffers: they grow again with traffic. */
-	if (S.fw.len == 0 && S.fw.cap != 0 && now_ms - S.last_frame_ms >= TRIM_MS) {
-		orbit__frame_writer_trim(&S.fw);
-		orbit__batch_encoder_free(S.enc);
-		S.enc = NULL;
-	}
+	if (now_ms - S.last_frame_ms >= TRIM_MS)
+		orbit__sw_trim(S.sw);
 }
 
 void orbit__stream_end(void)
@@ -812,11 +701,8 @@ void orbit__stream_end(void)
 	/* The clock's trouble during this stream (format.md 4.8). */
 	e.untrusted_times = orbit__clock_untrusted(S.clock) - S.untrusted0;
 	e.clock_resets = orbit__clock_resets(S.clock) - S.resets0;
-	Orbit__Packet p = ORBIT__PACKET__INIT;
-	p.body_case = ORBIT__PACKET__BODY_END;
-	p.end = &e;
-	add_packet(&p);
+	note_first();
+	orbit__sw_end(S.sw, &e); /* the frame it ends goes out */
 	free(reserved);
-	finish_frame(ORBIT__FRAME_END);
 	S.open = 0;
 }

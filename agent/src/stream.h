@@ -1,16 +1,17 @@
 /*
- * stream.h — what a stream says (docs/format.md, section 4): the Handshake
- * alone in the first frame, then RingBatch and FtracePage packets with the
- * Loss and PageLoss packets that account for them, and at the end the
- * thread names, the final losses and EndOfStream. The accounting is the
- * ledger's (ledger.h); where the frames go is the outputs' (output.h).
+ * stream.h — what a stream says (docs/format.md, section 4), and when: the
+ * Handshake alone in the first frame, then RingBatch and FtracePage packets
+ * with the Loss and PageLoss packets that account for them, and at the end
+ * the thread names, the final losses and EndOfStream. The packets and their
+ * frames are format/stream_writer.h's; the accounting is the ledger's
+ * (ledger.h); where the frames go is the outputs' (output.h).
  *
- * Packets are collected in a frame writer and compressed into one zstd frame
- * once the frame is big enough (FRAME_TARGET of content), or old enough at
- * the end of a pass (FRAME_AGE_MS since its first packet), or when asked
- * (a flush, the end): frames are cut by size and age, not one per pass.
- * Every finished frame goes to the stream's frame callback with its
- * sequence number. Runs on the agent thread only.
+ * The writer cuts a frame once its content reaches ORBIT_SW_FRAME_TARGET;
+ * this file cuts it at the end of a pass once it is old enough
+ * (FRAME_AGE_MS since its first packet), or when asked (a flush, the end):
+ * frames are cut by size and age, not one per pass. Every finished frame
+ * goes to the stream's frame callback with its sequence number. Runs on
+ * the agent thread only.
  */
 #ifndef ORBIT_AGENT_STREAM_H
 #define ORBIT_AGENT_STREAM_H

@@ -476,7 +476,12 @@ def case_sched(env):
 
         spin = [t.split("from")[0] for t in tips(st["spinner"])]
         sleep = [t.split("from")[0] for t in tips(st["sleeper"])]
-        check(spin.count("running") >= len(spin) // 2, "the spinner runs: %r" % spin)
+        # The spinner never sleeps: while it lives it is running or waiting
+        # for a CPU (how much of each depends on the machine's load, not on
+        # the page), and it ran at least once.
+        alive = [t for t in spin if t != "dead"]
+        check(alive and "running" in alive and set(alive) <= {"running", "runnable"},
+              "the spinner runs: %r" % spin)
         check(sleep.count("blocked") >= len(sleep) // 2, "the sleeper sleeps: %r" % sleep)
         names = set()
         for tr in cpus:

@@ -1,0 +1,319 @@
+/* stream_writer.c — the packets of a stream and its frames; see
+ * stream_writer.h. */
+#include "stream_writer.h"
+
+#include <errno.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+struct orbit__sw {
+	struct orbit__sw_sink sink;
+	size_t target;
+	struct orbit_frame_writer fw;
+	struct orbit_batch_encoder *enc; /* made at the first batch */
+	uint64_t seq;                    /* of the next frame */
+	uint32_t rings;                  /* the Handshake's ring_count */
+	/* Per ring: the claim after the last record framed and the records
+	 * framed since the stream began, in finished frames (done) and with
+	 * the frame being built (next); and the records of the frame being
+	 * built (next_framed - done_framed, kept for the sink). */
+	uint64_t done_end[ORBIT_MAX_RINGS], done_framed[ORBIT_MAX_RINGS];
+	uint64_t next_end[ORBIT_MAX_RINGS], next_framed[ORBIT_MAX_RINGS];
+	uint64_t records[ORBIT_MAX_RINGS];
+	char sched_off[160]; /* why a KernelSched was left out */
+};
+
+struct orbit__sw *orbit__sw_new(int level, size_t frame_target, const struct orbit__sw_sink *sink)
+{
+	struct orbit__sw *w = calloc(1, sizeof *w);
+	if (w == NULL)
+		return NULL;
+	if (orbit__frame_writer_init(&w->fw, level) != 0) {
+		free(w);
+		return NULL;
+	}
+	w->sink = *sink;
+	w->target = frame_target;
+	return w;
+}
+
+void orbit__sw_free(struct orbit__sw *w)
+{
+	if (w == NULL)
+		return;
+	orbit__frame_writer_free(&w->fw);
+	orbit__batch_encoder_free(w->enc);
+	free(w);
+}
+
+/* ---- frames ---- */
+
+/* The frame being built is gone: its records never leave, and the
+ * stream's position is that of the last finished frame. */
+static void drop_frame(struct orbit__sw *w)
+{
+	w->fw.len = 0;
+	w->fw.packets = 0;
+	if (w->sink.lost != NULL)
+		w->sink.lost(w->sink.ctx, w->records, w->rings);
+	memcpy(w->next_end, w->done_end, sizeof w->next_end);
+	memcpy(w->next_framed, w->done_framed, sizeof w->next_framed);
+	memset(w->records, 0, sizeof w->records);
+}
+
+static int finish(struct orbit__sw *w, enum orbit__sw_kind kind)
+{
+	if (w->fw.len == 0)
+		return 0;
+	if (orbit__frame_finish(&w->fw) != 0 || w->fw.out_len == 0) {
+		drop_frame(w);
+		return -ENOMEM;
+	}
+	memcpy(w->done_end, w->next_end, sizeof w->done_end);
+	memcpy(w->done_framed, w->next_framed, sizeof w->done_framed);
+	struct orbit__sw_frame f = {.bytes = w->fw.out,
+	                            .len = w->fw.out_len,
+	                            .seq = w->seq++,
+	                            .kind = kind,
+	                            .rings = w->rings,
+	                            .ring_end = w->done_end,
+	                            .ring_framed = w->done_framed,
+	                            .ring_records = w->records};
+	int err = w->sink.frame(w->sink.ctx, &f);
+	memset(w->records, 0, sizeof w->records);
+	return err;
+}
+
+/* Cuts the frame once it is big enough (guarantee 3). */
+static int maybe_cut(struct orbit__sw *w)
+{
+	return w->fw.len >= w->target ? finish(w, ORBIT__SW_DATA) : 0;
+}
+
+int orbit__sw_packet(struct orbit__sw *w, const Orbit__Packet *p)
+{
+	int err = orbit__frame_add(&w->fw, p);
+	if (err)
+		return err;
+	maybe_cut(w); /* the packet is in the stream whatever becomes of the frame */
+	return 0;
+}
+
+int orbit__sw_cut(struct orbit__sw *w)
+{
+	return finish(w, ORBIT__SW_DATA);
+}
+
+void orbit__sw_abort(struct orbit__sw *w)
+{
+	if (w->fw.len != 0)
+		drop_frame(w);
+}
+
+size_t orbit__sw_pending(const struct orbit__sw *w)
+{
+	return w->fw.len;
+}
+
+uint64_t orbit__sw_seq(const struct orbit__sw *w)
+{
+	return w->seq;
+}
+
+void orbit__sw_trim(struct orbit__sw *w)
+{
+	if (w->fw.len != 0)
+		return;
+	orbit__frame_writer_trim(&w->fw);
+	orbit__batch_encoder_free(w->enc);
+	w->enc = NULL;
+}
+
+int orbit__sw_copy(struct orbit__sw *w, const uint8_t *frame, size_t len, enum orbit__sw_kind kind)
+{
+	int err = finish(w, ORBIT__SW_DATA); /* frames stay whole and in order */
+	if (err)
+		return err;
+	struct orbit__sw_frame f = {.bytes = frame,
+	                            .len = len,
+	                            .seq = w->seq++,
+	                            .kind = kind,
+	                            .rings = w->rings,
+	                            .ring_end = w->done_end,
+	                            .ring_framed = w->done_framed,
+	                            .ring_records = w->records};
+	return w->sink.frame(w->sink.ctx, &f);
+}
+
+/* ---- the handshake ---- */
+
+int orbit__sw_handshake(struct orbit__sw *w, Orbit__Handshake *h)
+{
+	orbit__sw_abort(w);
+	w->seq = 0;
+	w->rings = h->ring_count < ORBIT_MAX_RINGS ? h->ring_count : ORBIT_MAX_RINGS;
+	for (uint32_t r = 0; r < ORBIT_MAX_RINGS; r++) {
+		w->done_end[r] = w->next_end[r] = r < h->n_ring_start ? h->ring_start[r] : 0;
+		w->done_framed[r] = w->next_framed[r] = 0;
+	}
+	Orbit__Packet p = ORBIT__PACKET__INIT;
+	p.body_case = ORBIT__PACKET__BODY_HANDSHAKE;
+	p.handshake = h;
+	/* The frame's content is the packet and its length prefix. */
+	const size_t room = ORBIT_HANDSHAKE_FRAME_MAX - 16;
+	int left_out = 0;
+	if (h->kernel_sched != NULL && orbit__packet__get_packed_size(&p) > room)
+		h->kernel_sched->n_tids = 0;
+	if (h->kernel_sched != NULL && orbit__packet__get_packed_size(&p) > room) {
+		snprintf(w->sched_off, sizeof w->sched_off,
+		         "the kernel's event formats do not fit in the handshake (%zu bytes, "
+		         "at most %u)",
+		         orbit__kernel_sched__get_packed_size(h->kernel_sched),
+		         ORBIT_HANDSHAKE_FRAME_MAX);
+		h->kernel_sched = NULL;
+		h->kernel_sched_off = w->sched_off;
+		left_out = 1;
+	}
+	int err = orbit__frame_add(&w->fw, &p);
+	if (err == 0)
+		err = finish(w, ORBIT__SW_HANDSHAKE); /* alone in the first frame */
+	return err ? err : left_out;
+}
+
+/* ---- ring batches ---- */
+
+/* One batch of k records, encoded straight into the frame (no protobuf-c
+ * copy); a batch whose packet would be over ORBIT_PACKET_MAX is cut in two.
+ * Returns the records that went in. */
+static uint32_t add_batch(struct orbit__sw *w, uint32_t ring, uint64_t first,
+                          const uint8_t *records, uint32_t k)
+{
+	orbit__batch_compact(w->enc, records, k);
+	size_t len = orbit__batch_packet_size(w->enc, ring, first);
+	if (len > ORBIT_PACKET_MAX && k > 1) {
+		uint32_t a = add_batch(w, ring, first, records, k / 2);
+		return a + add_batch(w, ring, first + k / 2,
+		                     records + (size_t)(k / 2) * ORBIT_RECORD_SIZE, k - k / 2);
+	}
+	uint8_t *p = orbit__frame_append(&w->fw, len);
+	if (p == NULL)
+		return 0;
+	orbit__batch_packet_write(p, w->enc, ring, first);
+	w->next_end[ring] = first + k;
+	w->next_framed[ring] += k;
+	w->records[ring] += k;
+	maybe_cut(w);
+	return k;
+}
+
+uint32_t orbit__sw_records(struct orbit__sw *w, uint32_t ring, uint64_t first,
+                           const uint8_t *records, uint32_t n)
+{
+	if (ring >= ORBIT_MAX_RINGS)
+		return 0;
+	if (w->enc == NULL && (w->enc = orbit__batch_encoder_new()) == NULL)
+		return 0;
+	uint32_t done = 0;
+	while (n > 0) {
+		uint32_t k = n < ORBIT_BATCH_MAX ? n : ORBIT_BATCH_MAX;
+		done += add_batch(w, ring, first, records, k);
+		records += (size_t)k * ORBIT_RECORD_SIZE;
+		first += k;
+		n -= k;
+	}
+	return done;
+}
+
+/* ---- the other packets ---- */
+
+int orbit__sw_log_page(struct orbit__sw *w, uint32_t ring, const uint8_t *page, size_t len)
+{
+	Orbit__FtracePage f = ORBIT__FTRACE_PAGE__INIT;
+	f.ring = ring;
+	f.page.data = (uint8_t *)page;
+	f.page.len = len;
+	Orbit__Packet p = ORBIT__PACKET__INIT;
+	p.body_case = ORBIT__PACKET__BODY_FTRACE_PAGE;
+	p.ftrace_page = &f;
+	return orbit__sw_packet(w, &p);
+}
+
+int orbit__sw_kernel_page(struct orbit__sw *w, uint32_t cpu, const uint8_t *page, size_t len)
+{
+	Orbit__KernelPage k = ORBIT__KERNEL_PAGE__INIT;
+	k.cpu = cpu;
+	k.page.data = (uint8_t *)page;
+	k.page.len = len;
+	Orbit__Packet p = ORBIT__PACKET__INIT;
+	p.body_case = ORBIT__PACKET__BODY_KERNEL_PAGE;
+	p.kernel_page = &k;
+	return orbit__sw_packet(w, &p);
+}
+
+int orbit__sw_loss(struct orbit__sw *w, const Orbit__Loss *l)
+{
+	Orbit__Packet p = ORBIT__PACKET__INIT;
+	p.body_case = ORBIT__PACKET__BODY_LOSS;
+	p.loss = (Orbit__Loss *)l;
+	return orbit__sw_packet(w, &p);
+}
+
+int orbit__sw_page_loss(struct orbit__sw *w, const Orbit__PageLoss *l)
+{
+	Orbit__Packet p = ORBIT__PACKET__INIT;
+	p.body_case = ORBIT__PACKET__BODY_PAGE_LOSS;
+	p.page_loss = (Orbit__PageLoss *)l;
+	return orbit__sw_packet(w, &p);
+}
+
+int orbit__sw_kernel_loss(struct orbit__sw *w, const Orbit__KernelLoss *l)
+{
+	Orbit__Packet p = ORBIT__PACKET__INIT;
+	p.body_case = ORBIT__PACKET__BODY_KERNEL_LOSS;
+	p.kernel_loss = (Orbit__KernelLoss *)l;
+	return orbit__sw_packet(w, &p);
+}
+
+int orbit__sw_thread_name(struct orbit__sw *w, uint32_t tid, const char *name)
+{
+	Orbit__ThreadName t = ORBIT__THREAD_NAME__INIT;
+	t.tid = tid;
+	t.name = (char *)name;
+	Orbit__Packet p = ORBIT__PACKET__INIT;
+	p.body_case = ORBIT__PACKET__BODY_THREAD_NAME;
+	p.thread_name = &t;
+	return orbit__sw_packet(w, &p);
+}
+
+int orbit__sw_locations(struct orbit__sw *w, const Orbit__SourceLocation *const *e, size_t n)
+{
+	Orbit__SourceLocations m = ORBIT__SOURCE_LOCATIONS__INIT;
+	m.n_locations = n;
+	m.locations = (Orbit__SourceLocation **)e;
+	Orbit__Packet p = ORBIT__PACKET__INIT;
+	p.body_case = ORBIT__PACKET__BODY_SOURCE_LOCATIONS;
+	p.source_locations = &m;
+	return orbit__sw_packet(w, &p);
+}
+
+int orbit__sw_dump(struct orbit__sw *w, const Orbit__Dump *d)
+{
+	Orbit__Packet p = ORBIT__PACKET__INIT;
+	p.body_case = ORBIT__PACKET__BODY_DUMP;
+	p.dump = (Orbit__Dump *)d;
+	return orbit__sw_packet(w, &p);
+}
+
+int orbit__sw_end(struct orbit__sw *w, const Orbit__EndOfStream *e)
+{
+	Orbit__Packet p = ORBIT__PACKET__INIT;
+	p.body_case = ORBIT__PACKET__BODY_END;
+	p.end = (Orbit__EndOfStream *)e;
+	int err = orbit__frame_add(&w->fw, &p);
+	if (err) { /* what came before it still goes */
+		finish(w, ORBIT__SW_DATA);
+		return err;
+	}
+	return finish(w, ORBIT__SW_END);
+}
