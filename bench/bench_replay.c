@@ -294,10 +294,10 @@ static void handshake(struct gen *g, uint64_t t0)
 	write_frame(g);
 }
 
-static void trailer(struct gen *g)
+/* The threads' names: before their records (protocol version 3,
+ * docs/format.md 4.5), and at the end. */
+static void thread_names(struct gen *g)
 {
-	for (uint32_t r = 0; r < RINGS; r++)
-		flush_ring(g, r);
 	for (uint32_t i = 0; i < THREADS; i++) {
 		char name[32];
 		snprintf(name, sizeof name, "worker %u", i);
@@ -309,6 +309,13 @@ static void trailer(struct gen *g)
 		p.thread_name = &t;
 		add(g, &p);
 	}
+}
+
+static void trailer(struct gen *g)
+{
+	for (uint32_t r = 0; r < RINGS; r++)
+		flush_ring(g, r);
+	thread_names(g);
 	Orbit__EndOfStream e = ORBIT__END_OF_STREAM__INIT;
 	e.n_claimed_per_ring = RINGS;
 	e.claimed_per_ring = g->claims;
@@ -337,6 +344,9 @@ static void generate(const char *path, uint64_t records)
 	for (uint32_t r = 0; r < RINGS; r++)
 		g->ring_buf[r] = malloc((size_t)BATCH * ORBIT_RECORD_SIZE);
 	handshake(g, t0);
+	for (uint32_t i = 0; i < THREADS; i++)
+		g->th[i].tid = 10000 + i;
+	thread_names(g);
 	for (uint32_t i = 0; i < THREADS; i++) {
 		g->th[i] = (struct gen_thread){.tid = 10000 + i, .time = t0 + i * 777};
 		make_script(g, &g->th[i]);

@@ -24,7 +24,7 @@
  * encoding 2, 3 what a reader needs up front comes before it matters
  * (format.md 4.13). Writers write ORBIT_PROTOCOL_VERSION; readers of capture
  * files read MIN to MAX; a collector takes WIRE_MIN to MAX. */
-#define ORBIT_PROTOCOL_VERSION 2u
+#define ORBIT_PROTOCOL_VERSION 3u
 #define ORBIT_PROTOCOL_VERSION_MIN 1u
 #define ORBIT_PROTOCOL_VERSION_WIRE_MIN 2u
 #define ORBIT_PROTOCOL_VERSION_MAX 3u

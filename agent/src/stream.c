@@ -21,13 +21,15 @@
 #define ORBIT_VERSION "0"
 #endif
 
-#define FRAME_AGE_MS 100u         /* a frame goes out this long after its first packet */
-#define KEEPALIVE_MS 30000u       /* well inside the collector's idle timeout */
-#define TRIM_MS 2000u             /* buffers of a stream quiet this long are freed */
-#define SITES_MAX (1u << 16)      /* call sites one stream resolves; later ones stay unnamed */
-#define SITES_FLIGHT_MS 1000u     /* with a flight ring: sites named again this often, */
-#define SITES_FLIGHT_FRAMES 32u   /* or after this many frames, */
-#define SITES_FLIGHT_MIN_MS 100u  /* but not more often than this */
+#define FRAME_AGE_MS 100u        /* a frame goes out this long after its first packet */
+#define KEEPALIVE_MS 30000u      /* well inside the collector's idle timeout */
+#define TRIM_MS 2000u            /* buffers of a stream quiet this long are freed */
+#define SITES_MAX (1u << 16)     /* call sites one stream resolves; later ones stay unnamed */
+#define SITES_FLIGHT_MS 1000u    /* with a flight ring: sites named again this often, */
+#define SITES_FLIGHT_FRAMES 32u  /* or after this many frames, */
+#define SITES_FLIGHT_MIN_MS 100u /* but not more often than this */
+#define NAMES_MS 1000u           /* the threads' names read again this often */
+#define NAMES_KEPT 4096u         /* names remembered for threads gone by their records */
 
 /* The call-site addresses a stream has looked at (resolved and sent, or
  * found bad), an open-addressing set; 0 is never a site. */
@@ -74,6 +76,17 @@ static struct {
 	char sched_off[ORBIT__SCHED_WHY];
 	struct kcpu *kcpu; /* cpu_count, while a stream with kernel_sched is open */
 	uint32_t kcpus;
+	uint64_t mark_from;  /* KernelMark: when the last read to the end began; 0 none */
+	uint64_t mark_sent;  /* the last KernelMark sent */
+	uint64_t mark_reads; /* the recorder's reads at the last pass */
+
+	/* thread names (docs/format.md 4.5): as last read from /proc */
+	uint64_t names_ms;
+	struct {
+		uint32_t tid;
+		char name[ORBIT_SW_NAME];
+	} names[NAMES_KEPT];
+	uint32_t nnames;
 } S;
 
 static void sites_forget(void);
@@ -152,6 +165,76 @@ static uint64_t clock_ns(clockid_t id)
 	struct timespec ts;
 	clock_gettime(id, &ts);
 	return (uint64_t)ts.tv_sec * 1000000000ull + (uint64_t)ts.tv_nsec;
+}
+
+/* ---- thread names (docs/format.md 4.5) ---- */
+
+/* A comm into ORBIT_SW_NAME bytes (a comm is at most 15). */
+static void copy_name(char dst[ORBIT_SW_NAME], const char *src)
+{
+	size_t n = strnlen(src, ORBIT_SW_NAME - 1);
+	memcpy(dst, src, n);
+	dst[n] = '\0';
+}
+
+/* The writer's question before a thread's first records: its comm now, or,
+ * for a thread gone meanwhile, what the last reading of them found. */
+static int thread_name_of(void *ctx, uint32_t tid, char name[ORBIT_SW_NAME])
+{
+	char path[64], line[64];
+	(void)ctx;
+	snprintf(path, sizeof path, "/proc/self/task/%u/comm", tid);
+	read_file_line(path, line, sizeof line);
+	if (line[0] != '\0') {
+		copy_name(name, line);
+		return 1;
+	}
+	for (uint32_t i = 0; i < S.nnames; i++)
+		if (S.names[i].tid == tid) {
+			memcpy(name, S.names[i].name, ORBIT_SW_NAME);
+			return 1;
+		}
+	return 0;
+}
+
+/* Every thread of the process now, each to fn. */
+static void each_thread(void (*fn)(uint32_t tid, const char *name))
+{
+	DIR *d = opendir("/proc/self/task");
+	struct dirent *e;
+	while (d != NULL && (e = readdir(d)) != NULL) {
+		if (e->d_name[0] < '0' || e->d_name[0] > '9')
+			continue;
+		char path[300], name[64];
+		snprintf(path, sizeof path, "/proc/self/task/%s/comm", e->d_name);
+		read_file_line(path, name, sizeof name);
+		fn((uint32_t)strtoul(e->d_name, NULL, 10), name);
+	}
+	if (d != NULL)
+		closedir(d);
+}
+
+/* Once a second: the names remembered, and a ThreadName for each thread
+ * the stream named whose name changed since. */
+static void name_again(uint32_t tid, const char *name)
+{
+	if (S.nnames < NAMES_KEPT) {
+		S.names[S.nnames].tid = tid;
+		copy_name(S.names[S.nnames].name, name);
+		S.nnames++;
+	}
+	if (name[0] != '\0')
+		orbit__sw_rename(S.sw, tid, name);
+}
+
+static void names_again(uint64_t now_ms)
+{
+	if (now_ms - S.names_ms < NAMES_MS)
+		return;
+	S.names_ms = now_ms;
+	S.nnames = 0;
+	note_first();
+	each_thread(name_again);
 }
 
 /* ---- kernel scheduling (docs/format.md 4.10) ---- */
@@ -383,21 +466,56 @@ static void send_losses(int at_end)
 	}
 }
 
+static void name_at_end(uint32_t tid, const char *name)
+{
+	orbit__sw_thread_name(S.sw, tid, name);
+}
+
+/* At the end: every thread alive, named (docs/format.md 4.5, 3). */
 static void send_thread_names(void)
 {
-	DIR *d = opendir("/proc/self/task");
-	struct dirent *e;
-	while (d != NULL && (e = readdir(d)) != NULL) {
-		if (e->d_name[0] < '0' || e->d_name[0] > '9')
-			continue;
-		char path[300], name[64];
-		snprintf(path, sizeof path, "/proc/self/task/%s/comm", e->d_name);
-		read_file_line(path, name, sizeof name);
+	note_first();
+	each_thread(name_at_end);
+}
+
+/* ---- kernel marks (docs/format.md 4.10) ---- */
+
+/* After a pass's kernel pages: when this pass read every CPU's buffer to
+ * its end, a KernelMark with the time the previous such read began (an
+ * event stamped before it was committed, and read, by now). */
+static void send_kernel_mark(void)
+{
+	uint64_t began, reads;
+	int whole;
+	if (S.sched == NULL)
+		return;
+	orbit__sched_last_read(S.sched, &began, &whole, &reads);
+	if (reads == S.mark_reads) /* no read this pass */
+		return;
+	S.mark_reads = reads;
+	if (!whole)
+		return;
+	if (S.mark_from != 0) {
 		note_first();
-		orbit__sw_thread_name(S.sw, (uint32_t)strtoul(e->d_name, NULL, 10), name);
+		if (orbit__sw_kernel_mark(S.sw, S.mark_from) == 0)
+			S.mark_sent = S.mark_from;
 	}
-	if (d != NULL)
-		closedir(d);
+	S.mark_from = began;
+}
+
+/* At the end, recording off before the final pass read the buffers to
+ * their end: every event there was is in, up to when that read began. */
+static void send_last_kernel_mark(void)
+{
+	uint64_t began, reads;
+	int whole;
+	if (S.sched == NULL)
+		return;
+	orbit__sched_last_read(S.sched, &began, &whole, &reads);
+	if (whole && began > S.mark_sent) {
+		note_first();
+		orbit__sw_kernel_mark(S.sw, began);
+	}
 }
 
 /* ---- call sites (docs/format.md 4.12) ---- */
@@ -552,7 +670,8 @@ int orbit__stream_init(const struct orbit__config *cfg, struct orbit__drain *dra
 	S.sink = *sink;
 	S.rings = drain->seg->layout.ring_count;
 	S.sched_wait = cfg->sched; /* the agent thread says how it went */
-	const struct orbit__sw_sink to = {.ctx = NULL, .frame = on_frame, .lost = on_lost};
+	const struct orbit__sw_sink to = {
+	    .ctx = NULL, .frame = on_frame, .lost = on_lost, .name = thread_name_of};
 	S.sw = orbit__sw_new(cfg->zstd_level, ORBIT_SW_FRAME_TARGET, &to);
 	return S.sw != NULL ? 0 : -ENOMEM;
 }
@@ -574,6 +693,15 @@ static void begin_now(uint64_t now_ms)
 	S.untrusted0 = orbit__clock_untrusted(S.clock);
 	S.resets0 = orbit__clock_resets(S.clock);
 	sites_forget();
+	S.mark_from = S.mark_sent = 0;
+	S.mark_reads = 0;
+	if (S.sched != NULL) { /* reads before the stream say nothing of it */
+		uint64_t began;
+		int whole;
+		orbit__sched_last_read(S.sched, &began, &whole, &S.mark_reads);
+	}
+	S.names_ms = now_ms;
+	S.nnames = 0;
 	send_handshake(); /* it may find the formats too big: S.sched is NULL then */
 	kernel_begin();
 }
@@ -654,11 +782,15 @@ void orbit__stream_pass_done(uint64_t now_ms, int cut)
 	 * (docs/format.md 4.12). */
 	uint64_t since = now_ms - S.sites_since_ms;
 	if (S.cfg->flight && since >= SITES_FLIGHT_MIN_MS &&
-	    (since >= SITES_FLIGHT_MS || orbit__sw_seq(S.sw) - S.sites_seq >= SITES_FLIGHT_FRAMES)) {
+	    (since >= SITES_FLIGHT_MS ||
+	     orbit__sw_seq(S.sw) - S.sites_seq >= SITES_FLIGHT_FRAMES)) {
 		sites_forget();
+		orbit__sw_forget_names(S.sw); /* and the threads, the same way (4.5) */
 		S.sites_since_ms = now_ms;
 		S.sites_seq = orbit__sw_seq(S.sw);
 	}
+	send_kernel_mark();
+	names_again(now_ms);
 	send_losses(0);
 	send_page_losses();
 	send_kernel_losses(0);
@@ -685,6 +817,7 @@ void orbit__stream_end(void)
 	send_thread_names();
 	send_losses(1);
 	send_page_losses();
+	send_last_kernel_mark();
 	send_kernel_losses(1);
 	uint64_t claimed[ORBIT_MAX_RINGS];
 	for (uint32_t r = 0; r < S.rings; r++)
@@ -701,6 +834,9 @@ void orbit__stream_end(void)
 	/* The clock's trouble during this stream (format.md 4.8). */
 	e.untrusted_times = orbit__clock_untrusted(S.clock) - S.untrusted0;
 	e.clock_resets = orbit__clock_resets(S.clock) - S.resets0;
+	/* The earliest event the capture holds: not known with a flight ring,
+	 * whose oldest frames a dump may not find (format.md 4.8). */
+	e.first_ns = S.cfg->flight ? 0 : orbit__sw_first_ns(S.sw);
 	note_first();
 	orbit__sw_end(S.sw, &e); /* the frame it ends goes out */
 	free(reserved);

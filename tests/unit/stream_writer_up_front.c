@@ -170,9 +170,9 @@ static void case_names(void)
 {
 	struct orbit__sw *w = writer();
 	static const uint32_t ab[] = {7, 8, 7}, b[] = {8}, gone[] = {99, 7};
-	records(w, ab, 3, 1000);  /* 7 and 8 named before it, once each */
-	records(w, b, 1, 2000);   /* known: nothing */
-	log_page(w, 9, 2500);     /* 9 named before its page */
+	records(w, ab, 3, 1000);                       /* 7 and 8 named before it, once each */
+	records(w, b, 1, 2000);                        /* known: nothing */
+	log_page(w, 9, 2500);                          /* 9 named before its page */
 	CHECK(orbit__sw_rename(w, 8, "renamed") == 0); /* again, with the new name */
 	CHECK(orbit__sw_rename(w, 8, "renamed") == 0); /* the same: nothing */
 	CHECK(orbit__sw_rename(w, 5, "unseen") == 0);  /* never named: nothing */
