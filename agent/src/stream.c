@@ -480,42 +480,39 @@ static void send_thread_names(void)
 
 /* ---- kernel marks (docs/format.md 4.10) ---- */
 
-/* After a pass's kernel pages: when this pass read every CPU's buffer to
- * its end, a KernelMark with the time the previous such read began (an
- * event stamped before it was committed, and read, by now). */
-static void send_kernel_mark(void)
+/* A KernelMark of t, remembered once it is in the stream. */
+static void kernel_mark(uint64_t t)
+{
+	note_first();
+	if (orbit__sw_kernel_mark(S.sw, t) == 0)
+		S.mark_sent = t;
+}
+
+/* After a pass's kernel pages (at_end: after the final one, recording off
+ * before it): when the pass read every CPU's buffer to its end, a
+ * KernelMark with the time the previous such read began (an event stamped
+ * before it was committed, and read, by now); at the end, the time the
+ * final read began, since every event there was is in. */
+static void send_kernel_mark(int at_end)
 {
 	uint64_t began, reads;
 	int whole;
 	if (S.sched == NULL)
 		return;
 	orbit__sched_last_read(S.sched, &began, &whole, &reads);
+	if (at_end) {
+		if (whole && began > S.mark_sent)
+			kernel_mark(began);
+		return;
+	}
 	if (reads == S.mark_reads) /* no read this pass */
 		return;
 	S.mark_reads = reads;
 	if (!whole)
 		return;
-	if (S.mark_from != 0) {
-		note_first();
-		if (orbit__sw_kernel_mark(S.sw, S.mark_from) == 0)
-			S.mark_sent = S.mark_from;
-	}
+	if (S.mark_from != 0)
+		kernel_mark(S.mark_from);
 	S.mark_from = began;
-}
-
-/* At the end, recording off before the final pass read the buffers to
- * their end: every event there was is in, up to when that read began. */
-static void send_last_kernel_mark(void)
-{
-	uint64_t began, reads;
-	int whole;
-	if (S.sched == NULL)
-		return;
-	orbit__sched_last_read(S.sched, &began, &whole, &reads);
-	if (whole && began > S.mark_sent) {
-		note_first();
-		orbit__sw_kernel_mark(S.sw, began);
-	}
 }
 
 /* ---- call sites (docs/format.md 4.12) ---- */
@@ -789,7 +786,7 @@ void orbit__stream_pass_done(uint64_t now_ms, int cut)
 		S.sites_since_ms = now_ms;
 		S.sites_seq = orbit__sw_seq(S.sw);
 	}
-	send_kernel_mark();
+	send_kernel_mark(0);
 	names_again(now_ms);
 	send_losses(0);
 	send_page_losses();
@@ -817,7 +814,7 @@ void orbit__stream_end(void)
 	send_thread_names();
 	send_losses(1);
 	send_page_losses();
-	send_last_kernel_mark();
+	send_kernel_mark(1);
 	send_kernel_losses(1);
 	uint64_t claimed[ORBIT_MAX_RINGS];
 	for (uint32_t r = 0; r < S.rings; r++)
