@@ -110,22 +110,40 @@ static void q_pop(struct orbit_rp_source *src)
 	src->qlen--;
 }
 
-static void read_free(struct orbit_rp_read *e)
+/* Buffers for a batch's records decoded ahead, ORBIT_BATCH_MAX records
+ * each: kept for the next batches rather than given back (a fresh one
+ * costs the kernel's page faults, every batch). */
+static uint8_t *records_take(struct orbit_rp_timeline *tl)
+{
+	if (tl->nspare > 0)
+		return tl->spare[--tl->nspare];
+	return malloc((size_t)ORBIT_BATCH_MAX * ORBIT_RECORD_SIZE);
+}
+
+static void records_give(struct orbit_rp_timeline *tl, uint8_t *b)
+{
+	if (b != NULL && tl->nspare < ORBIT_RP_SPARE)
+		tl->spare[tl->nspare++] = b;
+	else
+		free(b);
+}
+
+static void read_free(struct orbit_rp_timeline *tl, struct orbit_rp_read *e)
 {
 	if (e->p != NULL)
 		orbit__packet__free_unpacked(e->p, NULL);
-	free(e->records);
+	records_give(tl, e->records);
 }
 
 /* A ring batch read ahead: its records decoded once, now, and the latest
  * of their times, up to which its stream's states must be final. */
-static void ahead_batch(struct orbit_rp_read *e)
+static void ahead_batch(struct orbit_rp_timeline *tl, struct orbit_rp_read *e)
 {
 	const Orbit__RingBatch *b = e->p->ring_batch;
-	if (b->count == 0 || (e->records = malloc((size_t)b->count * ORBIT_RECORD_SIZE)) == NULL)
+	if (b->count == 0 || (e->records = records_take(tl)) == NULL)
 		return;
 	if (orbit__batch_decode(b, e->records) != 0) { /* said when it is applied */
-		free(e->records);
+		records_give(tl, e->records);
 		e->records = NULL;
 		return;
 	}
@@ -189,7 +207,7 @@ static void read_one(struct orbit_rp_timeline *tl, struct orbit_rp_source *src)
 		e->bytes += p->kernel_page->page.len;
 	if (e->states != NULL && p->body_case == ORBIT__PACKET__BODY_RING_BATCH) {
 		e->bytes += p->ring_batch->records.len;
-		ahead_batch(e);
+		ahead_batch(tl, e);
 	}
 	src->qbytes += e->bytes;
 }
@@ -209,6 +227,8 @@ static int ready(struct orbit_rp_read *e)
 		return 1;
 	if (e->need > done || e->checked == done)
 		return 0;
+	if (orbit__rp_sched_undecided(e->states) == 0)
+		return 1; /* final up to done for every thread */
 	b = e->p->ring_batch;
 	for (uint32_t k = 0; k < b->count; k++) {
 		const uint8_t *r = e->records + (size_t)k * ORBIT_RECORD_SIZE;
@@ -442,7 +462,7 @@ void orbit__rp_timeline_read(struct orbit_rp_timeline *tl)
 			orbit__rp_packet(tl, src, p);
 			orbit__packet__free_unpacked(p, NULL);
 		}
-		free(src->peek_records);
+		records_give(tl, src->peek_records);
 		src->peek_records = NULL;
 		peek(tl, src);
 		if (src->done)
@@ -464,7 +484,7 @@ void orbit__rp_timeline_free(struct orbit_rp_timeline *tl)
 			orbit__packet__free_unpacked(src->peek, NULL);
 		free(src->peek_records);
 		for (size_t k = 0; k < src->qlen; k++)
-			read_free(q_at(src, k));
+			read_free(tl, q_at(src, k));
 		free(src->q);
 		if (src->r != NULL)
 			tl->bytes_read += orbit__capture_bytes_read(src->r);
@@ -476,6 +496,8 @@ void orbit__rp_timeline_free(struct orbit_rp_timeline *tl)
 	free(tl->srcs);
 	free(tl->caps);
 	free(tl->batch);
+	while (tl->nspare > 0)
+		free(tl->spare[--tl->nspare]);
 	free(tl->kev);
 	tl->kev = NULL;
 	tl->srcs = NULL;

@@ -29,6 +29,7 @@ struct orbit__rp_sched_timeline;
 
 #define ORBIT_RP_AHEAD_BYTES (32u << 20) /* a capture's queue, read ahead */
 #define ORBIT_RP_AHEAD_READS 65536u      /* ... and its entries */
+#define ORBIT_RP_SPARE 8u                /* record buffers kept for them */
 
 /* Something read from a capture, waiting for its turn in the merge: a
  * packet that passed the format's checks, or a problem to say there. */
@@ -85,6 +86,8 @@ struct orbit_rp_timeline {
 	struct orbit_rp_dispatch *d;       /* NULL: counts and times only */
 	struct orbit_rp_sched_scan *sched; /* the streams' states, or NULL */
 	int ahead;                         /* read captures of version 3 ahead for them */
+	uint8_t *spare[ORBIT_RP_SPARE];    /* record buffers for batches read ahead */
+	size_t nspare;
 	uint64_t bytes_read;               /* by the readers closed so far */
 	struct orbit__rp_sched_event *kev; /* one kernel page's events */
 	size_t nkev, kev_cap;

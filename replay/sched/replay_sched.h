@@ -294,6 +294,10 @@ int orbit__rp_sched_mark(struct orbit__rp_sched_timeline *tl, uint64_t complete)
  * finished (0: not yet at all). */
 uint64_t orbit__rp_sched_complete(const struct orbit__rp_sched_timeline *tl);
 
+/* Listed threads whose time before their first item is not known yet: 0
+ * when orbit__rp_sched_final depends on t alone. */
+uint32_t orbit__rp_sched_undecided(const struct orbit__rp_sched_timeline *tl);
+
 /* Whether thread tid's times in any interval ending at or before t are
  * final: t at or before the last mark (the timeline finished: always), and,
  * for a listed thread, its first item run or t not after the recording's

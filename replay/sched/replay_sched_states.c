@@ -903,6 +903,11 @@ uint64_t orbit__rp_sched_complete(const struct orbit__rp_sched_timeline *tl)
 	return tl->finished ? UINT64_MAX : tl->ran_to;
 }
 
+uint32_t orbit__rp_sched_undecided(const struct orbit__rp_sched_timeline *tl)
+{
+	return tl->finished ? 0 : tl->undecided;
+}
+
 int orbit__rp_sched_final(const struct orbit__rp_sched_timeline *tl, int32_t tid, uint64_t t)
 {
 	const struct orbit__rp_sched_thread *th;
