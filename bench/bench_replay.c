@@ -4,6 +4,7 @@
  * fails.
  *
  *   orbit-bench-replay [--records N] [--capture FILE] [--keep] [--runs N]
+ *                      [--sched] [--version 2|3]
  *
  * Writes a capture of N records (default 50 M) with the format's stream
  * writer (format/stream_writer.h), as the agent does (1 MiB frames, zstd
@@ -20,6 +21,17 @@
  * wait4(). --capture FILE replays FILE instead if it exists (and keeps what
  * it writes there otherwise). Numbers worth quoting come from the release
  * preset (cmake --preset release; build/release/bench/orbit-bench-replay).
+ *
+ * --sched adds the kernel's scheduling as the agent sends it: a Handshake
+ * with a KernelSched (sched_switch's format), and after every 32768
+ * records (a pass) the batches, then each of 4 CPUs' pages of sched_switch
+ * events (one every 25 us of the capture's time per CPU, among the 4
+ * threads that run there and idle), and the KernelLoss totals at the end.
+ * --version says how the stream is written (docs/format.md 4.0, 4.13): 3
+ * (the default) as the agent writes it, names before the records, a
+ * KernelMark after each pass's pages, EndOfStream.first_ns; 2 as the
+ * previous release's agent wrote the same events, names at the end only,
+ * no marks. The two give the same outputs; the first is read once.
  */
 #include <errno.h>
 #include <fcntl.h>
@@ -46,6 +58,43 @@
 #define SCRIPT 96u
 #define FRAME_CONTENT (1u << 20)
 #define BATCH 4096u
+#define CPUS 4u
+#define PASS_RECORDS 32768u /* the agent's staging area: records of one pass */
+#define SWITCH_NS 25000u    /* a sched_switch on each CPU this often */
+#define KPAGE 4096u
+#define SWITCH_ID 372u /* sched_switch's ID in the format below */
+
+/* The events' descriptions, in the kernel's own words (a Linux 6.18
+ * instance's events/header_page and events/sched/sched_switch/format). */
+static const char HEADER_PAGE[] = "\tfield: u64 timestamp;\toffset:0;\tsize:8;\tsigned:0;\n"
+                                  "\tfield: local_t commit;\toffset:8;\tsize:8;\tsigned:1;\n"
+                                  "\tfield: int overwrite;\toffset:8;\tsize:1;\tsigned:1;\n"
+                                  "\tfield: char data;\toffset:16;\tsize:4080;\tsigned:0;\n";
+static const char SWITCH_FORMAT[] =
+    "name: sched_switch\nID: 372\nformat:\n"
+    "\tfield:unsigned short common_type;\toffset:0;\tsize:2;\tsigned:0;\n"
+    "\tfield:unsigned char common_flags;\toffset:2;\tsize:1;\tsigned:0;\n"
+    "\tfield:unsigned char common_preempt_count;\toffset:3;\tsize:1;\tsigned:0;\n"
+    "\tfield:int common_pid;\toffset:4;\tsize:4;\tsigned:1;\n\n"
+    "\tfield:char prev_comm[16];\toffset:8;\tsize:16;\tsigned:0;\n"
+    "\tfield:pid_t prev_pid;\toffset:24;\tsize:4;\tsigned:1;\n"
+    "\tfield:int prev_prio;\toffset:28;\tsize:4;\tsigned:1;\n"
+    "\tfield:long prev_state;\toffset:32;\tsize:8;\tsigned:1;\n"
+    "\tfield:char next_comm[16];\toffset:40;\tsize:16;\tsigned:0;\n"
+    "\tfield:pid_t next_pid;\toffset:56;\tsize:4;\tsigned:1;\n"
+    "\tfield:int next_prio;\toffset:60;\tsize:4;\tsigned:1;\n\n"
+    "print fmt: \"prev_pid=%d next_pid=%d\", REC->prev_pid, REC->next_pid\n";
+
+/* One CPU's kernel buffer: the page being filled, who runs there. */
+struct kcpu {
+	uint8_t page[KPAGE];
+	uint32_t off;   /* bytes of the page used */
+	uint64_t last;  /* the time of its last record */
+	uint64_t clock; /* the next switch's time */
+	uint32_t cur;   /* index of the thread running, THREADS: idle */
+	uint32_t turn;
+	uint64_t events;
+};
 
 /* One step of a thread's frame: what real loops do, the same scopes in
  * the same order every frame, with durations that vary a little and
@@ -79,6 +128,13 @@ struct gen {
 	uint64_t records, scopes;
 	uint64_t async_id[THREADS]; /* span started by thread i - 1, to stop here */
 	uint64_t async_time[THREADS];
+	/* --sched, --version */
+	int sched;
+	uint32_t version;
+	struct kcpu kcpu[CPUS];
+	uint64_t pass_records; /* records at the last pass */
+	uint64_t mark;         /* the last pass's end: the next KernelMark */
+	uint64_t first;        /* the earliest head record's time */
 };
 
 static uint64_t rnd(struct gen *g)
@@ -146,6 +202,8 @@ static void put_named(struct gen *g, struct gen_thread *t, uint8_t kind, uint64_
                       const char *name)
 {
 	struct orbit_record r = {t->time, id, t->tid, kind, 0, 0, {0}};
+	if (t->time < g->first)
+		g->first = t->time;
 	size_t len = strlen(name), k = len < ORBIT_RECORD_NAME ? len : ORBIT_RECORD_NAME;
 	r.len = (uint16_t)len;
 	memcpy(r.name, name, k);
@@ -157,6 +215,92 @@ static void put_named(struct gen *g, struct gen_thread *t, uint8_t kind, uint64_
 		put(g, &c);
 		k += m;
 	}
+}
+
+/* ---- the kernel's scheduling (--sched) ---- */
+
+static void kpage_send(struct gen *g, uint32_t cpu)
+{
+	struct kcpu *k = &g->kcpu[cpu];
+	if (k->off <= 16)
+		return;
+	orbit__put_le64(k->page + 8, k->off - 16); /* commit: the records' bytes */
+	must(orbit__sw_kernel_page(g->sw, cpu, k->page, KPAGE));
+	k->off = 0;
+}
+
+/* A sched_switch of prev to next on cpu at t: a 64-byte payload,
+ * type_len 16, in the page layout of docs/format.md 5.1. */
+static void kswitch(struct gen *g, uint32_t cpu, uint64_t t, uint32_t prev, uint32_t next,
+                    int64_t state)
+{
+	struct kcpu *k = &g->kcpu[cpu];
+	if (k->off != 0 && k->off + 68 > KPAGE)
+		kpage_send(g, cpu);
+	if (k->off == 0) {
+		memset(k->page, 0, sizeof k->page);
+		orbit__put_le64(k->page, t);
+		k->off = 16;
+		k->last = t;
+	}
+	uint8_t *r = k->page + k->off;
+	orbit__put_le32(r, 16u | (uint32_t)(t - k->last) << 5);
+	uint8_t *d = r + 4;
+	orbit__put_le16(d, SWITCH_ID);
+	orbit__put_le32(d + 4, prev);
+	snprintf((char *)d + 8, 16, prev ? "worker" : "swapper/%u", cpu);
+	orbit__put_le32(d + 24, prev);
+	orbit__put_le32(d + 28, 120);
+	orbit__put_le64(d + 32, (uint64_t)state);
+	snprintf((char *)d + 40, 16, next ? "worker" : "swapper/%u", cpu);
+	orbit__put_le32(d + 56, next);
+	orbit__put_le32(d + 60, 120);
+	k->off += 68;
+	k->last = t;
+	k->events++;
+}
+
+/* Each CPU's switches up to t: it runs its 4 threads in turn and idles,
+ * a thread going to sleep before idle and preempted otherwise. */
+static void kernel_until(struct gen *g, uint64_t t)
+{
+	for (uint32_t c = 0; c < CPUS; c++) {
+		struct kcpu *k = &g->kcpu[c];
+		while (k->clock <= t) {
+			uint32_t next = k->turn++ % (THREADS / CPUS + 1);
+			uint32_t ni = next < THREADS / CPUS ? c + CPUS * next : THREADS;
+			uint32_t prev = k->cur < THREADS ? g->th[k->cur].tid : 0;
+			uint32_t nt = ni < THREADS ? g->th[ni].tid : 0;
+			kswitch(g, c, k->clock, prev, nt, ni == THREADS ? 1 : 0);
+			k->cur = ni;
+			k->clock += SWITCH_NS;
+		}
+		kpage_send(g, c); /* a pass reads every page, the last one partly filled */
+	}
+}
+
+static void kernel_mark(struct gen *g, uint64_t t)
+{
+	must(orbit__sw_kernel_mark(g->sw, t));
+}
+
+static void flush_ring(struct gen *g, uint32_t ring);
+
+/* What the agent's pass sends: the records drained, then the kernel's
+ * pages up to now, and (version 3) a mark: complete up to the last pass's
+ * end. */
+static void pass(struct gen *g)
+{
+	uint64_t now = 0;
+	for (uint32_t r = 0; r < RINGS; r++)
+		flush_ring(g, r);
+	for (uint32_t i = 0; i < THREADS; i++)
+		now = g->th[i].time > now ? g->th[i].time : now;
+	kernel_until(g, now);
+	if (g->version >= 3 && g->mark != 0)
+		kernel_mark(g, g->mark);
+	g->mark = now;
+	g->pass_records = g->records;
 }
 
 enum { OP_START, OP_STOP, OP_VALUE, OP_ASYNC };
@@ -256,10 +400,30 @@ static void make_names(struct gen *g)
 static void handshake(struct gen *g, uint64_t t0)
 {
 	uint64_t start[RINGS] = {0};
+	uint32_t tids[THREADS];
 	char *cmd[] = {(char *)"orbit-bench-replay"};
 	Orbit__ClockDescription clock = ORBIT__CLOCK_DESCRIPTION__INIT;
 	Orbit__Handshake h = ORBIT__HANDSHAKE__INIT;
-	h.protocol_version = ORBIT_PROTOCOL_VERSION;
+	Orbit__KernelSched k = ORBIT__KERNEL_SCHED__INIT;
+	Orbit__KernelEventFormat ev = ORBIT__KERNEL_EVENT_FORMAT__INIT, *pev = &ev;
+	if (g->sched) {
+		ev.system = (char *)"sched";
+		ev.format = (char *)SWITCH_FORMAT;
+		k.header_page = (char *)HEADER_PAGE;
+		k.n_events = 1;
+		k.events = &pev;
+		k.cpu_count = CPUS;
+		k.page_size = KPAGE;
+		k.trace_clock = (char *)"mono";
+		k.instance = (char *)"orbit-bench";
+		for (uint32_t i = 0; i < THREADS; i++)
+			tids[i] = 10000 + i;
+		k.n_tids = THREADS;
+		k.tids = tids;
+		k.recording_ns = t0 - 1000;
+		h.kernel_sched = &k;
+	}
+	h.protocol_version = g->version;
 	h.pid = 4242;
 	h.process_name = (char *)"generated";
 	h.host_name = (char *)"bench";
@@ -277,22 +441,41 @@ static void handshake(struct gen *g, uint64_t t0)
 	must(orbit__sw_handshake(g->sw, &h, NULL, 0));
 }
 
-static void trailer(struct gen *g)
+/* The threads' names: before their records (protocol version 3,
+ * docs/format.md 4.5), and at the end. */
+static void thread_names(struct gen *g)
 {
-	for (uint32_t r = 0; r < RINGS; r++)
-		flush_ring(g, r);
 	for (uint32_t i = 0; i < THREADS; i++) {
 		char name[32];
 		snprintf(name, sizeof name, "worker %u", i);
 		must(orbit__sw_thread_name(g->sw, g->th[i].tid, name));
 	}
+}
+
+static void trailer(struct gen *g)
+{
+	for (uint32_t r = 0; r < RINGS; r++)
+		flush_ring(g, r);
+	thread_names(g);
+	if (g->sched) {
+		pass(g);
+		if (g->version >= 3)
+			kernel_mark(g, g->mark); /* every event there is is in */
+		for (uint32_t c = 0; c < CPUS; c++) {
+			Orbit__KernelLoss l = ORBIT__KERNEL_LOSS__INIT;
+			l.cpu = c;
+			l.read_events = g->kcpu[c].events;
+			must(orbit__sw_kernel_loss(g->sw, &l));
+		}
+	}
 	Orbit__EndOfStream e = ORBIT__END_OF_STREAM__INIT;
 	e.n_claimed_per_ring = RINGS;
 	e.claimed_per_ring = g->claims;
+	e.first_ns = g->version >= 3 ? g->first : 0;
 	must(orbit__sw_end(g->sw, &e));
 }
 
-static void generate(const char *path, uint64_t records)
+static void generate(const char *path, uint64_t records, int sched, uint32_t version)
 {
 	struct gen *g = calloc(1, sizeof *g);
 	const struct orbit__sw_sink sink = {.ctx = g, .frame = write_frame};
@@ -306,11 +489,20 @@ static void generate(const char *path, uint64_t records)
 		exit(1);
 	}
 	g->rng = 0x2545f4914f6cdd1dull;
+	g->sched = sched;
+	g->version = version;
+	g->first = UINT64_MAX;
 	make_names(g);
 	uint64_t t0 = 1000000000000ull;
+	for (uint32_t c = 0; c < CPUS; c++)
+		g->kcpu[c] = (struct kcpu){.clock = t0 + c * 3001, .cur = THREADS};
 	for (uint32_t r = 0; r < RINGS; r++)
 		g->ring_buf[r] = malloc((size_t)BATCH * ORBIT_RECORD_SIZE);
 	handshake(g, t0);
+	for (uint32_t i = 0; i < THREADS; i++)
+		g->th[i].tid = 10000 + i;
+	if (version >= 3) /* before their records (docs/format.md 4.5) */
+		thread_names(g);
 	for (uint32_t i = 0; i < THREADS; i++) {
 		g->th[i] = (struct gen_thread){.tid = 10000 + i, .time = t0 + i * 777};
 		make_script(g, &g->th[i]);
@@ -318,9 +510,12 @@ static void generate(const char *path, uint64_t records)
 		snprintf(name, sizeof name, "worker %u", i);
 		put_named(g, &g->th[i], ORBIT_REC_THREAD_NAME, 0, name);
 	}
-	while (g->records < records)
+	while (g->records < records) {
 		for (uint32_t i = 0; i < THREADS; i++)
 			thread_frame(g, &g->th[i]);
+		if (sched && g->records - g->pass_records >= PASS_RECORDS)
+			pass(g);
+	}
 	trailer(g);
 	close(g->fd);
 	printf("generated %s: %" PRIu64 " records, %" PRIu64 " scopes\n", path, g->records,
@@ -420,7 +615,8 @@ int main(int argc, char **argv)
 {
 	uint64_t want = 50000000;
 	const char *path = NULL;
-	int keep = 0, runs = 1;
+	int keep = 0, runs = 1, sched = 0;
+	uint32_t version = ORBIT_PROTOCOL_VERSION;
 	for (int i = 1; i < argc; i++) {
 		if (strcmp(argv[i], "--records") == 0 && i + 1 < argc)
 			want = strtoull(argv[++i], NULL, 10);
@@ -430,9 +626,14 @@ int main(int argc, char **argv)
 			keep = 1;
 		else if (strcmp(argv[i], "--runs") == 0 && i + 1 < argc)
 			runs = atoi(argv[++i]);
+		else if (strcmp(argv[i], "--sched") == 0)
+			sched = 1;
+		else if (strcmp(argv[i], "--version") == 0 && i + 1 < argc &&
+		         (atoi(argv[i + 1]) == 2 || atoi(argv[i + 1]) == 3))
+			version = (uint32_t)atoi(argv[++i]);
 		else {
 			fprintf(stderr, "usage: orbit-bench-replay [--records N] [--capture FILE] "
-			                "[--keep] [--runs N]\n");
+			                "[--keep] [--runs N] [--sched] [--version 2|3]\n");
 			return 1;
 		}
 	}
@@ -451,7 +652,7 @@ int main(int argc, char **argv)
 	}
 	if (path == tmp || stat(path, &st) != 0) {
 		uint64_t t = now_ns();
-		generate(path, want);
+		generate(path, want, sched, version);
 		printf("generated in %.1f s\n", (double)(now_ns() - t) / 1e9);
 	}
 	if (stat(path, &st) != 0) {

@@ -101,9 +101,11 @@ static int handshake_check(struct orbit_conn *k, const Orbit__Packet *p, uint32_
 		return -EPROTO;
 	}
 	const Orbit__Handshake *h = p->handshake;
-	if (h->protocol_version != ORBIT_PROTOCOL_VERSION) {
-		snprintf(why, n, "protocol version %" PRIu32 ", this collector speaks %u",
-		         h->protocol_version, ORBIT_PROTOCOL_VERSION);
+	if (h->protocol_version < ORBIT_PROTOCOL_VERSION_WIRE_MIN ||
+	    h->protocol_version > ORBIT_PROTOCOL_VERSION_MAX) {
+		snprintf(why, n, "protocol version %" PRIu32 ", this collector speaks %u to %u",
+		         h->protocol_version, ORBIT_PROTOCOL_VERSION_WIRE_MIN,
+		         ORBIT_PROTOCOL_VERSION_MAX);
 		return -EPROTO;
 	}
 	if (orbit__packet_validate(p) != 0) {

@@ -401,8 +401,9 @@ static void read_pages(struct orbit_dump *d)
 	free(page);
 }
 
-/* ---- the end ---- */
-
+/* The names block's threads, named before the records the dump reads
+ * itself (docs/format.md 4.5: a stream of protocol version 3 names a
+ * thread before its records). */
 static void thread_names(struct orbit_dump *d)
 {
 	if (!d->names_ok)
@@ -415,9 +416,10 @@ static void thread_names(struct orbit_dump *d)
 	}
 }
 
+/* ---- the end ---- */
+
 static void finish(struct orbit_dump *d, const struct kept *k, const struct orbit_dump_ring *rr)
 {
-	thread_names(d);
 	uint64_t claimed[ORBIT_MAX_RINGS];
 	for (uint32_t r = 0; r < d->l.ring_count; r++) {
 		uint64_t framed = d->flight ? d->meta.ring_framed[r] : 0;
@@ -558,6 +560,7 @@ int orbit__dump_run(struct orbit_dump *d, const char *out_path)
 	if (d->hs == NULL)
 		own_handshake(d, d->ring_start);
 	read_state(d, earlier);
+	thread_names(d);
 	orbit__dump_rings(d, cursor, rr);
 	read_pages(d);
 	finish(d, k, rr);

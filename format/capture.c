@@ -382,9 +382,9 @@ int orbit__packet_validate(const Orbit__Packet *p)
 	case ORBIT__PACKET__BODY_HANDSHAKE: {
 		const Orbit__Handshake *h = p->handshake;
 		/* Readers read every version there were; a collector takes only
-		 * the one it speaks, and says so itself (collector/conn.c). */
+		 * those it speaks, and says so itself (collector/conn.c). */
 		if (h->protocol_version < ORBIT_PROTOCOL_VERSION_MIN ||
-		    h->protocol_version > ORBIT_PROTOCOL_VERSION)
+		    h->protocol_version > ORBIT_PROTOCOL_VERSION_MAX)
 			return -EPROTO;
 		if (h->ring_count > ORBIT_MAX_RINGS || h->n_ring_start != h->ring_count ||
 		    (h->ring_count > 0 && h->record_size != ORBIT_RECORD_SIZE) ||
@@ -424,6 +424,7 @@ int orbit__packet_validate(const Orbit__Packet *p)
 		return p->end->n_claimed_per_ring <= ORBIT_MAX_RINGS ? 0 : -EINVAL;
 	case ORBIT__PACKET__BODY_THREAD_NAME:
 	case ORBIT__PACKET__BODY_PAGE_LOSS:
+	case ORBIT__PACKET__BODY_KERNEL_MARK:
 		return 0;
 	case ORBIT__PACKET__BODY_ACK:
 		return p->ack->synced_frames <= p->ack->frames ? 0 : -EINVAL;

@@ -260,7 +260,8 @@ struct orbit_capture_reader {
 	struct orbit_frame_scratch scratch;
 	size_t packet_off; /* next packet in scratch, when in_frame */
 	int in_frame;
-	uint64_t frames; /* frames met so far, damaged ones too */
+	uint64_t frames;     /* frames met so far, damaged ones too */
+	uint64_t bytes_read; /* bytes read() from fd */
 };
 
 struct orbit_capture_reader *orbit__capture_from_fd(int fd, int *err)
@@ -310,6 +311,11 @@ uint64_t orbit__capture_frames(const struct orbit_capture_reader *r)
 	return r->frames;
 }
 
+uint64_t orbit__capture_bytes_read(const struct orbit_capture_reader *r)
+{
+	return r->bytes_read;
+}
+
 /* Makes at least want bytes available from start, unless the file ends. */
 static int fill(struct orbit_capture_reader *r, size_t want)
 {
@@ -330,6 +336,7 @@ static int fill(struct orbit_capture_reader *r, size_t want)
 		if (n == 0)
 			r->eof = 1;
 		r->end += (size_t)n;
+		r->bytes_read += (uint64_t)n;
 	}
 	return 0;
 }

@@ -20,8 +20,15 @@
 #define ORBIT_FRAME_MAX_CONTENT (64u << 20)   /* its decompressed content */
 #define ORBIT_PACKET_MAX (1u << 20)           /* one packet */
 #define ORBIT_FRAME_WINDOW_LOG_MAX 23         /* zstd window: 8 MiB */
-#define ORBIT_PROTOCOL_VERSION 2u             /* 2: ring batches in encoding 2 */
-#define ORBIT_PROTOCOL_VERSION_MIN 1u         /* the oldest a reader of capture files reads */
+/* Stream versions (docs/format.md 4.0): 1 ring batches in encoding 1, 2 in
+ * encoding 2, 3 what a reader needs up front comes before it matters
+ * (format.md 4.13). Writers write ORBIT_PROTOCOL_VERSION; readers of capture
+ * files read MIN to MAX; a collector takes WIRE_MIN to MAX. */
+#define ORBIT_PROTOCOL_VERSION 3u
+#define ORBIT_PROTOCOL_VERSION_MIN 1u
+#define ORBIT_PROTOCOL_VERSION_WIRE_MIN 2u
+#define ORBIT_PROTOCOL_VERSION_MAX 3u
+#define ORBIT_PROTOCOL_UP_FRONT 3u /* the first version that keeps format.md 4.13's promises */
 #define ORBIT_HANDSHAKE_FRAME_MAX (64u << 10) /* a stream's first frame, and its content */
 /* The content at which a stream's writers (the agent, orbit-dump) close a
  * frame: big enough to compress well, small enough to cost one frame when
@@ -190,6 +197,9 @@ uint64_t orbit__capture_offset(const struct orbit_capture_reader *r);
  * returned last is from frame number orbit__capture_frames (the first is
  * 1), the numbering of an Ack's frames (docs/format.md 7.2). */
 uint64_t orbit__capture_frames(const struct orbit_capture_reader *r);
+/* Bytes the reader has read from its file: what reading it cost (a reader
+ * that counts how often a capture is read, orbit-replay's). */
+uint64_t orbit__capture_bytes_read(const struct orbit_capture_reader *r);
 void orbit__capture_close(struct orbit_capture_reader *r);
 
 #endif

@@ -7,6 +7,14 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "ftrace_page.h"
+
+/* A thread the stream has named (guarantee 5): open addressing on tid. */
+struct named {
+	uint32_t tid; /* 0: empty (no thread has tid 0) */
+	char name[ORBIT_SW_NAME];
+};
+
 struct orbit__sw {
 	struct orbit__sw_sink sink;
 	size_t target;
@@ -24,6 +32,13 @@ struct orbit__sw {
 	uint64_t sent[ORBIT_MAX_RINGS]; /* the records of the frame at the sink */
 	char sched_off[160];            /* why a KernelSched was left out */
 	int in_sink;                    /* the sink's frame() has a frame of ours */
+	/* the threads named in this stream (guarantee 5) */
+	struct named *names;
+	uint32_t names_cap, names_n;
+	/* the earliest event time (guarantee 6): in frames taken, in the
+	 * frame being built; UINT64_MAX none */
+	uint64_t first_done, first_next;
+	uint64_t handshake_ns;
 };
 
 struct orbit__sw *orbit__sw_new(int level, size_t frame_target, const struct orbit__sw_sink *sink)
@@ -37,6 +52,7 @@ struct orbit__sw *orbit__sw_new(int level, size_t frame_target, const struct orb
 	}
 	w->sink = *sink;
 	w->target = frame_target;
+	w->first_done = w->first_next = UINT64_MAX;
 	return w;
 }
 
@@ -46,6 +62,7 @@ void orbit__sw_free(struct orbit__sw *w)
 		return;
 	orbit__frame_writer_free(&w->fw);
 	orbit__batch_encoder_free(w->enc);
+	free(w->names);
 	free(w);
 }
 
@@ -58,6 +75,106 @@ static Orbit__Packet packet_of(Orbit__Packet__BodyCase c, const void *body)
 	p.body_case = c;
 	p.handshake = (Orbit__Handshake *)body;
 	return p;
+}
+
+/* ---- names (guarantee 5) ---- */
+
+void orbit__sw_forget_names(struct orbit__sw *w)
+{
+	if (w->names != NULL)
+		memset(w->names, 0, w->names_cap * sizeof *w->names);
+	w->names_n = 0;
+}
+
+/* The entry of tid, or the empty one where it would go; NULL when the
+ * table is full or out of memory. */
+static struct named *named_at(struct orbit__sw *w, uint32_t tid)
+{
+	if (w->names_n + 1 > w->names_cap / 2) {
+		if (w->names_n >= ORBIT_SW_NAMES_MAX)
+			return NULL;
+		uint32_t cap = w->names_cap ? w->names_cap * 2 : 256;
+		struct named *t = calloc(cap, sizeof *t);
+		if (t == NULL)
+			return NULL;
+		for (uint32_t i = 0; i < w->names_cap; i++) {
+			if (w->names[i].tid == 0)
+				continue;
+			uint32_t j = (w->names[i].tid * 0x9e3779b9u) & (cap - 1);
+			while (t[j].tid != 0)
+				j = (j + 1) & (cap - 1);
+			t[j] = w->names[i];
+		}
+		free(w->names);
+		w->names = t;
+		w->names_cap = cap;
+	}
+	uint32_t j = (tid * 0x9e3779b9u) & (w->names_cap - 1);
+	while (w->names[j].tid != 0 && w->names[j].tid != tid)
+		j = (j + 1) & (w->names_cap - 1);
+	return &w->names[j];
+}
+
+/* The first records of thread tid in this stream: its name before them. A
+ * thread the sink cannot name is remembered all the same (asked once). */
+static void name_first(struct orbit__sw *w, uint32_t tid)
+{
+	struct named *e;
+	char name[ORBIT_SW_NAME];
+	if (tid == 0 || (e = named_at(w, tid)) == NULL || e->tid == tid)
+		return;
+	memset(name, 0, sizeof name);
+	int have = w->sink.name(w->sink.ctx, tid, name);
+	name[ORBIT_SW_NAME - 1] = '\0';
+	e->tid = tid;
+	memcpy(e->name, name, sizeof name);
+	w->names_n++;
+	if (have && orbit__sw_thread_name(w, tid, name) != 0) {
+		e->tid = 0; /* not sent: asked again at its next records */
+		w->names_n--;
+	}
+}
+
+/* Before a batch: the threads of its records the stream has not named. */
+static void name_records(struct orbit__sw *w, const uint8_t *records, uint32_t n)
+{
+	uint32_t last = 0;
+	for (uint32_t i = 0; i < n; i++) {
+		uint32_t tid = orbit__le32(records + (size_t)i * ORBIT_RECORD_SIZE + 16);
+		if (tid != last)
+			name_first(w, tid);
+		last = tid;
+	}
+}
+
+int orbit__sw_rename(struct orbit__sw *w, uint32_t tid, const char *name)
+{
+	struct named *e = tid != 0 && w->names_n > 0 ? named_at(w, tid) : NULL;
+	char now[ORBIT_SW_NAME];
+	if (e == NULL || e->tid != tid)
+		return 0;
+	memset(now, 0, sizeof now);
+	strncpy(now, name, sizeof now - 1);
+	if (memcmp(now, e->name, sizeof now) == 0)
+		return 0;
+	int err = orbit__sw_thread_name(w, tid, now);
+	if (err == 0)
+		memcpy(e->name, now, sizeof now);
+	return err;
+}
+
+/* ---- the earliest time (guarantee 6) ---- */
+
+static void saw(struct orbit__sw *w, uint64_t t)
+{
+	if (t < w->first_next)
+		w->first_next = t;
+}
+
+uint64_t orbit__sw_first_ns(const struct orbit__sw *w)
+{
+	uint64_t t = w->first_done < w->first_next ? w->first_done : w->first_next;
+	return t != UINT64_MAX ? t : w->handshake_ns;
 }
 
 /* ---- frames ---- */
@@ -73,6 +190,8 @@ static void drop_frame(struct orbit__sw *w)
 	memcpy(w->next_end, w->done_end, sizeof w->next_end);
 	memcpy(w->next_framed, w->done_framed, sizeof w->next_framed);
 	memset(w->records, 0, sizeof w->records);
+	w->first_next = UINT64_MAX;
+	orbit__sw_forget_names(w); /* the names it held never arrive */
 }
 
 static int finish(struct orbit__sw *w, enum orbit__sw_kind kind)
@@ -98,6 +217,11 @@ static int finish(struct orbit__sw *w, enum orbit__sw_kind kind)
 	w->in_sink = 1;
 	int err = w->sink.frame(w->sink.ctx, &f);
 	w->in_sink = 0;
+	if (err == 0 && w->first_next < w->first_done)
+		w->first_done = w->first_next;
+	if (err != 0)
+		orbit__sw_forget_names(w);
+	w->first_next = UINT64_MAX;
 	return err;
 }
 
@@ -121,13 +245,21 @@ static int maybe_cut(struct orbit__sw *w)
 	return w->fw.len >= w->target ? finish(w, ORBIT__SW_DATA) : 0;
 }
 
-int orbit__sw_packet(struct orbit__sw *w, const Orbit__Packet *p)
+/* A packet into the frame being built, whose earliest event is first
+ * (UINT64_MAX: none of its own). */
+static int add_seen(struct orbit__sw *w, const Orbit__Packet *p, uint64_t first)
 {
 	int err = orbit__frame_add(&w->fw, p);
 	if (err)
 		return err;
-	maybe_cut(w); /* the packet is in the stream whatever becomes of the frame */
+	saw(w, first); /* in the frame being built, whatever comes of it */
+	maybe_cut(w);  /* the packet is in the stream whatever becomes of the frame */
 	return 0;
+}
+
+int orbit__sw_packet(struct orbit__sw *w, const Orbit__Packet *p)
+{
+	return add_seen(w, p, UINT64_MAX);
 }
 
 int orbit__sw_cut(struct orbit__sw *w)
@@ -181,7 +313,10 @@ int orbit__sw_copy(struct orbit__sw *w, const uint8_t *frame, size_t len, enum o
 int orbit__sw_handshake(struct orbit__sw *w, Orbit__Handshake *h, char *why, size_t why_len)
 {
 	orbit__sw_abort(w);
+	orbit__sw_forget_names(w);
 	w->seq = 0;
+	w->first_done = w->first_next = UINT64_MAX;
+	w->handshake_ns = h->monotonic_ns;
 	w->rings = h->ring_count < ORBIT_MAX_RINGS ? h->ring_count : ORBIT_MAX_RINGS;
 	for (uint32_t r = 0; r < ORBIT_MAX_RINGS; r++) {
 		w->done_end[r] = w->next_end[r] = r < h->n_ring_start ? h->ring_start[r] : 0;
@@ -232,6 +367,11 @@ static uint32_t add_batch(struct orbit__sw *w, uint32_t ring, uint64_t first,
 	if (p == NULL)
 		return 0;
 	orbit__batch_packet_write(p, w->enc, ring, first);
+	for (uint32_t i = 0; i < k; i++) { /* the record layout: time 0, kind 20 */
+		const uint8_t *r = records + (size_t)i * ORBIT_RECORD_SIZE;
+		if (orbit__record_has_name(r[20]))
+			saw(w, orbit__le64(r));
+	}
 	w->next_end[ring] = first + k;
 	w->next_framed[ring] += k;
 	w->records[ring] += k;
@@ -246,6 +386,8 @@ uint32_t orbit__sw_records(struct orbit__sw *w, uint32_t ring, uint64_t first,
 		return 0;
 	if (w->enc == NULL && (w->enc = orbit__batch_encoder_new()) == NULL)
 		return 0;
+	if (w->sink.name != NULL)
+		name_records(w, records, n);
 	uint32_t done = 0;
 	while (n > 0) {
 		uint32_t k = n < ORBIT_BATCH_MAX ? n : ORBIT_BATCH_MAX;
@@ -266,27 +408,55 @@ static int put(struct orbit__sw *w, Orbit__Packet__BodyCase c, const void *body)
 }
 
 /* FtracePage and KernelPage: the same two fields, an index (the ring, the
- * CPU) and the page. */
+ * CPU) and the page; first is the earliest event the page holds that the
+ * stream's first_ns counts (UINT64_MAX: none). */
 static int page_packet(struct orbit__sw *w, Orbit__Packet__BodyCase c, uint32_t index,
-                       const uint8_t *page, size_t len)
+                       const uint8_t *page, size_t len, uint64_t first)
 {
 	const ProtobufCBinaryData bytes = {len, (uint8_t *)page};
 	Orbit__FtracePage f = ORBIT__FTRACE_PAGE__INIT;
 	Orbit__KernelPage k = ORBIT__KERNEL_PAGE__INIT;
 	f.ring = k.cpu = index;
 	f.page = k.page = bytes;
-	return put(w, c,
-	           c == ORBIT__PACKET__BODY_FTRACE_PAGE ? (const void *)&f : (const void *)&k);
+	Orbit__Packet p =
+	    packet_of(c, c == ORBIT__PACKET__BODY_FTRACE_PAGE ? (const void *)&f : (const void *)&k);
+	return add_seen(w, &p, first);
+}
+
+/* A log page's records (format.md 5.3: u16 type, u8, u8, s32 tid, ...):
+ * their threads named before it, the earliest of their times. Lines and
+ * markers are types 1 to 3; what a reader would not take as one counts not. */
+static void log_records(struct orbit__sw *w, const uint8_t *page, size_t len, uint64_t *first)
+{
+	struct orbit__ftrace_iter it;
+	struct orbit__ftrace_header h;
+	struct orbit__ftrace_record rec;
+	uint32_t last = 0;
+	*first = UINT64_MAX;
+	if (orbit__ftrace_open(&it, page, len, &h) != 0)
+		return;
+	while (orbit__ftrace_next(&it, &rec) == 1) {
+		uint16_t type = rec.len >= 8 ? orbit__le16(rec.data) : 0;
+		uint32_t tid = rec.len >= 8 ? orbit__le32(rec.data + 4) : 0;
+		if (type < 1 || type > 3)
+			continue;
+		*first = rec.time < *first ? rec.time : *first;
+		if (w->sink.name != NULL && tid != last)
+			name_first(w, tid);
+		last = tid;
+	}
 }
 
 int orbit__sw_log_page(struct orbit__sw *w, uint32_t ring, const uint8_t *page, size_t len)
 {
-	return page_packet(w, ORBIT__PACKET__BODY_FTRACE_PAGE, ring, page, len);
+	uint64_t first;
+	log_records(w, page, len, &first);
+	return page_packet(w, ORBIT__PACKET__BODY_FTRACE_PAGE, ring, page, len, first);
 }
 
 int orbit__sw_kernel_page(struct orbit__sw *w, uint32_t cpu, const uint8_t *page, size_t len)
 {
-	return page_packet(w, ORBIT__PACKET__BODY_KERNEL_PAGE, cpu, page, len);
+	return page_packet(w, ORBIT__PACKET__BODY_KERNEL_PAGE, cpu, page, len, UINT64_MAX);
 }
 
 int orbit__sw_loss(struct orbit__sw *w, const Orbit__Loss *l)
@@ -318,6 +488,13 @@ int orbit__sw_locations(struct orbit__sw *w, const Orbit__SourceLocation *const 
 	m.n_locations = n;
 	m.locations = (Orbit__SourceLocation **)e;
 	return put(w, ORBIT__PACKET__BODY_SOURCE_LOCATIONS, &m);
+}
+
+int orbit__sw_kernel_mark(struct orbit__sw *w, uint64_t complete_ns)
+{
+	Orbit__KernelMark m = ORBIT__KERNEL_MARK__INIT;
+	m.complete_ns = complete_ns;
+	return put(w, ORBIT__PACKET__BODY_KERNEL_MARK, &m);
 }
 
 int orbit__sw_dump(struct orbit__sw *w, const Orbit__Dump *d)

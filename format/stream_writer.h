@@ -29,6 +29,14 @@
  *      (orbit__sw_abort), is reported to the sink's lost() with its records
  *      per ring instead, and the stream's position goes back to the last
  *      finished frame.
+ *   5. With a sink that names threads (name()), a thread's ThreadName goes
+ *      before the first RingBatch or FtracePage of the stream holding a
+ *      record of it (format.md 4.5), once per stream, and again after
+ *      orbit__sw_rename gives it another name; a frame lost or not taken
+ *      makes the writer forget every name it sent, so they go again.
+ *   6. It knows the time of the stream's earliest event or log line in the
+ *      frames the sink took and the one being built (orbit__sw_first_ns,
+ *      EndOfStream.first_ns: format.md 4.8).
  *
  * Nothing here knows where frames go, what a clock is, or who the caller
  * is: no configuration, no I/O, no globals. One writer per thread.
@@ -44,6 +52,11 @@
 
 /* frame_target for a writer whose frames end only when the caller says. */
 #define ORBIT_SW_NO_CUT SIZE_MAX
+/* A thread name's bytes, its NUL included: a comm (at most 15 bytes). */
+#define ORBIT_SW_NAME 16u
+/* Threads a stream names itself (guarantee 5); later ones are named at the
+ * end only. */
+#define ORBIT_SW_NAMES_MAX (1u << 16)
 
 /* What a finished frame is. */
 enum orbit__sw_kind {
@@ -75,6 +88,9 @@ struct orbit__sw_sink {
 	/* The frame being built will never be finished: records[r] records
 	 * of ring r (rings of them) were in it. May be NULL. */
 	void (*lost)(void *ctx, const uint64_t *records, uint32_t rings);
+	/* Thread tid's name (its comm), NUL-terminated in name: 1, or 0 when
+	 * it has none (guarantee 5). NULL: the writer names no thread itself. */
+	int (*name)(void *ctx, uint32_t tid, char name[ORBIT_SW_NAME]);
 };
 
 struct orbit__sw;
@@ -108,6 +124,20 @@ int orbit__sw_loss(struct orbit__sw *w, const Orbit__Loss *l);
 int orbit__sw_page_loss(struct orbit__sw *w, const Orbit__PageLoss *l);
 int orbit__sw_kernel_loss(struct orbit__sw *w, const Orbit__KernelLoss *l);
 int orbit__sw_thread_name(struct orbit__sw *w, uint32_t tid, const char *name);
+/* Thread tid is called name now: a ThreadName if the stream named it with
+ * another name (guarantee 5); nothing for a thread it has not named yet.
+ * 0 or a negative errno. */
+int orbit__sw_rename(struct orbit__sw *w, uint32_t tid, const char *name);
+/* Forgets the names sent: each thread is named again before its next
+ * records (a flight ring keeps only the newest frames). */
+void orbit__sw_forget_names(struct orbit__sw *w);
+/* KernelMark: the kernel's events are complete up to complete_ns
+ * (format.md 4.10). 0 or a negative errno. */
+int orbit__sw_kernel_mark(struct orbit__sw *w, uint64_t complete_ns);
+/* The earliest time of a head record (format.md 2) or log record (5.3) in
+ * the frames the sink took and the one being built; the Handshake's
+ * monotonic_ns when there is none (guarantee 6). */
+uint64_t orbit__sw_first_ns(const struct orbit__sw *w);
 int orbit__sw_locations(struct orbit__sw *w, const Orbit__SourceLocation *const *e, size_t n);
 int orbit__sw_dump(struct orbit__sw *w, const Orbit__Dump *d);
 /* EndOfStream, and the frame it ends (guarantee 3); 0 or a negative errno

@@ -40,6 +40,13 @@ struct orbit_replay_bound {
 struct orbit_rp_exporter;
 struct orbit_rp_ch_options;
 
+/* What a run read of its inputs (struct orbit_replay_options.reads). */
+struct orbit_replay_reads {
+	uint64_t bytes;  /* read from the input files, every reading together */
+	uint64_t before; /* captures read whole before the run: their kernel states, origin */
+	uint64_t tails;  /* captures whose end was read first: names, origin */
+};
+
 struct orbit_replay_options {
 	const char *const *inputs; /* capture files */
 	size_t ninputs;
@@ -69,6 +76,13 @@ struct orbit_replay_options {
 	/* --clickhouse URL and its options (replay_export_clickhouse.h);
 	 * NULL: not loading. */
 	const struct orbit_rp_ch_options *clickhouse;
+	/* 1: take nothing a capture states up front (docs/format.md 4.13):
+	 * read each as one of protocol version 2 (its kernel states and origin
+	 * before the run, its names from its tail). The outputs are the same;
+	 * the tests compare the two readings. */
+	int up_front_off;
+	/* Filled at the end when not NULL: what the run read. */
+	struct orbit_replay_reads *reads;
 };
 
 /* Fills defaults: top 20, sort total, progress auto, stdout/stderr. */

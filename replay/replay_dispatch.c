@@ -15,12 +15,14 @@
  * that, a thread's are written as they are.
  *
  * A scope's on-CPU, runnable and blocked time comes from its stream's
- * scheduling states, when the scan built them (replay_sched_scan.h),
- * through a cursor per thread: scopes come in about start order.
+ * scheduling states, when the scan built them (replay_sched_scan.h), final
+ * up to the scope's end by the time it is here, through a cursor per
+ * thread: scopes come in about start order.
  */
 #include <stdlib.h>
 #include <string.h>
 
+#include "frame.h"
 #include "replay_dispatch.h"
 #include "replay_sched.h"
 
@@ -133,17 +135,18 @@ static int sched_time(struct orbit_rp_thread *th, const struct orbit_rp_stream *
 		if (th->sched_tl != tl) { /* a cursor per thread and timeline */
 			const struct orbit__rp_sched_thread *k =
 			    orbit__rp_sched_thread(tl, (int32_t)tid);
+			if (k == NULL) /* not yet: states still being built may name it */
+				return 0;
 			th->sched_tl = tl;
 			orbit__rp_sched_cursor_init(&th->sched_cur, k);
 			/* The kernel knows the name of a thread that ended before
-			 * the stream's ThreadName packets were sent. */
-			if (k != NULL && k->comm[0] != '\0' &&
+			 * the stream's ThreadName packets were sent (at its end,
+			 * before version 3: docs/format.md 4.5). */
+			if (s->version < ORBIT_PROTOCOL_UP_FRONT && k->comm[0] != '\0' &&
 			    th->name_source == ORBIT_RP_NAMED_NONE)
 				orbit__rp_thread_name(th, k->comm, strlen(k->comm),
 				                      ORBIT_RP_NAMED_OS);
 		}
-		if (th->sched_cur.th == NULL)
-			return 0;
 		orbit__rp_sched_cursor_times(&th->sched_cur, start, end, &t);
 	} else { /* the overflow thread */
 		const struct orbit__rp_sched_thread *k = orbit__rp_sched_thread(tl, (int32_t)tid);
@@ -295,8 +298,30 @@ void orbit__rp_dispatch_stream(struct orbit_rp_dispatch *d, const struct orbit_r
 		d->stream[i].fn(d->stream[i].x, s);
 }
 
+/* A stream that names its threads before their records (version 3) may
+ * still have some it could not name (gone before the agent read their
+ * name): the kernel's events know them. At its end, so that every reading
+ * of the stream names them alike. */
+static void kernel_names(struct orbit_rp_dispatch *d, const struct orbit_rp_stream *s)
+{
+	const struct orbit__rp_sched_timeline *tl = s->kernel.tl;
+	if (tl == NULL || s->version < ORBIT_PROTOCOL_UP_FRONT)
+		return;
+	for (uint32_t i = 0; i < d->threads->n; i++) {
+		struct orbit_rp_thread *th = d->threads->all[i];
+		if (th->stream != s || th->name_source != ORBIT_RP_NAMED_NONE ||
+		    th->tid > INT32_MAX)
+			continue;
+		const struct orbit__rp_sched_thread *k =
+		    orbit__rp_sched_thread(tl, (int32_t)th->tid);
+		if (k != NULL && k->comm[0] != '\0')
+			orbit__rp_thread_name(th, k->comm, strlen(k->comm), ORBIT_RP_NAMED_OS);
+	}
+}
+
 void orbit__rp_dispatch_stream_end(struct orbit_rp_dispatch *d, const struct orbit_rp_stream *s)
 {
+	kernel_names(d, s);
 	for (uint32_t i = 0; i < d->nstream_end; i++)
 		d->stream_end[i].fn(d->stream_end[i].x, s);
 }

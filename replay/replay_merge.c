@@ -4,7 +4,11 @@
  * packet is earliest: a ring batch by its first record's time, a log page
  * or a kernel page by its page time; other packets go as soon as they are
  * next in their file. Only one frame per capture is in memory (format/frame.h), so
- * memory does not grow with the captures' size.
+ * memory does not grow with the captures' size. A capture read ahead for
+ * the kernel's states (replay_timeline.h) also holds what waits in its
+ * queue, at most ORBIT_RP_AHEAD_BYTES: the order of the merge is the same,
+ * since a packet's place depends only on the packets of its own capture
+ * before it.
  *
  * A frame the reader cannot read, or a packet outside the format's limits,
  * is one line on stderr naming the file and the frame's byte offset; the
@@ -21,6 +25,7 @@
 
 #include "frame.h"
 #include "replay_report.h"
+#include "replay_sched_scan.h"
 #include "replay_timeline.h"
 
 static const char *packet_kind(const Orbit__Packet *p)
@@ -46,6 +51,8 @@ static const char *packet_kind(const Orbit__Packet *p)
 		return "kernel page";
 	case ORBIT__PACKET__BODY_KERNEL_LOSS:
 		return "kernel loss";
+	case ORBIT__PACKET__BODY_KERNEL_MARK:
+		return "kernel mark";
 	default:
 		return "empty";
 	}
@@ -64,52 +71,247 @@ static uint64_t packet_key(const Orbit__Packet *p, uint64_t prev)
 	return prev;
 }
 
-/* Reads src's next good packet into src->peek, reporting what it skips;
- * at the end (or on a read error) marks src done. */
-static void peek(struct orbit_rp_timeline *tl, struct orbit_rp_source *src)
+/* ---- reading, and reading ahead ---- */
+
+static struct orbit_rp_read *q_at(struct orbit_rp_source *src, size_t k)
+{
+	return &src->q[(src->qhead + k) % src->qcap];
+}
+
+/* Room for one more read in the queue: 0, or -1 without memory. */
+static int q_room(struct orbit_rp_source *src)
+{
+	if (src->qlen < src->qcap)
+		return 0;
+	size_t cap = src->qcap ? src->qcap * 2 : 4;
+	struct orbit_rp_read *q = malloc(cap * sizeof *q);
+	if (q == NULL)
+		return -1;
+	for (size_t k = 0; k < src->qlen; k++)
+		q[k] = *q_at(src, k);
+	free(src->q);
+	src->q = q;
+	src->qcap = cap;
+	src->qhead = 0;
+	return 0;
+}
+
+static struct orbit_rp_read *q_push(struct orbit_rp_source *src)
+{
+	struct orbit_rp_read *e = q_at(src, src->qlen++);
+	memset(e, 0, sizeof *e);
+	return e;
+}
+
+static void q_pop(struct orbit_rp_source *src)
+{
+	src->qbytes -= q_at(src, 0)->bytes;
+	src->qhead = (src->qhead + 1) % src->qcap;
+	src->qlen--;
+}
+
+/* Buffers for a batch's records decoded ahead, ORBIT_BATCH_MAX records
+ * each: kept for the next batches rather than given back (a fresh one
+ * costs the kernel's page faults, every batch). */
+static uint8_t *records_take(struct orbit_rp_timeline *tl)
+{
+	if (tl->nspare > 0)
+		return tl->spare[--tl->nspare];
+	return malloc((size_t)ORBIT_BATCH_MAX * ORBIT_RECORD_SIZE);
+}
+
+static void records_give(struct orbit_rp_timeline *tl, uint8_t *b)
+{
+	if (b != NULL && tl->nspare < ORBIT_RP_SPARE)
+		tl->spare[tl->nspare++] = b;
+	else
+		free(b);
+}
+
+static void read_free(struct orbit_rp_timeline *tl, struct orbit_rp_read *e)
+{
+	if (e->p != NULL)
+		orbit__packet__free_unpacked(e->p, NULL);
+	records_give(tl, e->records);
+}
+
+/* A ring batch read ahead: its records decoded once, now, and the latest
+ * of their times, up to which its stream's states must be final. */
+static void ahead_batch(struct orbit_rp_timeline *tl, struct orbit_rp_read *e)
+{
+	const Orbit__RingBatch *b = e->p->ring_batch;
+	if (b->count == 0 || (e->records = records_take(tl)) == NULL)
+		return;
+	if (orbit__batch_decode(b, e->records) != 0) { /* said when it is applied */
+		records_give(tl, e->records);
+		e->records = NULL;
+		return;
+	}
+	for (uint32_t k = 0; k < b->count; k++) { /* the record layout: time at 0 */
+		uint64_t t = orbit__le64(e->records + (size_t)k * ORBIT_RECORD_SIZE);
+		e->need = t > e->need ? t : e->need;
+	}
+	e->bytes += (size_t)b->count * ORBIT_RECORD_SIZE;
+}
+
+/* Reads what comes next in src into its queue (which has room); at the
+ * end, or on a read error, the reader is done. What is read ahead goes to
+ * the scan now. */
+static void read_one(struct orbit_rp_timeline *tl, struct orbit_rp_source *src)
+{
+	struct orbit_capture_problem prob = {0, 0};
+	uint64_t before = orbit__capture_offset(src->r);
+	Orbit__Packet *p = NULL;
+	int rc = orbit__capture_next(src->r, &p, &prob);
+	size_t i = (size_t)(src->cap - tl->caps);
+	struct orbit_rp_read *e;
+
+	if (rc == 0 || (rc < 0 && prob.error != rc)) {
+		if (rc < 0) {
+			e = q_push(src);
+			e->read_error = rc;
+			e->error_at = before;
+		}
+		src->eof = 1;
+		if (src->ahead)
+			orbit__rp_sched_scan_end(tl->sched, i);
+		return;
+	}
+	e = q_push(src);
+	if (rc < 0) {
+		e->frame_error = prob.error;
+		e->error_at = prob.offset;
+		return;
+	}
+	if (orbit__capture_offset(src->r) != before)
+		src->frame_read = before;
+	e->frame_at = src->frame_read;
+	if (orbit__packet_validate(p) != 0) {
+		e->invalid = packet_kind(p);
+		orbit__packet__free_unpacked(p, NULL);
+		return;
+	}
+	if (!src->read_any && p->body_case == ORBIT__PACKET__BODY_HANDSHAKE) {
+		src->version = p->handshake->protocol_version;
+		src->ahead =
+		    tl->ahead && tl->sched != NULL && src->version >= ORBIT_PROTOCOL_UP_FRONT;
+	}
+	src->read_any = 1;
+	e->p = p;
+	e->bytes = 64;
+	if (!src->ahead)
+		return;
+	orbit__rp_sched_scan_packet(tl->sched, i, p);
+	e->states = orbit__rp_sched_scan_current(tl->sched, i);
+	if (p->body_case == ORBIT__PACKET__BODY_KERNEL_PAGE)
+		e->bytes += p->kernel_page->page.len;
+	if (e->states != NULL && p->body_case == ORBIT__PACKET__BODY_RING_BATCH) {
+		e->bytes += p->ring_batch->records.len;
+		ahead_batch(tl, e);
+	}
+	src->qbytes += e->bytes;
+}
+
+/* Whether the packet e may be applied now: the states of every thread of
+ * its records are final up to the record's time (orbit__rp_sched_final),
+ * so every scope it ends gets the split the finished timeline gives. */
+static int ready(struct orbit_rp_read *e)
+{
+	uint64_t done;
+	const Orbit__RingBatch *b;
+
+	if (e->states == NULL || e->records == NULL)
+		return 1;
+	done = orbit__rp_sched_complete(e->states);
+	if (done == UINT64_MAX)
+		return 1;
+	if (e->need > done || e->checked == done)
+		return 0;
+	if (orbit__rp_sched_undecided(e->states) == 0)
+		return 1; /* final up to done for every thread */
+	b = e->p->ring_batch;
+	for (uint32_t k = 0; k < b->count; k++) {
+		const uint8_t *r = e->records + (size_t)k * ORBIT_RECORD_SIZE;
+		if (!orbit__rp_sched_final(e->states, (int32_t)orbit__le32(r + 16),
+		                           orbit__le64(r))) {
+			e->checked = done;
+			return 0;
+		}
+	}
+	return 1;
+}
+
+/* A problem read from src, said at its turn. */
+static void say(struct orbit_rp_timeline *tl, struct orbit_rp_source *src, struct orbit_rp_read *e)
 {
 	const char *path = src->cap->path;
+	if (e->frame_error != 0) {
+		if (src->problems++ == 0) {
+			src->first_error = e->frame_error;
+			src->first_at = e->error_at;
+		}
+		orbit__rp_problem(tl->rep, "%s: offset %" PRIu64 ": %s%s", path, e->error_at,
+		                  orbit__frame_strerror(e->frame_error),
+		                  e->frame_error == ORBIT_FRAME_EPACKET ? ": packet skipped"
+		                                                        : ": frame skipped");
+		src->cap->damaged++;
+	} else if (e->read_error != 0) {
+		orbit__rp_problem(tl->rep, "%s: read error at offset %" PRIu64 ": %s", path,
+		                  e->error_at, strerror(-e->read_error));
+		src->cap->io_error = 1;
+		src->done = 1;
+	} else if (e->invalid != NULL) {
+		orbit__rp_problem(tl->rep,
+		                  "%s: frame at offset %" PRIu64 ": %s packet outside the "
+		                  "format's limits",
+		                  path, e->frame_at, e->invalid);
+		src->cap->invalid++;
+	}
+}
+
+/* Takes src's next good packet into src->peek, saying the problems before
+ * it; at the end (or after a read error) marks src done. A capture read
+ * ahead reads on while its next packet is not ready and its queue has room. */
+static void peek(struct orbit_rp_timeline *tl, struct orbit_rp_source *src)
+{
 	for (;;) {
-		struct orbit_capture_problem prob = {0, 0};
-		uint64_t before = orbit__capture_offset(src->r);
-		Orbit__Packet *p = NULL;
-		int rc = orbit__capture_next(src->r, &p, &prob);
-		if (rc == 0) {
-			src->done = 1;
+		if (src->done)
 			return;
-		}
-		if (rc < 0 && prob.error == rc) {
-			if (src->problems++ == 0) {
-				src->first_error = prob.error;
-				src->first_at = prob.offset;
+		if (src->qlen == 0) {
+			if (src->eof) {
+				src->done = 1;
+				return;
 			}
-			orbit__rp_problem(tl->rep, "%s: offset %" PRIu64 ": %s%s", path,
-			                  prob.offset, orbit__frame_strerror(prob.error),
-			                  prob.error == ORBIT_FRAME_EPACKET ? ": packet skipped"
-			                                                    : ": frame skipped");
-			src->cap->damaged++;
+			read_one(tl, src); /* the queue has room for one at least */
 			continue;
 		}
-		if (rc < 0) {
-			orbit__rp_problem(tl->rep, "%s: read error at offset %" PRIu64 ": %s", path,
-			                  before, strerror(-rc));
-			src->cap->io_error = 1;
-			src->done = 1;
-			return;
-		}
-		if (orbit__capture_offset(src->r) != before)
-			src->frame_at = before;
-		if (orbit__packet_validate(p) != 0) {
-			orbit__rp_problem(tl->rep,
-			                  "%s: frame at offset %" PRIu64 ": %s packet outside the "
-			                  "format's limits",
-			                  path, src->frame_at, packet_kind(p));
-			src->cap->invalid++;
-			orbit__packet__free_unpacked(p, NULL);
+		struct orbit_rp_read *e = q_at(src, 0);
+		if (e->p == NULL) {
+			say(tl, src, e);
+			q_pop(src);
 			continue;
 		}
-		src->peek = p;
-		src->key = packet_key(p, src->key);
+		if (src->ahead && !ready(e)) {
+			if (!src->eof && src->qbytes < ORBIT_RP_AHEAD_BYTES &&
+			    src->qlen < ORBIT_RP_AHEAD_READS && q_room(src) == 0) {
+				read_one(tl, src);
+				continue;
+			}
+			if (!src->eof && !src->forced)
+				orbit__rp_say(
+				    tl->rep,
+				    "%s: offset %" PRIu64 ": %u MiB read ahead without the "
+				    "kernel events that settle its scopes' thread states: "
+				    "from here on a scope may get less of them than the "
+				    "capture holds",
+				    src->cap->path, e->frame_at, ORBIT_RP_AHEAD_BYTES >> 20);
+			src->forced = 1;
+		}
+		src->peek = e->p;
+		src->peek_records = e->records;
+		src->frame_at = e->frame_at;
+		src->key = packet_key(e->p, src->key);
+		q_pop(src);
 		return;
 	}
 }
@@ -163,6 +365,11 @@ static void source_open(struct orbit_rp_timeline *tl, struct orbit_rp_source *sr
 		cap->size = (uint64_t)st.st_size;
 	tl->total_bytes += cap->size;
 	src->r = err ? NULL : orbit__capture_open(cap->path, &err);
+	if (src->r != NULL && q_room(src) != 0) {
+		orbit__capture_close(src->r);
+		src->r = NULL;
+		err = -ENOMEM;
+	}
 	if (src->r == NULL) {
 		cap->error = open_error(err);
 		orbit__rp_problem(tl->rep, "%s: %s", cap->path, cap->error);
@@ -206,6 +413,20 @@ uint32_t orbit__rp_timeline_first_pid(const struct orbit_rp_timeline *tl, size_t
 	return p && p->body_case == ORBIT__PACKET__BODY_HANDSHAKE ? p->handshake->pid : 0;
 }
 
+uint32_t orbit__rp_timeline_first_version(const struct orbit_rp_timeline *tl, size_t i)
+{
+	return tl->srcs[i].version;
+}
+
+uint64_t orbit__rp_timeline_bytes_read(const struct orbit_rp_timeline *tl)
+{
+	uint64_t n = tl->bytes_read;
+	for (size_t i = 0; tl->srcs && i < tl->n; i++)
+		if (tl->srcs[i].r != NULL)
+			n += orbit__capture_bytes_read(tl->srcs[i].r);
+	return n;
+}
+
 static struct orbit_rp_source *next_source(struct orbit_rp_timeline *tl)
 {
 	struct orbit_rp_source *best = NULL;
@@ -241,6 +462,8 @@ void orbit__rp_timeline_read(struct orbit_rp_timeline *tl)
 			orbit__rp_packet(tl, src, p);
 			orbit__packet__free_unpacked(p, NULL);
 		}
+		records_give(tl, src->peek_records);
+		src->peek_records = NULL;
 		peek(tl, src);
 		if (src->done)
 			orbit__rp_source_finish(tl, src);
@@ -256,15 +479,25 @@ void orbit__rp_timeline_read(struct orbit_rp_timeline *tl)
 void orbit__rp_timeline_free(struct orbit_rp_timeline *tl)
 {
 	for (size_t i = 0; tl->srcs && i < tl->n; i++) {
-		if (tl->srcs[i].peek)
-			orbit__packet__free_unpacked(tl->srcs[i].peek, NULL);
-		orbit__capture_close(tl->srcs[i].r);
+		struct orbit_rp_source *src = &tl->srcs[i];
+		if (src->peek)
+			orbit__packet__free_unpacked(src->peek, NULL);
+		free(src->peek_records);
+		for (size_t k = 0; k < src->qlen; k++)
+			read_free(tl, q_at(src, k));
+		free(src->q);
+		if (src->r != NULL)
+			tl->bytes_read += orbit__capture_bytes_read(src->r);
+		orbit__capture_close(src->r);
+		src->r = NULL;
 	}
 	for (size_t i = 0; tl->caps && i < tl->n; i++)
 		orbit__rp_capture_free(&tl->caps[i]);
 	free(tl->srcs);
 	free(tl->caps);
 	free(tl->batch);
+	while (tl->nspare > 0)
+		free(tl->spare[--tl->nspare]);
 	free(tl->kev);
 	tl->kev = NULL;
 	tl->srcs = NULL;

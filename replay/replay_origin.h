@@ -13,7 +13,10 @@
 /* The origin of captures that have been read: the earliest start of any of
  * their streams (orbit__rp_stream_span); 0 when no stream has a time. */
 uint64_t orbit__rp_origin_of(const struct orbit_rp_capture *caps, size_t n);
-/* The same, before the run: reads the captures for their times only. */
-uint64_t orbit__rp_origin_scan(const char *const *paths, size_t n);
+/* The same for one capture; UINT64_MAX when none of its streams has a time. */
+uint64_t orbit__rp_origin_of_capture(const struct orbit_rp_capture *cap);
+/* The same, before the run: reads the captures for their times only.
+ * UINT64_MAX when none has a time; *bytes gets the bytes read. */
+uint64_t orbit__rp_origin_scan(const char *const *paths, size_t n, uint64_t *bytes);
 
 #endif

@@ -5,7 +5,7 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "replay_internal.h"
+#include "replay_out.h"
 
 #define OUT_BUF (256u << 10)
 

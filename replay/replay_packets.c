@@ -168,25 +168,30 @@ static void on_batch(struct orbit_rp_timeline *tl, struct orbit_rp_source *src,
 		src->cap->invalid++;
 		return;
 	}
-	if (orbit__batch_decode(b, tl->batch) != 0) {
-		orbit__rp_problem(tl->rep, "%s: offset %" PRIu64 ": ring batch does not decode",
-		                  src->cap->path, src->frame_at);
-		src->cap->invalid++;
-		return;
+	/* Decoded already when it was read ahead (replay_merge.c). */
+	const uint8_t *recs = src->peek_records;
+	if (recs == NULL) {
+		if (orbit__batch_decode(b, tl->batch) != 0) {
+			orbit__rp_problem(tl->rep,
+			                  "%s: offset %" PRIu64 ": ring batch does not decode",
+			                  src->cap->path, src->frame_at);
+			src->cap->invalid++;
+			return;
+		}
+		recs = tl->batch;
 	}
 	uint32_t r = b->ring;
 	s->delivered[r] += b->count;
 	s->records += b->count;
 	if (b->count > 0) { /* the record layout: time is bytes 0..7 (format/record.h) */
-		ring_gap(tl, s, r, b->first_claim, orbit__le64(tl->batch));
-		s->ring_time[r] =
-		    orbit__le64(tl->batch + (size_t)(b->count - 1) * ORBIT_RECORD_SIZE);
+		ring_gap(tl, s, r, b->first_claim, orbit__le64(recs));
+		s->ring_time[r] = orbit__le64(recs + (size_t)(b->count - 1) * ORBIT_RECORD_SIZE);
 		if (!s->claim_known[r] || b->first_claim + b->count > s->next_claim[r])
 			s->next_claim[r] = b->first_claim + b->count;
 		s->claim_known[r] = 1;
 	}
 	if (s->rc != NULL &&
-	    orbit__reconstruct_batch(s->rc, b->ring, b->first_claim, tl->batch, b->count) != 0)
+	    orbit__reconstruct_batch(s->rc, b->ring, b->first_claim, recs, b->count) != 0)
 		orbit__rp_problem(tl->rep, "%s: out of memory rebuilding scopes", src->cap->path);
 }
 

@@ -1,15 +1,26 @@
 /*
  * replay_run.c — one run of orbit-replay (replay.h): the exporters the
  * options ask for (replay_exporters.c) with their outputs, then --pages,
- * then, when an exporter needs them, the kernel's scheduling states
- * (replay_sched_scan.h), then the captures as one timeline through the
- * dispatch, then every exporter's end and the outputs closed. The exit status says the worst
+ * then the captures as one timeline through the dispatch, then every
+ * exporter's end and the outputs closed. The exit status says the worst
  * that happened: an output that failed (3), an input that is missing, no
  * capture, damaged or incomplete (2), or nothing (0).
+ *
+ * Each capture is read once, except for what it does not state up front
+ * (docs/format.md 4.13), which is read before the run when an exporter
+ * needs it: a capture of protocol version 2 has its kernel states built
+ * from a whole read (replay_sched_scan.h), its thread names read from its
+ * tail (replay_tail.c) and, for the runs that count from the origin while
+ * they read, its times from a whole read (replay_origin.c); one of version
+ * 3 has its states built as it is read, its names before its records, and
+ * its origin in its last frame, read first.
  */
+#include <inttypes.h>
 #include <stdlib.h>
 #include <string.h>
 #include <unistd.h>
+
+#include "frame.h"
 
 #include "replay_dispatch.h"
 #include "replay_origin.h"
@@ -39,6 +50,8 @@ struct run {
 	int scanned; /* the origin was found before the run */
 	unsigned needs;
 	struct orbit_rp_sched_scan *sched; /* the streams' scheduling states */
+	uint64_t *stated;                  /* per input: the origin its end stated, 0 none */
+	struct orbit_replay_reads reads;
 };
 
 /* ---- the exporters and their outputs ---- */
@@ -120,6 +133,93 @@ static int want_progress(const struct run *r)
 	return r->tl.total_bytes >= PROGRESS_MIN && isatty(fileno(o->err));
 }
 
+/* Whether the origin is needed before the captures are read. */
+static int origin_early(const struct run *r)
+{
+	const struct orbit_replay_options *o = r->o;
+	return (r->needs & ORBIT_RP_NEED_ORIGIN) || (o->from.set && o->from.relative) ||
+	       (o->to.set && o->to.relative);
+}
+
+/* Whether input i states what a reader needs up front (version 3). */
+static int up_front(const struct run *r, size_t i)
+{
+	return !r->o->up_front_off &&
+	       orbit__rp_timeline_first_version(&r->tl, i) >= ORBIT_PROTOCOL_UP_FRONT;
+}
+
+/* The inputs that may hold kernel pages and are not read ahead for them:
+ * their states, from a whole read each, before the run. */
+static void states_before(struct run *r)
+{
+	struct orbit_rp_timeline *tl = &r->tl;
+	for (size_t i = 0; i < tl->n; i++) {
+		const Orbit__Packet *p = tl->srcs[i].peek;
+		if (tl->srcs[i].r == NULL || tl->srcs[i].ahead || p == NULL ||
+		    (p->body_case == ORBIT__PACKET__BODY_HANDSHAKE &&
+		     p->handshake->kernel_sched == NULL))
+			continue;
+		r->reads.bytes += orbit__rp_sched_scan_file(r->sched, i, tl->caps[i].path);
+		r->reads.before++;
+	}
+}
+
+/* The origin before the run: what each capture's end states, and a read
+ * for the times of the others. */
+static void origin_before(struct run *r)
+{
+	struct orbit_rp_timeline *tl = &r->tl;
+	const char **scan = calloc(tl->n ? tl->n : 1, sizeof *scan);
+	size_t nscan = 0;
+	uint64_t origin = UINT64_MAX, bytes;
+	r->stated = calloc(tl->n ? tl->n : 1, sizeof *r->stated);
+	for (size_t i = 0; scan != NULL && r->stated != NULL && i < tl->n; i++) {
+		if (tl->srcs[i].r == NULL)
+			continue;
+		if (up_front(r, i)) {
+			r->stated[i] = orbit__rp_tail_read(NULL, tl->caps[i].path, tl->caps[i].size,
+			                                   0, &bytes);
+			r->reads.bytes += bytes;
+			r->reads.tails++;
+			if (r->stated[i] != 0) {
+				origin = r->stated[i] < origin ? r->stated[i] : origin;
+				continue;
+			}
+		}
+		scan[nscan++] = tl->caps[i].path;
+	}
+	if (scan == NULL || r->stated == NULL) /* no memory: every capture read */
+		for (size_t i = 0; i < tl->n; i++)
+			if (tl->srcs[i].r != NULL)
+				scan[nscan++] = tl->caps[i].path;
+	if (nscan > 0) {
+		uint64_t o = orbit__rp_origin_scan(scan, nscan, &bytes);
+		origin = o < origin ? o : origin;
+		r->reads.bytes += bytes;
+		r->reads.before += nscan;
+	}
+	free(scan);
+	r->view.origin = origin == UINT64_MAX ? 0 : origin;
+	r->scanned = 1;
+}
+
+/* A capture whose end stated an origin that is not its earliest event (a
+ * writer that broke its word, or damage that lost the earliest): the
+ * times counted from it are off by the difference. */
+static void origin_check(struct run *r)
+{
+	for (size_t i = 0; r->stated != NULL && i < r->tl.n; i++) {
+		uint64_t seen = orbit__rp_origin_of_capture(&r->tl.caps[i]);
+		if (r->stated[i] != 0 && seen != UINT64_MAX && seen != r->stated[i])
+			orbit__rp_problem(
+			    &r->rep,
+			    "%s: its end of stream says its earliest event is at %" PRIu64
+			    " ns, it is at %" PRIu64 " ns: times counted from the start "
+			    "are off by the difference",
+			    r->tl.caps[i].path, r->stated[i], seen);
+	}
+}
+
 static void read_inputs(struct run *r)
 {
 	const struct orbit_replay_options *o = r->o;
@@ -127,28 +227,32 @@ static void read_inputs(struct run *r)
 	tl->rep = &r->rep;
 	tl->d = &r->d;
 	tl->sched = r->sched;
+	tl->ahead = !o->up_front_off;
 	if (orbit__rp_timeline_open(tl, o->inputs, o->ninputs) != 0)
 		return;
 	r->view.caps = tl->caps;
 	r->view.ncaps = tl->n;
+	if (r->sched != NULL)
+		states_before(r);
+	if (origin_early(r))
+		origin_before(r);
 	orbit__rp_dispatch_filter(&r->d, o, bound(r->view.origin, &o->from, 0),
 	                          bound(r->view.origin, &o->to, UINT64_MAX));
-	for (size_t i = 0; (r->needs & ORBIT_RP_NEED_EARLY_NAMES) && i < tl->n; i++)
-		if (tl->srcs[i].r != NULL)
-			orbit__rp_tail_names(&r->threads, tl->caps[i].path, tl->caps[i].size,
-			                     orbit__rp_timeline_first_pid(tl, i));
+	for (size_t i = 0; (r->needs & ORBIT_RP_NEED_EARLY_NAMES) && i < tl->n; i++) {
+		uint64_t bytes;
+		if (tl->srcs[i].r == NULL || up_front(r, i))
+			continue;
+		orbit__rp_tail_read(&r->threads, tl->caps[i].path, tl->caps[i].size,
+		                    orbit__rp_timeline_first_pid(tl, i), &bytes);
+		r->reads.bytes += bytes;
+		r->reads.tails++;
+	}
 	tl->progress = want_progress(r);
 	orbit__rp_timeline_read(tl);
 	if (!r->scanned)
 		r->view.origin = orbit__rp_origin_of(tl->caps, tl->n);
-}
-
-/* Whether the origin is needed before the captures are read. */
-static int origin_early(const struct run *r)
-{
-	const struct orbit_replay_options *o = r->o;
-	return (r->needs & ORBIT_RP_NEED_ORIGIN) || (o->from.set && o->from.relative) ||
-	       (o->to.set && o->to.relative);
+	else
+		origin_check(r);
 }
 
 /* ---- a run ---- */
@@ -179,8 +283,12 @@ static void cleanup(struct run *r)
 			x->ex->free(x);
 		free(x->state);
 	}
-	orbit__rp_timeline_free(&r->tl);
+	orbit__rp_timeline_free(&r->tl); /* it adds up what its readers read */
+	r->reads.bytes += r->tl.bytes_read;
 	orbit__rp_sched_scan_free(r->sched);
+	free(r->stated);
+	if (r->o->reads != NULL)
+		*r->o->reads = r->reads;
 	orbit__rp_dispatch_free(&r->d);
 	orbit__rp_threads_free(&r->threads);
 	orbit__rp_names_free(&r->names);
@@ -210,12 +318,8 @@ int orbit__replay_run(const struct orbit_replay_options *o)
 		status = orbit__rp_pages(&r->out, &r->rep, o->pages_path,
 		                         o->page_size ? o->page_size : 4096);
 	if (status != ORBIT_REPLAY_OUTPUT && o->ninputs > 0) {
-		if (origin_early(r)) {
-			r->view.origin = orbit__rp_origin_scan(o->inputs, o->ninputs);
-			r->scanned = 1;
-		}
 		if (r->needs & ORBIT_RP_NEED_SCHED)
-			r->sched = orbit__rp_sched_scan(o->inputs, o->ninputs);
+			r->sched = orbit__rp_sched_scan_new(o->ninputs);
 		read_inputs(r);
 	}
 	status = finish(r, status);

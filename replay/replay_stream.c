@@ -87,6 +87,7 @@ static const struct orbit_rp_stream *account_of(const struct orbit_rp_stream *s)
 void orbit__rp_stream_info(struct orbit_rp_stream *s, const Orbit__Handshake *h)
 {
 	s->handshake = 1;
+	s->version = h->protocol_version;
 	s->pid = h->pid;
 	s->process = str_dup(h->process_name);
 	s->host = str_dup(h->host_name);

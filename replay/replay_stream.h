@@ -48,7 +48,9 @@ struct orbit__rp_sched_timeline;
 
 /* A stream's kernel scheduling (docs/format.md 4.10): what its Handshake
  * said, what its KernelPage and KernelLoss packets held, and, when an
- * exporter wants them, the decoded states (replay_sched_scan.h). */
+ * exporter wants them, the decoded states (replay_sched_scan.h: final at
+ * the end of the stream, and up to each scope's end when it is
+ * dispatched). */
 struct orbit_rp_kernel {
 	int on;    /* the Handshake has a KernelSched */
 	char *off; /* its kernel_sched_off, or NULL */
@@ -73,6 +75,7 @@ struct orbit_rp_stream {
 	struct orbit_rp_stream *next;
 	struct orbit_rp_dispatch *to; /* where its events go; NULL: times only */
 	int handshake;                /* 0: packets came before any handshake */
+	uint32_t version;             /* its protocol version (docs/format.md 4.0) */
 	uint32_t pid;
 	char *process, *host, *agent;
 	char **cmdline;

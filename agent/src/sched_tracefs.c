@@ -79,6 +79,9 @@ struct orbit__sched {
 	int *cpu_fd; /* cpu_count entries; -1 where the CPU has no buffer */
 	struct orbit__sched_cpu *cpu;
 	uint32_t next_cpu; /* where the next read starts (round robin) */
+	uint64_t read_ns;  /* when the last orbit__sched_read began */
+	int read_whole;    /* ... and whether it read every CPU until it was empty */
+	uint64_t reads;    /* orbit__sched_read calls */
 	uint8_t *page;     /* page_size bytes */
 	char name[96];
 	char *texts[EVENT_COUNT + 2]; /* event formats, header_page, header_event */
@@ -715,7 +718,13 @@ int orbit__sched_read(struct orbit__sched *s, uint32_t max_pages, orbit__sched_p
                       void *ctx)
 {
 	uint32_t pages = 0;
+	int whole = 1;
+	struct timespec ts;
 
+	clock_gettime(CLOCK_MONOTONIC, &ts);
+	s->read_ns = (uint64_t)ts.tv_sec * 1000000000ull + (uint64_t)ts.tv_nsec;
+	s->read_whole = 0;
+	s->reads++;
 	for (uint32_t k = 0; k < s->cpu_count; k++) {
 		uint32_t cpu = (s->next_cpu + k) % s->cpu_count;
 		int fd = s->cpu_fd[cpu];
@@ -733,6 +742,7 @@ int orbit__sched_read(struct orbit__sched *s, uint32_t max_pages, orbit__sched_p
 				 * the others': counted, and its turn ends. */
 				s->cpu[cpu].read_errors++;
 				s->cpu[cpu].last_error = -errno;
+				whole = 0;
 				break;
 			}
 			if (n == 0)
@@ -750,7 +760,16 @@ int orbit__sched_read(struct orbit__sched *s, uint32_t max_pages, orbit__sched_p
 		}
 	}
 	s->next_cpu = (s->next_cpu + 1) % s->cpu_count;
+	s->read_whole = whole;
 	return (int)pages;
+}
+
+void orbit__sched_last_read(const struct orbit__sched *s, uint64_t *began_ns, int *whole,
+                            uint64_t *reads)
+{
+	*began_ns = s->read_ns;
+	*whole = s->read_whole;
+	*reads = s->reads;
 }
 
 int orbit__sched_stop(struct orbit__sched *s)

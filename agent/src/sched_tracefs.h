@@ -187,6 +187,13 @@ int orbit__sched_open(const struct orbit__sched_params *p, struct orbit__sched *
 int orbit__sched_read(struct orbit__sched *s, uint32_t max_pages, orbit__sched_page_fn fn,
                       void *ctx);
 
+/* The last orbit__sched_read: when it began (CLOCK_MONOTONIC ns), whether
+ * it read every CPU's buffer until it was empty (no page budget cut it, no
+ * read failed, its callback refused nothing), and the reads so far. What a
+ * stream's KernelMark is made of (docs/format.md 4.10). */
+void orbit__sched_last_read(const struct orbit__sched *s, uint64_t *began_ns, int *whole,
+                            uint64_t *reads);
+
 /* Turns tracing off in the instance (tracing_on 0): later events are not
  * recorded, what is buffered can still be read. For the final read. */
 int orbit__sched_stop(struct orbit__sched *s);

@@ -30,6 +30,8 @@
 #define SITES_FLIGHT_MS 1000u    /* with a flight ring: sites named again this often, */
 #define SITES_FLIGHT_FRAMES 32u  /* or after this many frames, */
 #define SITES_FLIGHT_MIN_MS 100u /* but not more often than this */
+#define NAMES_MS 1000u           /* the threads' names read again this often */
+#define NAMES_KEPT 4096u         /* names remembered for threads gone by their records */
 
 /* The call-site addresses a stream has looked at (resolved and sent, or
  * found bad), an open-addressing set; 0 is never a site. */
@@ -89,6 +91,17 @@ struct orbit__stream {
 	char sched_off[ORBIT__SCHED_WHY];
 	struct kcpu *kcpu; /* cpu_count, while a stream with kernel_sched is open */
 	uint32_t kcpus;
+	uint64_t mark_from;  /* KernelMark: when the last read to the end began; 0 none */
+	uint64_t mark_sent;  /* the last KernelMark sent */
+	uint64_t mark_reads; /* the recorder's reads at the last pass */
+
+	/* thread names (docs/format.md 4.5): as last read from /proc */
+	uint64_t names_ms;
+	struct {
+		uint32_t tid;
+		char name[ORBIT_SW_NAME];
+	} names[NAMES_KEPT];
+	uint32_t nnames;
 
 	/* on the output */
 	int dead;                /* refused, or the file failed: tracing is off */
@@ -185,6 +198,77 @@ static uint64_t clock_ns(clockid_t id)
 	struct timespec ts;
 	clock_gettime(id, &ts);
 	return (uint64_t)ts.tv_sec * 1000000000ull + (uint64_t)ts.tv_nsec;
+}
+
+/* ---- thread names (docs/format.md 4.5) ---- */
+
+/* A comm into ORBIT_SW_NAME bytes (a comm is at most 15). */
+static void copy_name(char dst[ORBIT_SW_NAME], const char *src)
+{
+	size_t n = strnlen(src, ORBIT_SW_NAME - 1);
+	memcpy(dst, src, n);
+	dst[n] = '\0';
+}
+
+/* The writer's question before a thread's first records: its comm now, or,
+ * for a thread gone meanwhile, what the last reading of them found. */
+static int thread_name_of(void *ctx, uint32_t tid, char name[ORBIT_SW_NAME])
+{
+	struct orbit__stream *s = ctx;
+	char path[64], line[64];
+	snprintf(path, sizeof path, "/proc/self/task/%u/comm", tid);
+	read_file_line(path, line, sizeof line);
+	if (line[0] != '\0') {
+		copy_name(name, line);
+		return 1;
+	}
+	for (uint32_t i = 0; i < s->nnames; i++)
+		if (s->names[i].tid == tid) {
+			memcpy(name, s->names[i].name, ORBIT_SW_NAME);
+			return 1;
+		}
+	return 0;
+}
+
+/* Every thread of the process now, each to fn. */
+static void each_thread(struct orbit__stream *s,
+                        void (*fn)(struct orbit__stream *s, uint32_t tid, const char *name))
+{
+	DIR *d = opendir("/proc/self/task");
+	struct dirent *e;
+	while (d != NULL && (e = readdir(d)) != NULL) {
+		if (e->d_name[0] < '0' || e->d_name[0] > '9')
+			continue;
+		char path[300], name[64];
+		snprintf(path, sizeof path, "/proc/self/task/%s/comm", e->d_name);
+		read_file_line(path, name, sizeof name);
+		fn(s, (uint32_t)strtoul(e->d_name, NULL, 10), name);
+	}
+	if (d != NULL)
+		closedir(d);
+}
+
+/* Once a second: the names remembered, and a ThreadName for each thread
+ * the stream named whose name changed since. */
+static void name_again(struct orbit__stream *s, uint32_t tid, const char *name)
+{
+	if (s->nnames < NAMES_KEPT) {
+		s->names[s->nnames].tid = tid;
+		copy_name(s->names[s->nnames].name, name);
+		s->nnames++;
+	}
+	if (name[0] != '\0')
+		orbit__sw_rename(s->sw, tid, name);
+}
+
+static void names_again(struct orbit__stream *s, uint64_t now_ms)
+{
+	if (now_ms - s->names_ms < NAMES_MS)
+		return;
+	s->names_ms = now_ms;
+	s->nnames = 0;
+	note_first(s);
+	each_thread(s, name_again);
 }
 
 /* ---- kernel scheduling (docs/format.md 4.10) ---- */
@@ -418,21 +502,53 @@ static void send_losses(struct orbit__stream *s, int at_end)
 	}
 }
 
+static void name_at_end(struct orbit__stream *s, uint32_t tid, const char *name)
+{
+	orbit__sw_thread_name(s->sw, tid, name);
+}
+
+/* At the end: every thread alive, named (docs/format.md 4.5, 3). */
 static void send_thread_names(struct orbit__stream *s)
 {
-	DIR *d = opendir("/proc/self/task");
-	struct dirent *e;
-	while (d != NULL && (e = readdir(d)) != NULL) {
-		if (e->d_name[0] < '0' || e->d_name[0] > '9')
-			continue;
-		char path[300], name[64];
-		snprintf(path, sizeof path, "/proc/self/task/%s/comm", e->d_name);
-		read_file_line(path, name, sizeof name);
-		note_first(s);
-		orbit__sw_thread_name(s->sw, (uint32_t)strtoul(e->d_name, NULL, 10), name);
+	note_first(s);
+	each_thread(s, name_at_end);
+}
+
+/* ---- kernel marks (docs/format.md 4.10) ---- */
+
+/* A KernelMark of t, remembered once it is in the stream. */
+static void kernel_mark(struct orbit__stream *s, uint64_t t)
+{
+	note_first(s);
+	if (orbit__sw_kernel_mark(s->sw, t) == 0)
+		s->mark_sent = t;
+}
+
+/* After a pass's kernel pages (at_end: after the final one, recording off
+ * before it): when the pass read every CPU's buffer to its end, a
+ * KernelMark with the time the previous such read began (an event stamped
+ * before it was committed, and read, by now); at the end, the time the
+ * final read began, since every event there was is in. */
+static void send_kernel_mark(struct orbit__stream *s, int at_end)
+{
+	uint64_t began, reads;
+	int whole;
+	if (s->sched == NULL)
+		return;
+	orbit__sched_last_read(s->sched, &began, &whole, &reads);
+	if (at_end) {
+		if (whole && began > s->mark_sent)
+			kernel_mark(s, began);
+		return;
 	}
-	if (d != NULL)
-		closedir(d);
+	if (reads == s->mark_reads) /* no read this pass */
+		return;
+	s->mark_reads = reads;
+	if (!whole)
+		return;
+	if (s->mark_from != 0)
+		kernel_mark(s, s->mark_from);
+	s->mark_from = began;
 }
 
 /* ---- call sites (docs/format.md 4.12) ---- */
@@ -581,6 +697,15 @@ static void begin_now(struct orbit__stream *s, uint64_t now_ms)
 	s->untrusted0 = orbit__clock_untrusted(s->clock);
 	s->resets0 = orbit__clock_resets(s->clock);
 	sites_forget(s);
+	s->mark_from = s->mark_sent = 0;
+	s->mark_reads = 0;
+	if (s->sched != NULL) { /* reads before the stream say nothing of it */
+		uint64_t began;
+		int whole;
+		orbit__sched_last_read(s->sched, &began, &whole, &s->mark_reads);
+	}
+	s->names_ms = now_ms;
+	s->nnames = 0;
 	send_handshake(s); /* it may find the formats too big: s->sched is NULL then */
 	kernel_begin(s);
 }
@@ -705,7 +830,8 @@ int orbit__stream_new(struct orbit__stream **out, const struct orbit__config *cf
 		free(s);
 		return err;
 	}
-	const struct orbit__sw_sink to = {.ctx = s, .frame = on_frame, .lost = on_lost};
+	const struct orbit__sw_sink to = {
+	    .ctx = s, .frame = on_frame, .lost = on_lost, .name = thread_name_of};
 	s->sw = orbit__sw_new(cfg->zstd_level, ORBIT_FRAME_TARGET, &to);
 	if (s->sw == NULL) {
 		orbit__stream_free(s);
@@ -802,9 +928,12 @@ void orbit__stream_pass_done(struct orbit__stream *s, int cut)
 	if (s->cfg->flight && since >= SITES_FLIGHT_MIN_MS &&
 	    (since >= SITES_FLIGHT_MS || orbit__sw_seq(s->sw) - s->sites_seq >= SITES_FLIGHT_FRAMES)) {
 		sites_forget(s);
+		orbit__sw_forget_names(s->sw); /* and the threads, the same way (4.5) */
 		s->sites_since_ms = now_ms;
 		s->sites_seq = orbit__sw_seq(s->sw);
 	}
+	send_kernel_mark(s, 0);
+	names_again(s, now_ms);
 	send_losses(s, 0);
 	send_page_losses(s);
 	send_kernel_losses(s, 0);
@@ -835,6 +964,7 @@ void orbit__stream_end(struct orbit__stream *s)
 	send_thread_names(s);
 	send_losses(s, 1);
 	send_page_losses(s);
+	send_kernel_mark(s, 1);
 	send_kernel_losses(s, 1);
 	uint64_t claimed[ORBIT_MAX_RINGS];
 	for (uint32_t r = 0; r < s->rings; r++)
@@ -851,6 +981,9 @@ void orbit__stream_end(struct orbit__stream *s)
 	/* The clock's trouble during this stream (format.md 4.8). */
 	e.untrusted_times = orbit__clock_untrusted(s->clock) - s->untrusted0;
 	e.clock_resets = orbit__clock_resets(s->clock) - s->resets0;
+	/* The earliest event the capture holds: not known with a flight ring,
+	 * whose oldest frames a dump may not find (format.md 4.8). */
+	e.first_ns = s->cfg->flight ? 0 : orbit__sw_first_ns(s->sw);
 	note_first(s);
 	orbit__sw_end(s->sw, &e); /* the frame it ends goes out */
 	free(reserved);

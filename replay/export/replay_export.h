@@ -45,17 +45,20 @@
 enum orbit_rp_need {
 	/* It writes on the run's standard output (options.out), not a file. */
 	ORBIT_RP_NEED_STDOUT = 1u << 0,
-	/* Thread names before the first event: it writes rows as they come,
-	 * so the names the agent sends at the end of a stream are read first
-	 * from the capture's tail (replay_tail.c). */
+	/* Thread names before the first event: it writes rows as they come.
+	 * A capture of protocol version 3 names its threads before their
+	 * records; one of version 2 at its end, which is read first
+	 * (replay_tail.c). */
 	ORBIT_RP_NEED_EARLY_NAMES = 1u << 1,
-	/* The time origin during events, not only at the end: the captures are
-	 * scanned for it before the run (replay_origin.c). */
+	/* The time origin during events, not only at the end: read from the
+	 * end of a capture of version 3, from a read of the others before the
+	 * run (replay_origin.c). */
 	ORBIT_RP_NEED_ORIGIN = 1u << 2,
 	/* The kernel's scheduling states: each scope's on-CPU, runnable and
 	 * blocked time (struct orbit_rp_span.sched) and each stream's timeline
-	 * (struct orbit_rp_kernel.tl), from a read of the captures that hold
-	 * kernel pages before the run (replay_sched_scan.h). */
+	 * (struct orbit_rp_kernel.tl, finished at the stream's end), built
+	 * as a capture of version 3 is read, or from a read of a capture of
+	 * version 2 before the run (replay_sched_scan.h). */
 	ORBIT_RP_NEED_SCHED = 1u << 3,
 };
 

@@ -1,5 +1,5 @@
 # embed.cmake — turns the --html page's sources into C arrays for
-# orbit-replay (replay_export_html.h), so the binary writes one
+# orbit-replay (replay_html.h), so the binary writes one
 # self-contained file and never looks anything up at run time.
 #
 #   cmake -DOUT=file.c -DTEMPLATE=page.html -DCSS=timeline.css

@@ -19,34 +19,13 @@
 #include <string.h>
 
 #include "replay_export.h"
-#include "replay_export_html.h"
+#include "replay_html.h"
 
 #define TEXT_BYTES (16u << 20) /* log text kept; past it lines keep no text */
 #define LOSS_MARKS 65536u
 #define MARKER_SHOWN 64u /* marker bytes shown, in hex */
 
 /* ---- small helpers ---- */
-
-static int grow(void **p, size_t *alloc, size_t n, size_t size)
-{
-	if (n < *alloc)
-		return 0;
-	size_t a = *alloc ? *alloc * 2 : 1024;
-	void *q = realloc(*p, a * size);
-	if (q == NULL)
-		return -1;
-	*p = q;
-	*alloc = a;
-	return 0;
-}
-
-static int grow32(void **p, uint32_t *alloc, uint32_t n, size_t size)
-{
-	size_t a = *alloc;
-	int r = grow(p, &a, n, size);
-	*alloc = (uint32_t)(a > UINT32_MAX ? UINT32_MAX : a);
-	return r;
-}
 
 static uint64_t mix(uint64_t h)
 {
@@ -100,23 +79,10 @@ static void map_free(struct orbit_rp_html_idmap *m)
 
 /* ---- processes, lanes, sites ---- */
 
-uint32_t orbit__rp_html_proc_of(struct orbit_rp_html *h, uint32_t pid)
-{
-	if (h->last_proc < h->nprocs && h->procs[h->last_proc].pid == pid)
-		return h->last_proc;
-	for (uint32_t i = 0; i < h->nprocs; i++)
-		if (h->procs[i].pid == pid)
-			return h->last_proc = i;
-	if (grow32((void **)&h->procs, &h->procs_alloc, h->nprocs, sizeof *h->procs) != 0)
-		return ORBIT_RP_HTML_BIG;
-	h->procs[h->nprocs] = (struct orbit_rp_html_proc){
-	    pid, ORBIT_RP_HTML_NO_STR, ORBIT_RP_HTML_NO_STR, ORBIT_RP_HTML_NO_STR, 0};
-	return h->last_proc = h->nprocs++;
-}
-
 static uint32_t lane_new(struct orbit_rp_html *h, uint8_t kind, uint32_t proc, uint32_t tid)
 {
-	if (grow32((void **)&h->lanes, &h->lanes_alloc, h->nlanes, sizeof *h->lanes) != 0)
+	if (orbit__rp_html_grow32((void **)&h->lanes, &h->lanes_alloc, h->nlanes,
+	                          sizeof *h->lanes) != 0)
 		return ORBIT_RP_HTML_BIG;
 	h->lanes[h->nlanes] = (struct orbit_rp_html_lane){
 	    .kind = kind, .proc = proc, .tid = tid, .name = ORBIT_RP_HTML_NO_STR};
@@ -233,7 +199,8 @@ static uint32_t site_of(struct orbit_rp_html *h, uint32_t name, uint32_t color, 
 		return ORBIT_RP_HTML_BIG;
 	if (*slot)
 		return *slot - 1;
-	if (grow32((void **)&h->sites, &h->sites_alloc, h->nsites, sizeof *h->sites) != 0)
+	if (orbit__rp_html_grow32((void **)&h->sites, &h->sites_alloc, h->nsites,
+	                          sizeof *h->sites) != 0)
 		return ORBIT_RP_HTML_BIG;
 	struct orbit_rp_html_site *s = &h->sites[h->nsites];
 	*s = h->site_key;
@@ -403,8 +370,8 @@ static void html_value(struct orbit_rp_export *x, const struct orbit_rp_value *v
 	int keep = lane == ORBIT_RP_HTML_BIG ? -1 : thin_offer(&h->values_thin, lane);
 	if (keep == 0)
 		return;
-	if (keep < 0 ||
-	    grow((void **)&h->values, &h->values_alloc, h->nvalues, sizeof *h->values) != 0) {
+	if (keep < 0 || orbit__rp_html_grow((void **)&h->values, &h->values_alloc, h->nvalues,
+	                                    sizeof *h->values) != 0) {
 		h->oom = 1;
 		return;
 	}
@@ -437,8 +404,8 @@ static void html_line(struct orbit_rp_export *x, const struct orbit_rp_line *l)
 	int keep = lane == ORBIT_RP_HTML_BIG ? -1 : thin_offer(&h->lines_thin, lane);
 	if (keep == 0)
 		return;
-	if (keep < 0 ||
-	    grow((void **)&h->lines, &h->lines_alloc, h->nlines, sizeof *h->lines) != 0) {
+	if (keep < 0 || orbit__rp_html_grow((void **)&h->lines, &h->lines_alloc, h->nlines,
+	                                    sizeof *h->lines) != 0) {
 		h->oom = 1;
 		return;
 	}
@@ -462,7 +429,8 @@ static void html_loss(struct orbit_rp_export *x, const struct orbit_rp_loss_mark
 	struct orbit_rp_html *h = x->state;
 	uint32_t p = orbit__rp_html_proc_of(h, m->stream->pid);
 	if (p == ORBIT_RP_HTML_BIG || h->nlosses >= LOSS_MARKS ||
-	    grow32((void **)&h->losses, &h->losses_alloc, h->nlosses, sizeof *h->losses) != 0) {
+	    orbit__rp_html_grow32((void **)&h->losses, &h->losses_alloc, h->nlosses,
+	                          sizeof *h->losses) != 0) {
 		h->losses_dropped++;
 		return;
 	}

@@ -25,7 +25,7 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "replay_export_html.h"
+#include "replay_html.h"
 
 #define B64_LINE 1024u /* chars per line of the block */
 

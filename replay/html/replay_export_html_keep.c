@@ -16,7 +16,7 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "replay_export_html.h"
+#include "replay_html.h"
 
 static uint64_t rank(const struct orbit_rp_html_span *s)
 {

@@ -20,7 +20,7 @@
 #include <time.h>
 #include <unistd.h>
 
-#include "replay_export_html.h"
+#include "replay_html.h"
 
 static void nonce(char out[23])
 {

@@ -23,7 +23,7 @@
  *   SOVR  idx t        DOVR idx dur self     what did not fit in a u32
  *   SEXT  idx gplo gphi stid etid schd oncp runb blkd   group id, an
  *         async span's start and stop threads, where its time went
- *        
+ *
  *   VROW  lane frst cnt                VALS t v      value samples by track
  *   LOGS  lane t text flag             log lines and markers by lane
  *   LOSS  proc from to cnt ring flag   records lost, where (a ring's
@@ -47,7 +47,7 @@
 #include <string.h>
 
 #include "replay_export.h"
-#include "replay_export_html.h"
+#include "replay_html.h"
 
 #define NTABLES 21u
 /* States and CPU intervals the page holds at most (each); past it the

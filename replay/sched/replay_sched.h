@@ -48,6 +48,21 @@
  * O(log spans) per scope whatever its length, O(1) amortised for scopes in
  * start order through a cursor.
  *
+ * Marks (KernelMark, docs/format.md 4.10). A stream of protocol version 3
+ * says, pass after pass, up to which time its kernel events are complete.
+ * At each mark the events up to it are run through the state machines at
+ * once, and the states up to it are final: later events cannot change them,
+ * because an event is never taken as earlier than the last mark before its
+ * page (a late one is counted, `late`, and taken at that mark), and what an
+ * event implies about the past (a lost window, a switch never seen: the
+ * thread unknown since its last event) reaches back no further than the
+ * last mark at or before it. So a reader can ask for a scope's times once a
+ * mark has passed its end (orbit__rp_sched_final), with the answer the
+ * finished timeline gives, and the events run are freed as it goes. One
+ * exception holds a listed thread's answers longer: what it did from the
+ * start of recording to its first event is known only at that event. A
+ * timeline without marks runs everything at finish, as it always did.
+ *
  * Thread 0 is each CPU's idle task and is not tracked. Threads that are not
  * the traced process's appear too (the other side of a switch, wakers), with
  * only the spans those events show; look up the process's own threads.
@@ -201,7 +216,7 @@ struct orbit__rp_sched_thread {
 	uint64_t exited;                 /* sched_process_exit time; 0 not seen */
 	uint32_t span_count;
 	struct orbit__rp_sched_span *spans; /* sorted by start */
-	uint64_t end;                       /* the timeline's end: the last span's end */
+	uint64_t end;                       /* the timeline's end (so far: the last mark) */
 	/* the state machine's, while building */
 	uint64_t first_time; /* its first item's, and what that said of it */
 	uint16_t first_cpu;
@@ -212,6 +227,14 @@ struct orbit__rp_sched_thread {
 	uint8_t has_pending;
 	uint32_t span_cap;
 	uint64_t comm_time;
+	uint64_t last_pos;  /* position of its last item + 1; 0 none */
+	uint64_t last_time; /* that item's time */
+	/* What it did from the recording's start to its first item, once known
+	 * and until finish puts it in spans[0]: bf_state (0 none) on bf_cpu. */
+	uint8_t bf_decided;
+	uint8_t bf_state;
+	uint16_t bf_cpu;
+	uint64_t bf_from;
 };
 
 struct orbit__rp_sched_times {
@@ -226,6 +249,7 @@ struct orbit__rp_sched_stats {
 	uint64_t lost_unknown;    /* flagged pages without a stored count */
 	uint64_t unseen_switches; /* switches the events imply and the pages lack */
 	uint64_t pages, bad_pages, short_records, other_records;
+	uint64_t late; /* events older than the mark before their page: taken at it */
 };
 
 struct orbit__rp_sched_timeline;
@@ -260,17 +284,39 @@ int orbit__rp_sched_add_page(struct orbit__rp_sched_timeline *tl, struct orbit__
 int orbit__rp_sched_recording(struct orbit__rp_sched_timeline *tl, uint64_t since,
                               const uint32_t *tids, size_t n);
 
-/* Sorts, runs the state machines and builds the spans. `end` is where the
- * last spans stop (0: the last event's time). After it, only the look-ups
- * below are allowed. Returns 0 or -ENOMEM. */
+/* A KernelMark: every event at or before `complete` has been added (or its
+ * loss flagged on a page added). Runs them, and makes the states up to it
+ * final (see the opening comment). Marks below the last one are ignored.
+ * Returns 0 or -ENOMEM. */
+int orbit__rp_sched_mark(struct orbit__rp_sched_timeline *tl, uint64_t complete);
+
+/* Up to when the states are final: the last mark, UINT64_MAX once
+ * finished (0: not yet at all). */
+uint64_t orbit__rp_sched_complete(const struct orbit__rp_sched_timeline *tl);
+
+/* Listed threads whose time before their first item is not known yet: 0
+ * when orbit__rp_sched_final depends on t alone. */
+uint32_t orbit__rp_sched_undecided(const struct orbit__rp_sched_timeline *tl);
+
+/* Whether thread tid's times in any interval ending at or before t are
+ * final: t at or before the last mark (the timeline finished: always), and,
+ * for a listed thread, its first item run or t not after the recording's
+ * start. */
+int orbit__rp_sched_final(const struct orbit__rp_sched_timeline *tl, int32_t tid, uint64_t t);
+
+/* Runs what is left and builds the spans. `end` is where the last spans
+ * stop (0: the last event's or the last mark's time, whichever is later).
+ * After it, only the look-ups below are allowed. Returns 0 or -ENOMEM. */
 int orbit__rp_sched_finish(struct orbit__rp_sched_timeline *tl, uint64_t end);
 
-/* The thread, or NULL if no event names it. */
+/* The thread, or NULL if no event names it (yet). Its address stays valid
+ * until the timeline is freed, and its times up to the last mark may be
+ * asked at any time (orbit__rp_sched_final). */
 const struct orbit__rp_sched_thread *
 orbit__rp_sched_thread(const struct orbit__rp_sched_timeline *tl, int32_t tid);
 
-/* Every thread, sorted by tid. */
-const struct orbit__rp_sched_thread *
+/* Every thread, sorted by tid (after finish; before it, none). */
+const struct orbit__rp_sched_thread *const *
 orbit__rp_sched_threads(const struct orbit__rp_sched_timeline *tl, uint32_t *count);
 
 /* On-CPU, runnable, blocked and unknown ns of th in [start, end); all 0 for
@@ -292,7 +338,8 @@ void orbit__rp_sched_cursor_init(struct orbit__rp_sched_cursor *c,
 void orbit__rp_sched_cursor_times(struct orbit__rp_sched_cursor *c, uint64_t start, uint64_t end,
                                   struct orbit__rp_sched_times *out);
 
-/* The span holding time t, or NULL before the first. */
+/* The span holding time t, or NULL before the first (after finish: before
+ * it, without what a listed thread did before its first item). */
 const struct orbit__rp_sched_span *orbit__rp_sched_span_at(const struct orbit__rp_sched_thread *th,
                                                            uint64_t t);
 

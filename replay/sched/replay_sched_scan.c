@@ -1,6 +1,11 @@
 /*
- * replay_sched_scan.c — every stream's scheduling states, read before the
- * run; replay_sched_scan.h says why and what it costs.
+ * replay_sched_scan.c — every stream's scheduling states, from its
+ * capture's packets in file order; replay_sched_scan.h says when and what
+ * it costs.
+ *
+ * Running out of memory costs a stream its states: the timeline is kept
+ * (the run may be asking it already), marked failed, and fed no more; one
+ * that failed before the run began is never handed out.
  */
 #include <errno.h>
 #include <stdlib.h>
@@ -12,11 +17,17 @@
 struct scanned {
 	uint32_t handshakes; /* of the file, up to and with this stream's */
 	struct orbit__rp_sched_timeline *tl;
+	int failed;
+	int handed; /* get gave it out: it stays, whatever happens */
 };
 
 struct scanned_capture {
 	struct scanned *streams;
 	uint32_t n, cap;
+	uint32_t handshakes;                 /* fed so far */
+	long cur;                            /* the stream being fed, -1 none */
+	struct orbit__rp_sched_decoder *dec; /* its formats */
+	uint32_t cpus;
 };
 
 struct orbit_rp_sched_scan {
@@ -57,32 +68,17 @@ int orbit__rp_sched_decoder_of(const Orbit__KernelSched *k, struct orbit__rp_sch
 	return 0;
 }
 
-/* The first packet of a file: whether it is worth reading for its kernel
- * pages (a Handshake with a KernelSched, or no Handshake at all: damaged,
- * read it all to be sure). */
-static int worth(const char *path)
+struct orbit_rp_sched_scan *orbit__rp_sched_scan_new(size_t n)
 {
-	int err, yes = 0;
-	struct orbit_capture_reader *r = orbit__capture_open(path, &err);
-	if (r == NULL)
-		return 0;
-	for (;;) {
-		struct orbit_capture_problem prob = {0, 0};
-		Orbit__Packet *p = NULL;
-		int rc = orbit__capture_next(r, &p, &prob);
-		if (rc == 0 || (rc < 0 && prob.error != rc))
-			break; /* the end, or an error the reader cannot pass */
-		if (rc < 0) {
-			yes = 1; /* a damaged first frame: the handshake may be lost */
-			continue;
-		}
-		yes = p->body_case != ORBIT__PACKET__BODY_HANDSHAKE ||
-		      p->handshake->kernel_sched != NULL;
-		orbit__packet__free_unpacked(p, NULL);
-		break;
+	struct orbit_rp_sched_scan *sc = calloc(1, sizeof *sc);
+	if (sc == NULL || (sc->caps = calloc(n ? n : 1, sizeof *sc->caps)) == NULL) {
+		free(sc);
+		return NULL;
 	}
-	orbit__capture_close(r);
-	return yes;
+	sc->n = n;
+	for (size_t i = 0; i < n; i++)
+		sc->caps[i].cur = -1;
+	return sc;
 }
 
 static struct scanned *stream_add(struct scanned_capture *c, uint32_t handshakes)
@@ -96,20 +92,94 @@ static struct scanned *stream_add(struct scanned_capture *c, uint32_t handshakes
 		c->cap = cap;
 	}
 	struct scanned *s = &c->streams[c->n++];
+	memset(s, 0, sizeof *s);
 	s->handshakes = handshakes;
-	s->tl = NULL;
 	return s;
 }
 
-static void scan_file(const char *path, struct scanned_capture *c)
+static void fail(struct scanned *s)
+{
+	s->failed = 1;
+	if (!s->handed) { /* nobody holds it: its memory back now */
+		orbit__rp_sched_timeline_free(s->tl);
+		s->tl = NULL;
+	}
+}
+
+/* The stream being fed is over: its timeline finished. */
+static void stream_done(struct scanned_capture *c)
+{
+	if (c->cur >= 0) {
+		struct scanned *s = &c->streams[c->cur];
+		if (s->tl != NULL && !s->failed && orbit__rp_sched_finish(s->tl, 0) != 0)
+			fail(s);
+	}
+	c->cur = -1;
+	orbit__rp_sched_decoder_free(c->dec);
+	c->dec = NULL;
+}
+
+static void on_handshake(struct scanned_capture *c, const Orbit__KernelSched *k)
+{
+	const char *what;
+	struct scanned *s;
+
+	stream_done(c);
+	c->handshakes++;
+	if (k == NULL || orbit__rp_sched_decoder_of(k, &c->dec, &what) != 0)
+		return;
+	s = stream_add(c, c->handshakes);
+	if (s == NULL)
+		return;
+	c->cur = (long)(s - c->streams);
+	c->cpus = k->cpu_count;
+	s->tl = orbit__rp_sched_timeline_new();
+	/* What the listed threads did before their first event (replay_sched.h). */
+	if (s->tl == NULL ||
+	    (k->recording_ns != 0 &&
+	     orbit__rp_sched_recording(s->tl, k->recording_ns, k->tids, k->n_tids) != 0))
+		fail(s);
+}
+
+void orbit__rp_sched_scan_packet(struct orbit_rp_sched_scan *sc, size_t i, const Orbit__Packet *p)
+{
+	struct scanned_capture *c = &sc->caps[i];
+	struct scanned *s;
+
+	if (p->body_case == ORBIT__PACKET__BODY_HANDSHAKE) {
+		on_handshake(c, p->handshake->kernel_sched);
+		return;
+	}
+	if (c->cur < 0)
+		return;
+	s = &c->streams[c->cur];
+	if (s->tl == NULL || s->failed)
+		return;
+	if (p->body_case == ORBIT__PACKET__BODY_KERNEL_PAGE && p->kernel_page->cpu < c->cpus) {
+		/* A page that does not decode costs its own events; memory
+		 * running out costs the stream its states. */
+		const Orbit__KernelPage *k = p->kernel_page;
+		if (orbit__rp_sched_add_page(s->tl, c->dec, k->cpu, k->page.data, k->page.len) ==
+		    -ENOMEM)
+			fail(s);
+	} else if (p->body_case == ORBIT__PACKET__BODY_KERNEL_MARK) {
+		if (orbit__rp_sched_mark(s->tl, p->kernel_mark->complete_ns) != 0)
+			fail(s);
+	}
+}
+
+void orbit__rp_sched_scan_end(struct orbit_rp_sched_scan *sc, size_t i)
+{
+	stream_done(&sc->caps[i]);
+}
+
+uint64_t orbit__rp_sched_scan_file(struct orbit_rp_sched_scan *sc, size_t i, const char *path)
 {
 	int err;
-	uint32_t handshakes = 0, cpus = 0;
-	struct orbit__rp_sched_decoder *d = NULL;
-	struct scanned *cur = NULL;
+	uint64_t bytes = 0;
 	struct orbit_capture_reader *r = orbit__capture_open(path, &err);
 	if (r == NULL)
-		return;
+		return 0;
 	for (;;) {
 		struct orbit_capture_problem prob = {0, 0};
 		Orbit__Packet *p = NULL;
@@ -119,70 +189,25 @@ static void scan_file(const char *path, struct scanned_capture *c)
 		if (rc < 0)
 			continue;
 		/* The run rejects what fails the format's checks: so does this. */
-		if (orbit__packet_validate(p) != 0) {
-			orbit__packet__free_unpacked(p, NULL);
-			continue;
-		}
-		if (p->body_case == ORBIT__PACKET__BODY_HANDSHAKE) {
-			const Orbit__KernelSched *k = p->handshake->kernel_sched;
-			const char *what;
-			handshakes++;
-			orbit__rp_sched_decoder_free(d);
-			d = NULL;
-			cur = NULL;
-			if (k != NULL && orbit__rp_sched_decoder_of(k, &d, &what) == 0) {
-				cur = stream_add(c, handshakes);
-				if (cur != NULL)
-					cur->tl = orbit__rp_sched_timeline_new();
-				/* What the listed threads did before their first
-				 * event (replay_sched.h). */
-				if (cur != NULL && cur->tl != NULL && k->recording_ns != 0 &&
-				    orbit__rp_sched_recording(cur->tl, k->recording_ns, k->tids,
-				                              k->n_tids) != 0) {
-					orbit__rp_sched_timeline_free(cur->tl);
-					cur->tl = NULL;
-				}
-				cpus = k->cpu_count;
-			}
-		} else if (p->body_case == ORBIT__PACKET__BODY_KERNEL_PAGE && cur != NULL &&
-		           cur->tl != NULL && p->kernel_page->cpu < cpus) {
-			/* A page that does not decode costs its own events; memory
-			 * running out costs the stream its states. */
-			const Orbit__KernelPage *k = p->kernel_page;
-			if (orbit__rp_sched_add_page(cur->tl, d, k->cpu, k->page.data,
-			                             k->page.len) == -ENOMEM) {
-				orbit__rp_sched_timeline_free(cur->tl);
-				cur->tl = NULL;
-			}
-		}
+		if (orbit__packet_validate(p) == 0)
+			orbit__rp_sched_scan_packet(sc, i, p);
 		orbit__packet__free_unpacked(p, NULL);
 	}
-	orbit__rp_sched_decoder_free(d);
+	orbit__rp_sched_scan_end(sc, i);
+	bytes = orbit__capture_bytes_read(r);
 	orbit__capture_close(r);
-	for (uint32_t i = 0; i < c->n; i++)
-		if (c->streams[i].tl != NULL && orbit__rp_sched_finish(c->streams[i].tl, 0) != 0) {
-			orbit__rp_sched_timeline_free(c->streams[i].tl);
-			c->streams[i].tl = NULL;
-		}
+	return bytes;
 }
 
-struct orbit_rp_sched_scan *orbit__rp_sched_scan(const char *const *paths, size_t n)
+const struct orbit__rp_sched_timeline *
+orbit__rp_sched_scan_current(const struct orbit_rp_sched_scan *sc, size_t i)
 {
-	struct orbit_rp_sched_scan *sc = NULL;
-	for (size_t i = 0; i < n; i++) {
-		if (!worth(paths[i]))
-			continue;
-		if (sc == NULL) {
-			sc = calloc(1, sizeof *sc);
-			if (sc == NULL || (sc->caps = calloc(n, sizeof *sc->caps)) == NULL) {
-				free(sc);
-				return NULL;
-			}
-			sc->n = n;
-		}
-		scan_file(paths[i], &sc->caps[i]);
-	}
-	return sc;
+	const struct scanned_capture *c;
+
+	if (sc == NULL || i >= sc->n)
+		return NULL;
+	c = &sc->caps[i];
+	return c->cur >= 0 && !c->streams[c->cur].failed ? c->streams[c->cur].tl : NULL;
 }
 
 const struct orbit__rp_sched_timeline *
@@ -190,9 +215,15 @@ orbit__rp_sched_scan_get(const struct orbit_rp_sched_scan *sc, size_t i, uint32_
 {
 	if (sc == NULL || i >= sc->n)
 		return NULL;
-	for (uint32_t k = 0; k < sc->caps[i].n; k++)
-		if (sc->caps[i].streams[k].handshakes == handshakes)
-			return sc->caps[i].streams[k].tl;
+	for (uint32_t k = 0; k < sc->caps[i].n; k++) {
+		struct scanned *s = &sc->caps[i].streams[k];
+		if (s->handshakes != handshakes || s->tl == NULL)
+			continue;
+		if (s->failed && !s->handed)
+			return NULL;
+		s->handed = 1;
+		return s->tl;
+	}
 	return NULL;
 }
 
@@ -204,6 +235,7 @@ void orbit__rp_sched_scan_free(struct orbit_rp_sched_scan *sc)
 		for (uint32_t k = 0; k < sc->caps[i].n; k++)
 			orbit__rp_sched_timeline_free(sc->caps[i].streams[k].tl);
 		free(sc->caps[i].streams);
+		orbit__rp_sched_decoder_free(sc->caps[i].dec);
 	}
 	free(sc->caps);
 	free(sc);

@@ -5,20 +5,31 @@
  *
  * Building. orbit__rp_sched_add keeps each event that changes a state as a
  * 32-byte item (switches, wakings, new threads, gaps); names, creation and
- * exit times are settled on the spot (the latest time wins). finish sorts
- * the items by (time, order added) and runs them once, appending spans.
+ * exit times are settled on the spot (the latest time wins). Items wait
+ * until a mark passes them (orbit__rp_sched_mark) or finish, are then
+ * sorted by (time, order added) and run once, appending spans, and are
+ * freed. The order in which items run is the same whether they run at
+ * marks or all at finish: an item added after a mark is never taken as
+ * earlier than it, so every item run at a later mark sorts after those run
+ * before (ties keep the order added). Each item's position in that order
+ * numbers it; a thread remembers the position and time of its last one.
  *
  * Gaps are applied lazily: a thread's state can only be disturbed by a gap
  * that comes after its own last item, and only by the first such gap that
  * concerns it (a gap on its CPU while it runs; any gap otherwise). Before
- * each item of a thread, and at the end, that first gap is found by binary
- * search (in the list of all gaps, or of its CPU's), so the cost is
- * O(log gaps) per item whatever the number of threads, and hostile input
- * with many gaps and many threads stays near-linear.
+ * each item of a thread, after each mark, and at the end, that first gap is
+ * found by binary search (in the list of all gaps run, or of its CPU's), so
+ * the cost is O(log gaps) per item whatever the number of threads, and
+ * hostile input with many gaps and many threads stays near-linear. What an
+ * item implies about the past (a gap's window, a switch never seen) starts
+ * no earlier than the last mark at or before the item (docs/format.md
+ * 4.10), so the spans up to a mark never change after it.
  *
  * Queries. Each span stores the running, runnable and blocked time of the
- * spans before it; the time of [a, b) is F(b) - F(a) with F found by one
- * binary search each.
+ * spans before it, kept as spans are added; the time of [a, b) is F(b) -
+ * F(a) with F found by one binary search each, up to the timeline's end so
+ * far (the last mark). A listed thread's time before its first item is
+ * added to what its spans say until finish makes it their first span.
  */
 #include <errno.h>
 #include <stdlib.h>
@@ -52,45 +63,77 @@ enum first_role {
 	FIRST_NEW,      /* created: nothing before */
 };
 
+/* A gap that has run: its position, and where its window starts. */
+struct gap_at {
+	uint64_t pos;
+	uint64_t from;
+};
+
+struct gap_list {
+	struct gap_at *v;
+	size_t n, cap;
+};
+
 struct orbit__rp_sched_timeline {
-	struct item *items;
+	struct item *items; /* added, not yet run */
 	size_t count, cap;
 	uint32_t seq;
-	struct orbit__rp_sched_thread *threads;
+	struct orbit__rp_sched_thread **threads; /* each allocated once: addresses stay */
 	uint32_t thread_count, thread_cap;
 	uint32_t *hash; /* thread index + 1, 0 empty; open addressing */
 	uint32_t hash_cap;
-	uint64_t *cpu_last; /* last record time read per CPU (add_page), +1; 0 none */
-	uint32_t cpu_cap;
 	int finished;
+	int sorted; /* threads[] sorted by tid (finish) */
 	uint64_t end;
-	uint64_t since; /* orbit__rp_sched_recording; 0: not known */
+	uint64_t since;     /* orbit__rp_sched_recording; 0: not known */
+	uint32_t undecided; /* listed threads whose time before their first item is open */
 	struct orbit__rp_sched_stats stats;
-	/* finish only */
-	size_t *gaps; /* item positions of every gap, ascending */
-	size_t gap_count;
-	size_t **cpu_gaps; /* per CPU */
-	size_t *cpu_gap_count;
-	size_t *last_pos;   /* per thread: position of its last item + 1; 0 none */
-	int32_t *cur;       /* per CPU: the task current there, 0 idle, -1 unknown */
-	uint64_t *cpu_time; /* per CPU: the time of its last item */
+	/* marks: items added from now on are taken at mark or later */
+	uint64_t mark;
+	uint64_t *marks; /* the marks not yet behind every item, ascending */
+	size_t nmarks, marks_cap;
+	/* per CPU (cpu_cap of each) */
+	uint32_t cpu_cap;
+	uint64_t *cpu_last;        /* last record time read (add_page), +1; 0 none */
+	int32_t *cur;              /* the task current there, 0 idle, -1 unknown */
+	uint64_t *cpu_time;        /* the time of its last item run */
+	struct gap_list *cpu_gaps; /* the gaps of that CPU run */
+	/* running */
+	uint64_t ran;       /* items run: the next one's position */
+	uint64_t ran_to;    /* every item at or before it has run (the last mark run) */
+	uint64_t last_time; /* the latest time of an item run */
+	struct gap_list gaps;
+	uint64_t last_gap_pos; /* the position of the last gap run + 1; 0 none */
+	uint64_t first_gap;    /* the earliest window start of a gap run */
 };
 
 struct orbit__rp_sched_timeline *orbit__rp_sched_timeline_new(void)
 {
-	return calloc(1, sizeof(struct orbit__rp_sched_timeline));
+	struct orbit__rp_sched_timeline *tl = calloc(1, sizeof *tl);
+	if (tl != NULL)
+		tl->first_gap = UINT64_MAX;
+	return tl;
 }
 
 void orbit__rp_sched_timeline_free(struct orbit__rp_sched_timeline *tl)
 {
 	if (tl == NULL)
 		return;
-	for (uint32_t i = 0; i < tl->thread_count; i++)
-		free(tl->threads[i].spans);
+	for (uint32_t i = 0; i < tl->thread_count; i++) {
+		free(tl->threads[i]->spans);
+		free(tl->threads[i]);
+	}
+	for (uint32_t c = 0; tl->cpu_gaps != NULL && c < tl->cpu_cap; c++)
+		free(tl->cpu_gaps[c].v);
+	free(tl->cpu_gaps);
+	free(tl->gaps.v);
 	free(tl->threads);
 	free(tl->items);
 	free(tl->hash);
+	free(tl->marks);
 	free(tl->cpu_last);
+	free(tl->cur);
+	free(tl->cpu_time);
 	free(tl);
 }
 
@@ -106,7 +149,7 @@ static int rehash(struct orbit__rp_sched_timeline *tl, uint32_t cap)
 	if (h == NULL)
 		return -ENOMEM;
 	for (uint32_t i = 0; i < tl->thread_count; i++) {
-		uint32_t j = hash_tid(tl->threads[i].tid, cap);
+		uint32_t j = hash_tid(tl->threads[i]->tid, cap);
 
 		while (h[j] != 0)
 			j = (j + 1) & (cap - 1);
@@ -118,20 +161,29 @@ static int rehash(struct orbit__rp_sched_timeline *tl, uint32_t cap)
 	return 0;
 }
 
+/* The thread tid if it is tracked, else NULL. */
+static struct orbit__rp_sched_thread *find(const struct orbit__rp_sched_timeline *tl, int32_t tid)
+{
+	if (tid <= 0 || tl->hash_cap == 0)
+		return NULL;
+	for (uint32_t j = hash_tid(tid, tl->hash_cap); tl->hash[j] != 0;
+	     j = (j + 1) & (tl->hash_cap - 1))
+		if (tl->threads[tl->hash[j] - 1]->tid == tid)
+			return tl->threads[tl->hash[j] - 1];
+	return NULL;
+}
+
 /* The thread tid, created if new; NULL without memory. */
 static struct orbit__rp_sched_thread *thread_get(struct orbit__rp_sched_timeline *tl, int32_t tid)
 {
+	struct orbit__rp_sched_thread *th = find(tl, tid);
 	uint32_t j;
 
-	if (tl->hash_cap != 0) {
-		for (j = hash_tid(tid, tl->hash_cap); tl->hash[j] != 0;
-		     j = (j + 1) & (tl->hash_cap - 1))
-			if (tl->threads[tl->hash[j] - 1].tid == tid)
-				return &tl->threads[tl->hash[j] - 1];
-	}
+	if (th != NULL)
+		return th;
 	if (tl->thread_count == tl->thread_cap) {
 		uint32_t cap = tl->thread_cap ? tl->thread_cap * 2 : 64;
-		struct orbit__rp_sched_thread *t;
+		struct orbit__rp_sched_thread **t;
 
 		if (cap > (1u << 30))
 			return NULL;
@@ -144,10 +196,13 @@ static struct orbit__rp_sched_thread *thread_get(struct orbit__rp_sched_timeline
 	if ((uint64_t)(tl->thread_count + 1) * 2 > tl->hash_cap &&
 	    rehash(tl, tl->hash_cap ? tl->hash_cap * 2 : 128) < 0)
 		return NULL;
-	struct orbit__rp_sched_thread *th = &tl->threads[tl->thread_count];
-	memset(th, 0, sizeof *th);
+	th = calloc(1, sizeof *th);
+	if (th == NULL)
+		return NULL;
 	th->tid = tid;
 	th->pending_waker = -1;
+	th->end = tl->ran_to;
+	tl->threads[tl->thread_count] = th;
 	for (j = hash_tid(tid, tl->hash_cap); tl->hash[j] != 0; j = (j + 1) & (tl->hash_cap - 1))
 		;
 	tl->hash[j] = ++tl->thread_count;
@@ -183,8 +238,48 @@ static int note(struct orbit__rp_sched_timeline *tl, int32_t tid, const char *co
 	return 0;
 }
 
-static int push_item(struct orbit__rp_sched_timeline *tl, const struct item *it)
+/* Room for CPU cpu in every per-CPU array. */
+static int cpus_grow(struct orbit__rp_sched_timeline *tl, uint32_t cpu)
 {
+	uint32_t old = tl->cpu_cap, cap;
+	uint64_t *last, *ctime;
+	int32_t *cur;
+	struct gap_list *g;
+
+	if (cpu < old)
+		return 0;
+	cap = cpu + 1 > old * 2 ? cpu + 1 : old * 2;
+	last = realloc(tl->cpu_last, cap * sizeof *last);
+	if (last != NULL)
+		tl->cpu_last = last;
+	cur = realloc(tl->cur, cap * sizeof *cur);
+	if (cur != NULL)
+		tl->cur = cur;
+	ctime = realloc(tl->cpu_time, cap * sizeof *ctime);
+	if (ctime != NULL)
+		tl->cpu_time = ctime;
+	g = realloc(tl->cpu_gaps, cap * sizeof *g);
+	if (g != NULL)
+		tl->cpu_gaps = g;
+	if (last == NULL || cur == NULL || ctime == NULL || g == NULL)
+		return -ENOMEM;
+	for (uint32_t c = old; c < cap; c++) {
+		tl->cpu_last[c] = 0;
+		tl->cur[c] = -1;
+		tl->cpu_time[c] = 0;
+		memset(&tl->cpu_gaps[c], 0, sizeof tl->cpu_gaps[c]);
+	}
+	tl->cpu_cap = cap;
+	return 0;
+}
+
+/* An item, never earlier than the last mark (docs/format.md 4.10). */
+static int push_item(struct orbit__rp_sched_timeline *tl, struct item *it)
+{
+	if (it->time < tl->mark) {
+		it->time = tl->mark;
+		tl->stats.late++;
+	}
 	if (tl->count == tl->cap) {
 		size_t cap = tl->cap ? tl->cap * 2 : 1024;
 		struct item *n = realloc(tl->items, cap * sizeof *n);
@@ -202,7 +297,6 @@ int orbit__rp_sched_add(struct orbit__rp_sched_timeline *tl, const struct orbit_
 {
 	struct orbit__rp_sched_thread *th;
 	struct item it;
-	int r = 0;
 
 	if (tl->finished || ev->cpu >= ORBIT__RP_SCHED_MAX_CPUS)
 		return -EINVAL;
@@ -253,30 +347,39 @@ int orbit__rp_sched_add(struct orbit__rp_sched_timeline *tl, const struct orbit_
 	}
 	if (it.a <= 0 && it.b <= 0 && ev->kind != ORBIT__RP_SCHED_SWITCH)
 		return 0;
+	if (cpus_grow(tl, it.cpu) < 0)
+		return -ENOMEM;
 	it.seq = tl->seq++;
-	r = push_item(tl, &it);
-	return r;
+	return push_item(tl, &it);
 }
 
-int orbit__rp_sched_add_gap(struct orbit__rp_sched_timeline *tl, uint32_t cpu, uint64_t since,
-                            uint64_t until, int64_t count)
+static int push_gap(struct orbit__rp_sched_timeline *tl, uint32_t cpu, uint64_t since,
+                    uint64_t until, uint32_t seq)
 {
 	struct item it;
 
-	if (tl->finished || cpu >= ORBIT__RP_SCHED_MAX_CPUS)
-		return -EINVAL;
+	if (cpus_grow(tl, cpu) < 0)
+		return -ENOMEM;
 	memset(&it, 0, sizeof it);
 	it.time = until;
 	it.arg = since < until ? since : until;
 	it.cpu = (uint16_t)cpu;
 	it.kind = GAP_KIND;
-	it.seq = tl->seq++;
+	it.seq = seq;
 	tl->stats.gaps++;
+	return push_item(tl, &it);
+}
+
+int orbit__rp_sched_add_gap(struct orbit__rp_sched_timeline *tl, uint32_t cpu, uint64_t since,
+                            uint64_t until, int64_t count)
+{
+	if (tl->finished || cpu >= ORBIT__RP_SCHED_MAX_CPUS)
+		return -EINVAL;
 	if (count >= 0)
 		tl->stats.lost_known += (uint64_t)count;
 	else
 		tl->stats.lost_unknown++;
-	return push_item(tl, &it);
+	return push_gap(tl, cpu, since, until, tl->seq++);
 }
 
 static int add_event_cb(void *ctx, const struct orbit__rp_sched_event *ev)
@@ -293,16 +396,8 @@ int orbit__rp_sched_add_page(struct orbit__rp_sched_timeline *tl, struct orbit__
 
 	if (tl->finished || cpu >= ORBIT__RP_SCHED_MAX_CPUS)
 		return -EINVAL;
-	if (cpu >= tl->cpu_cap) {
-		uint32_t cap = cpu + 1 > tl->cpu_cap * 2 ? cpu + 1 : tl->cpu_cap * 2;
-		uint64_t *n = realloc(tl->cpu_last, cap * sizeof *n);
-
-		if (n == NULL)
-			return -ENOMEM;
-		memset(n + tl->cpu_cap, 0, (cap - tl->cpu_cap) * sizeof *n);
-		tl->cpu_last = n;
-		tl->cpu_cap = cap;
-	}
+	if (cpus_grow(tl, cpu) < 0)
+		return -ENOMEM;
 	/* The gap, if any, is ordered before the page's first event. */
 	gap_seq = tl->seq++;
 	r = orbit__rp_sched_decode_page(d, cpu, page, len, add_event_cb, tl, &info);
@@ -316,20 +411,12 @@ int orbit__rp_sched_add_page(struct orbit__rp_sched_timeline *tl, struct orbit__
 	if (info.missed) {
 		uint64_t until = info.records ? info.first : info.timestamp;
 		uint64_t since = tl->cpu_last[cpu] ? tl->cpu_last[cpu] - 1 : 0;
-		struct item it;
 
-		memset(&it, 0, sizeof it);
-		it.time = until;
-		it.arg = since < until ? since : until;
-		it.cpu = (uint16_t)cpu;
-		it.kind = GAP_KIND;
-		it.seq = gap_seq;
-		tl->stats.gaps++;
 		if (info.missed_stored)
 			tl->stats.lost_known += info.missed_count;
 		else
 			tl->stats.lost_unknown++;
-		if (push_item(tl, &it) < 0)
+		if (push_gap(tl, cpu, since, until, gap_seq) < 0)
 			return -ENOMEM;
 	}
 	if (info.records)
@@ -337,7 +424,27 @@ int orbit__rp_sched_add_page(struct orbit__rp_sched_timeline *tl, struct orbit__
 	return r;
 }
 
-/* ---- finish: the state machine ---- */
+int orbit__rp_sched_recording(struct orbit__rp_sched_timeline *tl, uint64_t since,
+                              const uint32_t *tids, size_t n)
+{
+	if (tl->finished)
+		return -EINVAL;
+	tl->since = since;
+	for (size_t i = 0; i < n; i++) {
+		struct orbit__rp_sched_thread *th;
+		if (tids[i] == 0 || tids[i] > INT32_MAX)
+			continue;
+		th = thread_get(tl, (int32_t)tids[i]);
+		if (th == NULL)
+			return -ENOMEM;
+		if (!th->listed && !th->bf_decided)
+			tl->undecided++;
+		th->listed = 1;
+	}
+	return 0;
+}
+
+/* ---- the state machine ---- */
 
 static int cmp_item(const void *pa, const void *pb)
 {
@@ -353,9 +460,18 @@ static uint8_t state_of(const struct orbit__rp_sched_thread *th)
 	return th->span_count ? th->spans[th->span_count - 1].state : ORBIT__RP_SCHED_UNKNOWN;
 }
 
+/* Running, runnable and blocked time of span s lasting until stop, added to
+ * acc. */
+static void span_sum(const struct orbit__rp_sched_span *s, uint64_t stop, uint64_t acc[3])
+{
+	if (s->state >= ORBIT__RP_SCHED_RUNNING && s->state <= ORBIT__RP_SCHED_BLOCKED &&
+	    stop > s->start)
+		acc[s->state - ORBIT__RP_SCHED_RUNNING] += stop - s->start;
+}
+
 /* Starts a span at t (never before the last one: items come sorted). A span
  * starting where the last one does replaces it; one like the last extends
- * it. */
+ * it. Each span's before[] is kept: it depends on the spans before only. */
 static int push_span(struct orbit__rp_sched_thread *th, uint64_t t, uint8_t state, uint16_t cpu,
                      uint32_t kstate, int32_t waker, uint8_t wflags)
 {
@@ -372,6 +488,7 @@ static int push_span(struct orbit__rp_sched_thread *th, uint64_t t, uint8_t stat
 		last = &th->spans[th->span_count - 1];
 		if (t <= last->start) {
 			s.start = last->start;
+			memcpy(s.before, last->before, sizeof s.before);
 			*last = s;
 			/* A replaced span may now repeat the one before. */
 			if (th->span_count > 1) {
@@ -386,6 +503,8 @@ static int push_span(struct orbit__rp_sched_thread *th, uint64_t t, uint8_t stat
 		if (last->state == state && last->cpu == cpu && last->kstate == kstate &&
 		    last->waker == waker)
 			return 0;
+		memcpy(s.before, last->before, sizeof s.before);
+		span_sum(last, t, s.before);
 	}
 	if (th->span_count == th->span_cap) {
 		uint32_t cap = th->span_cap ? th->span_cap * 2 : 16;
@@ -403,15 +522,15 @@ static int push_span(struct orbit__rp_sched_thread *th, uint64_t t, uint8_t stat
 	return 0;
 }
 
-/* First entry of v[0..n) above pos, or n. */
-static size_t first_after(const size_t *v, size_t n, size_t pos)
+/* First entry of v[0..n) whose position is above pos, or n. */
+static size_t first_after(const struct gap_at *v, size_t n, uint64_t pos)
 {
 	size_t lo = 0, hi = n;
 
 	while (lo < hi) {
 		size_t mid = lo + (hi - lo) / 2;
 
-		if (v[mid] <= pos)
+		if (v[mid].pos <= pos)
 			lo = mid + 1;
 		else
 			hi = mid;
@@ -419,80 +538,61 @@ static size_t first_after(const size_t *v, size_t n, size_t pos)
 	return lo;
 }
 
-/* Applies to thread i the first gap that concerns it between its last item
- * and position pos (exclusive). */
-static int sync_gaps(struct orbit__rp_sched_timeline *tl, uint32_t i, size_t pos)
+/* Applies to th the first gap that concerns it between its last item and
+ * position pos (exclusive). */
+static int sync_gaps(struct orbit__rp_sched_timeline *tl, struct orbit__rp_sched_thread *th,
+                     uint64_t pos)
 {
-	struct orbit__rp_sched_thread *th = &tl->threads[i];
 	uint8_t st = state_of(th);
-	size_t last = tl->last_pos[i], g, gpos;
-	const struct item *gap, *mine;
+	const struct gap_list *l;
+	size_t g;
 	uint64_t from;
 
-	if (last == 0 || st == ORBIT__RP_SCHED_UNKNOWN || st == ORBIT__RP_SCHED_DEAD)
+	if (th->last_pos == 0 || st == ORBIT__RP_SCHED_UNKNOWN || st == ORBIT__RP_SCHED_DEAD)
 		return 0;
 	if (st == ORBIT__RP_SCHED_RUNNING) {
 		uint16_t c = th->spans[th->span_count - 1].cpu;
 
-		if (c >= tl->cpu_cap || tl->cpu_gap_count[c] == 0)
+		if (c >= tl->cpu_cap)
 			return 0;
-		g = first_after(tl->cpu_gaps[c], tl->cpu_gap_count[c], last - 1);
-		if (g == tl->cpu_gap_count[c])
-			return 0;
-		gpos = tl->cpu_gaps[c][g];
+		l = &tl->cpu_gaps[c];
 	} else {
-		g = first_after(tl->gaps, tl->gap_count, last - 1);
-		if (g == tl->gap_count)
-			return 0;
-		gpos = tl->gaps[g];
+		l = &tl->gaps;
 	}
-	if (gpos >= pos)
+	g = first_after(l->v, l->n, th->last_pos - 1);
+	if (g == l->n || l->v[g].pos >= pos)
 		return 0;
-	gap = &tl->items[gpos];
-	mine = &tl->items[last - 1];
-	from = gap->arg > mine->time ? gap->arg : mine->time;
+	from = l->v[g].from > th->last_time ? l->v[g].from : th->last_time;
 	th->has_pending = 0;
 	return push_span(th, from, ORBIT__RP_SCHED_UNKNOWN, 0, 0, -1, 0);
 }
 
-static long thread_index(struct orbit__rp_sched_timeline *tl, int32_t tid)
+/* Brings thread tid (if tracked) up to position pos; it, or NULL. */
+static struct orbit__rp_sched_thread *touch(struct orbit__rp_sched_timeline *tl, int32_t tid,
+                                            uint64_t pos, int *err)
 {
-	uint32_t j;
+	struct orbit__rp_sched_thread *th = find(tl, tid);
 
-	if (tid <= 0 || tl->hash_cap == 0)
-		return -1;
-	for (j = hash_tid(tid, tl->hash_cap); tl->hash[j] != 0; j = (j + 1) & (tl->hash_cap - 1))
-		if (tl->threads[tl->hash[j] - 1].tid == tid)
-			return (long)tl->hash[j] - 1;
-	return -1;
-}
-
-/* Brings thread tid (if tracked) up to position pos; its index or -1. */
-static long touch(struct orbit__rp_sched_timeline *tl, int32_t tid, size_t pos, int *err)
-{
-	long i = thread_index(tl, tid);
-
-	if (i >= 0 && sync_gaps(tl, (uint32_t)i, pos) < 0)
+	if (th != NULL && sync_gaps(tl, th, pos) < 0)
 		*err = -ENOMEM;
-	return i;
+	return th;
 }
 
-/* Time of thread i's last item. */
-static uint64_t last_time(const struct orbit__rp_sched_timeline *tl, long i)
+static void seen(struct orbit__rp_sched_thread *th, uint64_t pos, uint64_t t)
 {
-	return tl->last_pos[i] ? tl->items[tl->last_pos[i] - 1].time : 0;
+	th->last_pos = pos + 1;
+	th->last_time = t;
 }
 
-/* The thread of index i is no longer known to run on cpu: it was switched
- * out at some point since its last item, unseen. */
-static int lost_track(struct orbit__rp_sched_timeline *tl, long i, uint16_t cpu)
+/* The thread is no longer known to run on cpu: it was switched out at some
+ * point since its last item, unseen (and after floor, the last mark). */
+static int lost_track(struct orbit__rp_sched_thread *th, uint16_t cpu, uint64_t floor)
 {
-	struct orbit__rp_sched_thread *th = &tl->threads[i];
-
 	if (state_of(th) != ORBIT__RP_SCHED_RUNNING || th->spans[th->span_count - 1].cpu != cpu)
 		return 0;
 	th->has_pending = 0;
-	return push_span(th, last_time(tl, i), ORBIT__RP_SCHED_UNKNOWN, 0, 0, -1, 0);
+	return push_span(th, th->last_time > floor ? th->last_time : floor, ORBIT__RP_SCHED_UNKNOWN,
+	                 0, 0, -1, 0);
 }
 
 static void first_seen(struct orbit__rp_sched_thread *th, uint8_t role, uint64_t t, uint16_t cpu)
@@ -509,57 +609,57 @@ static void first_seen(struct orbit__rp_sched_thread *th, uint8_t role, uint64_t
  * seen (a task outside the filter or hidden from tracing ran in between,
  * or events were lost unflagged): the CPU's previous task stopped at some
  * unseen point, and this one started at some unseen point after both its
- * own last item and the CPU's; both are unknown over what was not seen. */
+ * own last item and the CPU's (and after the last mark); both are unknown
+ * over what was not seen. */
 static int current_is(struct orbit__rp_sched_timeline *tl, uint16_t cpu, int32_t tid, uint64_t t,
-                      size_t pos)
+                      uint64_t pos, uint64_t floor)
 {
 	int err = 0;
 	int32_t cur = tl->cur[cpu];
-	long i, c;
-	struct orbit__rp_sched_thread *th;
+	struct orbit__rp_sched_thread *th = find(tl, tid), *c;
 	uint64_t from;
 
-	i = thread_index(tl, tid);
-	if (i >= 0)
-		first_seen(&tl->threads[i], FIRST_RAN, t, cpu);
+	if (th != NULL)
+		first_seen(th, FIRST_RAN, t, cpu);
 	if (cur == tid) {
-		if (i >= 0)
-			tl->last_pos[i] = pos + 1; /* seen running here again */
+		if (th != NULL)
+			seen(th, pos, t); /* seen running here again */
 		return 0;
 	}
 	if (cur != -1)
 		tl->stats.unseen_switches++;
 	c = touch(tl, cur, pos, &err);
-	if (c >= 0 && lost_track(tl, c, cpu) < 0)
+	if (c != NULL && lost_track(c, cpu, floor) < 0)
 		return -ENOMEM;
 	tl->cur[cpu] = tid;
-	i = touch(tl, tid, pos, &err);
-	if (i < 0)
+	th = touch(tl, tid, pos, &err);
+	if (th == NULL)
 		return err;
-	th = &tl->threads[i];
 	if (state_of(th) == ORBIT__RP_SCHED_RUNNING && th->spans[th->span_count - 1].cpu == cpu)
 		return err;
-	from = last_time(tl, i) > tl->cpu_time[cpu] ? last_time(tl, i) : tl->cpu_time[cpu];
+	from =
+	    th->last_pos && th->last_time > tl->cpu_time[cpu] ? th->last_time : tl->cpu_time[cpu];
+	from = from > floor ? from : floor;
 	if (state_of(th) != ORBIT__RP_SCHED_UNKNOWN && from < t &&
 	    push_span(th, from, ORBIT__RP_SCHED_UNKNOWN, 0, 0, -1, 0) < 0)
 		return -ENOMEM;
 	th->has_pending = 0;
-	tl->last_pos[i] = pos + 1;
+	seen(th, pos, t);
 	if (push_span(th, t, ORBIT__RP_SCHED_RUNNING, cpu, 0, -1, 0) < 0)
 		return -ENOMEM;
 	return err;
 }
 
-static int run_switch(struct orbit__rp_sched_timeline *tl, const struct item *it, size_t pos)
+static int run_switch(struct orbit__rp_sched_timeline *tl, const struct item *it, uint64_t pos,
+                      uint64_t floor)
 {
-	int err = current_is(tl, it->cpu, it->a, it->time, pos);
-	long prev, next;
+	int err = current_is(tl, it->cpu, it->a, it->time, pos, floor);
+	struct orbit__rp_sched_thread *th;
 
 	if (err < 0)
 		return err;
-	prev = thread_index(tl, it->a);
-	if (prev >= 0) {
-		struct orbit__rp_sched_thread *th = &tl->threads[prev];
+	th = find(tl, it->a);
+	if (th != NULL) {
 		uint32_t ks = (uint32_t)it->arg;
 
 		if (ks & STATE_DEAD)
@@ -573,12 +673,10 @@ static int run_switch(struct orbit__rp_sched_timeline *tl, const struct item *it
 		else
 			err |= push_span(th, it->time, ORBIT__RP_SCHED_BLOCKED, 0, ks, -1, 0);
 		th->has_pending = 0;
-		tl->last_pos[prev] = pos + 1;
+		seen(th, pos, it->time);
 	}
-	next = touch(tl, it->b, pos, &err);
-	if (next >= 0) {
-		struct orbit__rp_sched_thread *th = &tl->threads[next];
-
+	th = touch(tl, it->b, pos, &err);
+	if (th != NULL) {
 		first_seen(th, FIRST_IN, it->time, it->cpu);
 		/* Running elsewhere by what we know: that switch-out was unseen. */
 		if (state_of(th) == ORBIT__RP_SCHED_RUNNING &&
@@ -586,25 +684,24 @@ static int run_switch(struct orbit__rp_sched_timeline *tl, const struct item *it
 			tl->stats.unseen_switches++;
 		err |= push_span(th, it->time, ORBIT__RP_SCHED_RUNNING, it->cpu, 0, -1, 0);
 		th->has_pending = 0;
-		tl->last_pos[next] = pos + 1;
+		seen(th, pos, it->time);
 	}
 	tl->cur[it->cpu] = it->b;
 	return err < 0 ? -ENOMEM : 0;
 }
 
-static int run_wake(struct orbit__rp_sched_timeline *tl, const struct item *it, size_t pos)
+static int run_wake(struct orbit__rp_sched_timeline *tl, const struct item *it, uint64_t pos,
+                    uint64_t floor)
 {
-	int err = current_is(tl, it->cpu, it->b, it->time, pos);
-	long i;
+	int err = current_is(tl, it->cpu, it->b, it->time, pos, floor);
 	struct orbit__rp_sched_thread *th;
 	uint8_t st, wf = (it->flags & IRQ_FLAGS) ? ORBIT__RP_SCHED_WAKER_IRQ : 0;
 
 	if (err < 0)
 		return err;
-	i = touch(tl, it->a, pos, &err);
-	if (i < 0)
+	th = touch(tl, it->a, pos, &err);
+	if (th == NULL)
 		return err;
-	th = &tl->threads[i];
 	first_seen(th, it->kind == ORBIT__RP_SCHED_WAKEUP_NEW ? FIRST_NEW : FIRST_WOKEN, it->time,
 	           it->cpu);
 	st = state_of(th);
@@ -621,7 +718,7 @@ static int run_wake(struct orbit__rp_sched_timeline *tl, const struct item *it, 
 	}
 	if (st == ORBIT__RP_SCHED_RUNNABLE)
 		return err;
-	tl->last_pos[i] = pos + 1;
+	seen(th, pos, it->time);
 	if (st == ORBIT__RP_SCHED_BLOCKED) {
 		th->spans[th->span_count - 1].waker = it->b;
 		th->spans[th->span_count - 1].waker_flags = wf;
@@ -631,122 +728,209 @@ static int run_wake(struct orbit__rp_sched_timeline *tl, const struct item *it, 
 	return err;
 }
 
-/* Nothing is known about the CPU from the window's start on. */
-static int run_gap(struct orbit__rp_sched_timeline *tl, const struct item *it, size_t pos)
+static int gap_add(struct gap_list *l, uint64_t pos, uint64_t from)
 {
-	(void)pos;
+	if (l->n == l->cap) {
+		size_t cap = l->cap ? l->cap * 2 : 16;
+		struct gap_at *v = realloc(l->v, cap * sizeof *v);
+
+		if (v == NULL)
+			return -ENOMEM;
+		l->v = v;
+		l->cap = cap;
+	}
+	l->v[l->n++] = (struct gap_at){pos, from};
+	return 0;
+}
+
+/* Nothing is known about the CPU from the window's start (at the earliest
+ * the last mark) on. */
+static int run_gap(struct orbit__rp_sched_timeline *tl, const struct item *it, uint64_t pos,
+                   uint64_t floor)
+{
+	uint64_t from = it->arg > floor ? it->arg : floor;
+
 	tl->cur[it->cpu] = -1;
 	tl->cpu_time[it->cpu] = it->arg;
-	return 0;
-}
-
-static void free_finish(struct orbit__rp_sched_timeline *tl)
-{
-	if (tl->cpu_gaps != NULL)
-		for (uint32_t c = 0; c < tl->cpu_cap; c++)
-			free(tl->cpu_gaps[c]);
-	free(tl->cpu_gaps);
-	free(tl->cpu_gap_count);
-	free(tl->gaps);
-	free(tl->last_pos);
-	free(tl->cur);
-	free(tl->cpu_time);
-	tl->cpu_time = NULL;
-	tl->cpu_gaps = NULL;
-	tl->cpu_gap_count = NULL;
-	tl->gaps = NULL;
-	tl->last_pos = NULL;
-	tl->cur = NULL;
-}
-
-/* The gap positions, overall and per CPU. */
-static int index_gaps(struct orbit__rp_sched_timeline *tl)
-{
-	size_t n = 0, *fill;
-
-	for (size_t i = 0; i < tl->count; i++)
-		n += tl->items[i].kind == GAP_KIND;
-	uint32_t cpus = tl->cpu_cap ? tl->cpu_cap : 1;
-
-	tl->gaps = malloc((n ? n : 1) * sizeof *tl->gaps);
-	tl->cpu_gaps = calloc(cpus, sizeof *tl->cpu_gaps);
-	tl->cpu_gap_count = calloc(cpus, sizeof *tl->cpu_gap_count);
-	fill = calloc(cpus, sizeof *fill);
-	if (tl->gaps == NULL || tl->cpu_gaps == NULL || tl->cpu_gap_count == NULL || fill == NULL) {
-		free(fill);
+	tl->last_gap_pos = pos + 1;
+	if (from < tl->first_gap)
+		tl->first_gap = from;
+	if (gap_add(&tl->gaps, pos, from) < 0 || gap_add(&tl->cpu_gaps[it->cpu], pos, from) < 0)
 		return -ENOMEM;
-	}
-	for (size_t i = 0; i < tl->count; i++)
-		if (tl->items[i].kind == GAP_KIND)
-			tl->cpu_gap_count[tl->items[i].cpu]++;
-	for (uint32_t c = 0; c < tl->cpu_cap; c++) {
-		if (tl->cpu_gap_count[c] == 0)
-			continue;
-		tl->cpu_gaps[c] = malloc(tl->cpu_gap_count[c] * sizeof(size_t));
-		if (tl->cpu_gaps[c] == NULL) {
-			free(fill);
-			return -ENOMEM;
-		}
-	}
-	for (size_t i = 0; i < tl->count; i++) {
-		uint16_t c = tl->items[i].cpu;
-
-		if (tl->items[i].kind != GAP_KIND)
-			continue;
-		tl->gaps[tl->gap_count++] = i;
-		tl->cpu_gaps[c][fill[c]++] = i;
-	}
-	free(fill);
 	return 0;
 }
 
-int orbit__rp_sched_recording(struct orbit__rp_sched_timeline *tl, uint64_t since,
-                              const uint32_t *tids, size_t n)
+/* The last mark at or before t, 0 if none (marks ascending). */
+static uint64_t floor_of(const struct orbit__rp_sched_timeline *tl, uint64_t t)
 {
-	if (tl->finished)
-		return -EINVAL;
-	tl->since = since;
-	for (size_t i = 0; i < n; i++) {
-		struct orbit__rp_sched_thread *th;
-		if (tids[i] == 0 || tids[i] > INT32_MAX)
-			continue;
-		th = thread_get(tl, (int32_t)tids[i]);
-		if (th == NULL)
-			return -ENOMEM;
-		th->listed = 1;
+	size_t lo = 0, hi = tl->nmarks;
+
+	while (lo < hi) {
+		size_t mid = lo + (hi - lo) / 2;
+
+		if (tl->marks[mid] <= t)
+			lo = mid + 1;
+		else
+			hi = mid;
 	}
-	return 0;
+	return lo ? tl->marks[lo - 1] : 0;
 }
 
-/* A listed thread's state from the recording's start to its first item,
+/* What a listed thread did from the recording's start to its first item,
  * as that item implies, unless events were lost before it (the earliest
  * gap's window starts before the item: a change may be in it) or it was
- * created after the start. */
-static int backfill(struct orbit__rp_sched_timeline *tl, struct orbit__rp_sched_thread *th,
-                    uint64_t first_gap)
+ * created after the start: 1 and *state, *cpu, or 0. */
+static int before_first(const struct orbit__rp_sched_timeline *tl,
+                        const struct orbit__rp_sched_thread *th, uint8_t *state, uint16_t *cpu)
 {
-	uint8_t state;
-	uint16_t cpu = 0;
-
 	if (!th->listed || tl->since == 0 || th->first_time <= tl->since ||
-	    first_gap <= th->first_time || (th->created != 0 && th->created > tl->since))
+	    tl->first_gap <= th->first_time || (th->created != 0 && th->created > tl->since))
 		return 0;
+	*cpu = 0;
 	switch (th->first_role) {
 	case FIRST_RAN:
-		state = ORBIT__RP_SCHED_RUNNING;
-		cpu = th->first_cpu;
+		*state = ORBIT__RP_SCHED_RUNNING;
+		*cpu = th->first_cpu;
 		break;
 	case FIRST_IN:
-		state = ORBIT__RP_SCHED_RUNNABLE;
+		*state = ORBIT__RP_SCHED_RUNNABLE;
 		break;
 	case FIRST_WOKEN:
-		state = ORBIT__RP_SCHED_BLOCKED;
+		*state = ORBIT__RP_SCHED_BLOCKED;
 		break;
 	default:
 		return 0;
 	}
-	if (th->span_count == 0 || th->spans[0].start != th->first_time)
-		return 0; /* not what the first item began */
+	return th->span_count > 0 && th->spans[0].start == th->first_time;
+}
+
+/* The time before a listed thread's first item, known once a mark has
+ * passed it: a gap run later starts at that mark or after. */
+static void decide(struct orbit__rp_sched_timeline *tl, struct orbit__rp_sched_thread *th)
+{
+	uint8_t state;
+	uint16_t cpu;
+
+	if (th->bf_decided || th->first_role == FIRST_NONE || th->first_time >= tl->ran_to)
+		return;
+	th->bf_decided = 1;
+	if (th->listed)
+		tl->undecided--;
+	if (before_first(tl, th, &state, &cpu)) {
+		th->bf_state = state;
+		th->bf_cpu = cpu;
+		th->bf_from = tl->since;
+	}
+}
+
+/* Runs the items at or before `to` (all of them: every one). */
+static int run(struct orbit__rp_sched_timeline *tl, uint64_t to, int every)
+{
+	size_t n = 0;
+	int err = 0;
+
+	if (tl->count > 1)
+		qsort(tl->items, tl->count, sizeof *tl->items, cmp_item);
+	while (n < tl->count && (every || tl->items[n].time <= to))
+		n++;
+	for (size_t i = 0; i < n && err == 0; i++) {
+		const struct item *it = &tl->items[i];
+		uint64_t pos = tl->ran++, floor = floor_of(tl, it->time);
+
+		if (it->kind == ORBIT__RP_SCHED_SWITCH)
+			err = run_switch(tl, it, pos, floor);
+		else if (it->kind == GAP_KIND)
+			err = run_gap(tl, it, pos, floor);
+		else
+			err = run_wake(tl, it, pos, floor);
+		if (it->kind != GAP_KIND)
+			tl->cpu_time[it->cpu] = it->time;
+		if (it->time > tl->last_time)
+			tl->last_time = it->time;
+	}
+	if (n > 0 && n < tl->count)
+		memmove(tl->items, tl->items + n, (tl->count - n) * sizeof *tl->items);
+	tl->count -= n;
+	return err;
+}
+
+int orbit__rp_sched_mark(struct orbit__rp_sched_timeline *tl, uint64_t complete)
+{
+	int err;
+	size_t keep = 0;
+
+	if (tl->finished)
+		return -EINVAL;
+	if (complete <= tl->mark)
+		return 0;
+	tl->mark = complete;
+	if (tl->nmarks == tl->marks_cap) {
+		size_t cap = tl->marks_cap ? tl->marks_cap * 2 : 16;
+		uint64_t *m = realloc(tl->marks, cap * sizeof *m);
+
+		if (m == NULL)
+			return -ENOMEM;
+		tl->marks = m;
+		tl->marks_cap = cap;
+	}
+	tl->marks[tl->nmarks++] = complete;
+	err = run(tl, complete, 0);
+	if (err < 0)
+		return err;
+	tl->ran_to = complete;
+	/* Every item left, and every one to come, is at this mark or later: the
+	 * marks before it are nobody's floor any more. */
+	while (keep + 1 < tl->nmarks && tl->marks[keep + 1] <= complete)
+		keep++;
+	memmove(tl->marks, tl->marks + keep, (tl->nmarks - keep) * sizeof *tl->marks);
+	tl->nmarks -= keep;
+	/* The states up to the mark, as the finished timeline will have them:
+	 * the gaps that concern each thread applied, its end moved up. */
+	for (uint32_t i = 0; i < tl->thread_count; i++) {
+		struct orbit__rp_sched_thread *th = tl->threads[i];
+
+		if (th->last_pos != 0 && th->last_pos <= tl->last_gap_pos &&
+		    sync_gaps(tl, th, tl->ran) < 0)
+			return -ENOMEM;
+		th->end = complete;
+		decide(tl, th);
+	}
+	return 0;
+}
+
+uint64_t orbit__rp_sched_complete(const struct orbit__rp_sched_timeline *tl)
+{
+	return tl->finished ? UINT64_MAX : tl->ran_to;
+}
+
+uint32_t orbit__rp_sched_undecided(const struct orbit__rp_sched_timeline *tl)
+{
+	return tl->finished ? 0 : tl->undecided;
+}
+
+int orbit__rp_sched_final(const struct orbit__rp_sched_timeline *tl, int32_t tid, uint64_t t)
+{
+	const struct orbit__rp_sched_thread *th;
+
+	if (tl->finished)
+		return 1;
+	if (t > tl->ran_to)
+		return 0;
+	if (tl->undecided == 0 || t <= tl->since)
+		return 1;
+	th = find(tl, tid);
+	return th == NULL || !th->listed || th->bf_decided;
+}
+
+/* Puts a listed thread's time before its first item in spans[0]. */
+static int backfill(struct orbit__rp_sched_timeline *tl, struct orbit__rp_sched_thread *th)
+{
+	uint8_t state;
+	uint16_t cpu;
+
+	th->bf_state = 0;
+	if (!before_first(tl, th, &state, &cpu))
+		return 0;
 	if (th->span_count == th->span_cap) {
 		uint32_t cap = th->span_cap ? th->span_cap * 2 : 16;
 		struct orbit__rp_sched_span *n = realloc(th->spans, (size_t)cap * sizeof *n);
@@ -768,7 +952,8 @@ static int backfill(struct orbit__rp_sched_timeline *tl, struct orbit__rp_sched_
 
 static int cmp_thread(const void *pa, const void *pb)
 {
-	const struct orbit__rp_sched_thread *a = pa, *b = pb;
+	const struct orbit__rp_sched_thread *a = *(const struct orbit__rp_sched_thread *const *)pa,
+	                                    *b = *(const struct orbit__rp_sched_thread *const *)pb;
 
 	return a->tid < b->tid ? -1 : a->tid > b->tid;
 }
@@ -784,78 +969,42 @@ static void prefix_sums(struct orbit__rp_sched_thread *th, uint64_t end)
 		uint64_t stop = i + 1 < th->span_count ? th->spans[i + 1].start : end;
 
 		memcpy(s->before, acc, sizeof acc);
-		if (s->state >= ORBIT__RP_SCHED_RUNNING && s->state <= ORBIT__RP_SCHED_BLOCKED &&
-		    stop > s->start)
-			acc[s->state - ORBIT__RP_SCHED_RUNNING] += stop - s->start;
+		span_sum(s, stop, acc);
 	}
 }
 
 int orbit__rp_sched_finish(struct orbit__rp_sched_timeline *tl, uint64_t end)
 {
-	int err = 0;
+	int err;
 
 	if (tl->finished)
 		return -EINVAL;
-	if (tl->count > 1)
-		qsort(tl->items, tl->count, sizeof *tl->items, cmp_item);
-	/* Every CPU an item names gets a slot. */
-	for (size_t i = 0; i < tl->count; i++)
-		if (tl->items[i].cpu >= tl->cpu_cap) {
-			uint32_t cap = tl->items[i].cpu + 1u;
-			uint64_t *n = realloc(tl->cpu_last, cap * sizeof *n);
-
-			if (n == NULL)
-				return -ENOMEM;
-			memset(n + tl->cpu_cap, 0, (cap - tl->cpu_cap) * sizeof *n);
-			tl->cpu_last = n;
-			tl->cpu_cap = cap;
-		}
-	tl->last_pos = calloc(tl->thread_count ? tl->thread_count : 1, sizeof *tl->last_pos);
-	tl->cur = malloc((tl->cpu_cap ? tl->cpu_cap : 1) * sizeof *tl->cur);
-	tl->cpu_time = calloc(tl->cpu_cap ? tl->cpu_cap : 1, sizeof *tl->cpu_time);
-	if (tl->last_pos == NULL || tl->cur == NULL || tl->cpu_time == NULL || index_gaps(tl) < 0) {
-		free_finish(tl);
-		return -ENOMEM;
-	}
-	for (uint32_t c = 0; c < tl->cpu_cap; c++)
-		tl->cur[c] = -1;
-	for (size_t pos = 0; pos < tl->count && err == 0; pos++) {
-		const struct item *it = &tl->items[pos];
-
-		if (it->kind == ORBIT__RP_SCHED_SWITCH)
-			err = run_switch(tl, it, pos);
-		else if (it->kind == GAP_KIND)
-			err = run_gap(tl, it, pos);
-		else
-			err = run_wake(tl, it, pos);
-		if (it->kind != GAP_KIND)
-			tl->cpu_time[it->cpu] = it->time;
-	}
-	if (end == 0 && tl->count > 0)
-		end = tl->items[tl->count - 1].time;
+	err = run(tl, 0, 1);
+	if (end == 0)
+		end = tl->last_time > tl->mark ? tl->last_time : tl->mark;
 	for (uint32_t i = 0; i < tl->thread_count && err == 0; i++)
-		err = sync_gaps(tl, i, tl->count);
-	uint64_t first_gap = UINT64_MAX; /* the earliest lost window's start */
-	for (size_t g = 0; g < tl->gap_count; g++)
-		if (tl->items[tl->gaps[g]].arg < first_gap)
-			first_gap = tl->items[tl->gaps[g]].arg;
+		err = sync_gaps(tl, tl->threads[i], tl->ran);
 	for (uint32_t i = 0; i < tl->thread_count && err == 0; i++)
-		err = backfill(tl, &tl->threads[i], first_gap);
-	free_finish(tl);
+		err = backfill(tl, tl->threads[i]);
 	if (err < 0)
 		return -ENOMEM;
 	tl->end = end;
 	for (uint32_t i = 0; i < tl->thread_count; i++)
-		prefix_sums(&tl->threads[i], end);
+		prefix_sums(tl->threads[i], end);
 	if (tl->thread_count > 1)
 		qsort(tl->threads, tl->thread_count, sizeof *tl->threads, cmp_thread);
+	/* The hash points at indices: sorted, they moved. */
+	if (tl->thread_count > 0 && rehash(tl, tl->hash_cap) < 0)
+		return -ENOMEM;
 	free(tl->items);
-	free(tl->hash);
+	free(tl->marks);
 	tl->items = NULL;
-	tl->hash = NULL;
+	tl->marks = NULL;
 	tl->count = tl->cap = 0;
-	tl->hash_cap = 0;
+	tl->nmarks = tl->marks_cap = 0;
+	tl->undecided = 0;
 	tl->finished = 1;
+	tl->sorted = 1;
 	return 0;
 }
 
@@ -864,26 +1013,14 @@ int orbit__rp_sched_finish(struct orbit__rp_sched_timeline *tl, uint64_t end)
 const struct orbit__rp_sched_thread *
 orbit__rp_sched_thread(const struct orbit__rp_sched_timeline *tl, int32_t tid)
 {
-	uint32_t lo = 0, hi = tl->finished ? tl->thread_count : 0;
-
-	while (lo < hi) {
-		uint32_t mid = lo + (hi - lo) / 2;
-
-		if (tl->threads[mid].tid < tid)
-			lo = mid + 1;
-		else
-			hi = mid;
-	}
-	return lo < tl->thread_count && tl->finished && tl->threads[lo].tid == tid
-	           ? &tl->threads[lo]
-	           : NULL;
+	return find(tl, tid);
 }
 
-const struct orbit__rp_sched_thread *
+const struct orbit__rp_sched_thread *const *
 orbit__rp_sched_threads(const struct orbit__rp_sched_timeline *tl, uint32_t *count)
 {
-	*count = tl->finished ? tl->thread_count : 0;
-	return tl->threads;
+	*count = tl->sorted ? tl->thread_count : 0;
+	return (const struct orbit__rp_sched_thread *const *)tl->threads;
 }
 
 const struct orbit__rp_sched_stats *orbit__rp_sched_stats(const struct orbit__rp_sched_timeline *tl)
@@ -987,6 +1124,20 @@ static uint32_t times_from(const struct orbit__rp_sched_thread *th, uint64_t sta
 	out->oncpu_ns = b[0] - a[0];
 	out->runnable_ns = b[1] - a[1];
 	out->blocked_ns = b[2] - a[2];
+	/* Before finish, the time before a listed thread's first item. */
+	if (th->bf_state != 0 && th->span_count > 0) {
+		uint64_t lo = sa > th->bf_from ? sa : th->bf_from;
+		uint64_t hi = sb < th->spans[0].start ? sb : th->spans[0].start;
+
+		if (hi > lo) {
+			if (th->bf_state == ORBIT__RP_SCHED_RUNNING)
+				out->oncpu_ns += hi - lo;
+			else if (th->bf_state == ORBIT__RP_SCHED_RUNNABLE)
+				out->runnable_ns += hi - lo;
+			else
+				out->blocked_ns += hi - lo;
+		}
+	}
 	out->unknown_ns = (end - start) - out->oncpu_ns - out->runnable_ns - out->blocked_ns;
 	return ia >= 0 ? (uint32_t)ia : 0;
 }

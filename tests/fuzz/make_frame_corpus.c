@@ -204,7 +204,7 @@ static void packets(struct all *a)
 	a->b.encoding = ORBIT_BATCH_COMPACT;
 	a->b.records.data = a->enc;
 	a->b.records.len = len;
-	a->h.protocol_version = ORBIT_PROTOCOL_VERSION + 1;
+	a->h.protocol_version = ORBIT_PROTOCOL_VERSION_MAX + 1;
 	packet_put("handshake_version", &a->p[0]);
 	a->h.protocol_version = ORBIT_PROTOCOL_VERSION;
 	a->h.n_ring_start = 1;
@@ -269,6 +269,12 @@ static void packets(struct all *a)
 	klp.body_case = ORBIT__PACKET__BODY_KERNEL_LOSS;
 	klp.kernel_loss = &kl;
 	packet_put("kernel_loss", &klp);
+	Orbit__KernelMark km = ORBIT__KERNEL_MARK__INIT;
+	Orbit__Packet kmp = ORBIT__PACKET__INIT;
+	km.complete_ns = 1234567890;
+	kmp.body_case = ORBIT__PACKET__BODY_KERNEL_MARK;
+	kmp.kernel_mark = &km;
+	packet_put("kernel_mark", &kmp);
 	/* source locations (docs/format.md 4.12), and the ones a reader refuses */
 	Orbit__SourceLocation sl[2] = {ORBIT__SOURCE_LOCATION__INIT, ORBIT__SOURCE_LOCATION__INIT};
 	Orbit__SourceLocation *slp[2] = {&sl[0], &sl[1]};

@@ -150,12 +150,12 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 	if (orbit__rp_sched_finish(tl, 0) != 0)
 		abort();
 	uint32_t count;
-	const struct orbit__rp_sched_thread *th = orbit__rp_sched_threads(tl, &count);
+	const struct orbit__rp_sched_thread *const *th = orbit__rp_sched_threads(tl, &count);
 	for (uint32_t k = 0; k < count; k++) {
-		if (k > 0 && th[k].tid <= th[k - 1].tid)
+		if (k > 0 && th[k]->tid <= th[k - 1]->tid)
 			abort();
-		for (uint32_t i = 1; i < th[k].span_count; i++)
-			if (th[k].spans[i].start <= th[k].spans[i - 1].start)
+		for (uint32_t i = 1; i < th[k]->span_count; i++)
+			if (th[k]->spans[i].start <= th[k]->spans[i - 1].start)
 				abort();
 	}
 	for (size_t q = 0; q < nq; q++) {
@@ -165,7 +165,7 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 		struct orbit__rp_sched_times tm;
 
 		if (t == NULL && count > 0)
-			t = &th[le32(queries[q]) % count];
+			t = th[le32(queries[q]) % count];
 		orbit__rp_sched_times(t, a, b, &tm);
 		if (t != NULL && tm.oncpu_ns + tm.runnable_ns + tm.blocked_ns + tm.unknown_ns !=
 		                     (b > a ? b - a : 0))

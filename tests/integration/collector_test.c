@@ -317,12 +317,13 @@ static void attack_version(struct coll *h)
 
 	attacker_open(&a, h, "version", 0, 0);
 	stream_init(&s, "version", 6666);
-	stream_handshake(&s, ORBIT_PROTOCOL_VERSION + 1, NULL);
+	stream_handshake(&s, ORBIT_PROTOCOL_VERSION_MAX + 1, NULL);
 	stream_flush(&s);
 	attacker_send(&a, s.bytes, s.len);
 	char want[64];
-	snprintf(want, sizeof want, "protocol version %u, this collector speaks %u",
-	         ORBIT_PROTOCOL_VERSION + 1, ORBIT_PROTOCOL_VERSION);
+	snprintf(want, sizeof want, "protocol version %u, this collector speaks %u to %u",
+	         ORBIT_PROTOCOL_VERSION_MAX + 1, ORBIT_PROTOCOL_VERSION_WIRE_MIN,
+	         ORBIT_PROTOCOL_VERSION_MAX);
 	attacker_expect(&a, h, want);
 	stream_free(&s);
 }

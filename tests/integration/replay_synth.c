@@ -6,7 +6,7 @@
  * (format/stream_writer.h), as the agent does; log pages are built in the
  * ftrace page layout.
  *
- *   replay_synth SCENARIO OUT
+ *   replay_synth SCENARIO OUT [DATA]
  *
  * Scenarios (each documented where it is built):
  *   names    hostile scope, span, value, thread and log names
@@ -19,6 +19,15 @@
  *   marks    what is uncertain, on every kind of event: untrusted times, a
  *            lost name continuation, a scope never stopped ended by its
  *            thread's end record
+ *   sched    protocol version 3, the kernel's scheduling: the real pages of
+ *            DATA (tests/data/sched) in passes, each after the scopes of its
+ *            threads and before a KernelMark, names before records,
+ *            EndOfStream.first_ns
+ *   sched2   the same events as protocol version 2 writes them: names at
+ *            the end, no marks, no first_ns
+ *
+ * Every scenario but sched is protocol version 2: what a reader does with
+ * a capture that states nothing up front (docs/format.md 4.13).
  */
 #include <errno.h>
 #include <stdio.h>
@@ -27,6 +36,7 @@
 
 #include "capture.h"
 #include "frame.h"
+#include "ftrace_page.h"
 #include "record.h"
 #include "stream_writer.h"
 
@@ -63,13 +73,17 @@ static void frame(void)
 	must(orbit__sw_cut(sw), "write");
 }
 
+static uint32_t hs_version = 2;       /* the next handshake's protocol version */
+static uint64_t hs_time = T0;         /* ... its monotonic_ns */
+static Orbit__KernelSched *hs_kernel; /* ... its kernel_sched */
+
 static void handshake(uint32_t pid, const char *process)
 {
 	uint64_t start[4] = {0, 0, 0, 0};
 	char *cmd[] = {(char *)"synth", (char *)"--scenario"};
 	Orbit__ClockDescription clock = ORBIT__CLOCK_DESCRIPTION__INIT;
 	Orbit__Handshake h = ORBIT__HANDSHAKE__INIT;
-	h.protocol_version = ORBIT_PROTOCOL_VERSION;
+	h.protocol_version = hs_version;
 	h.pid = pid;
 	h.process_name = (char *)process;
 	h.host_name = (char *)"synth-host";
@@ -77,7 +91,8 @@ static void handshake(uint32_t pid, const char *process)
 	h.command_line = cmd;
 	h.agent_version = (char *)"synth";
 	h.clock = &clock;
-	h.monotonic_ns = T0;
+	h.kernel_sched = hs_kernel;
+	h.monotonic_ns = hs_time;
 	h.realtime_ns = 1800000000000000000ull;
 	h.ring_count = 4;
 	h.slots_per_ring = 1024;
@@ -143,6 +158,7 @@ static void loss(uint32_t ring, uint64_t lapped)
 }
 
 static uint64_t end_untrusted, end_resets; /* EndOfStream 5 and 6 */
+static uint64_t end_first;                 /* EndOfStream 12 */
 
 static void end(uint64_t extra, const uint64_t *reserved, size_t nreserved)
 {
@@ -156,6 +172,7 @@ static void end(uint64_t extra, const uint64_t *reserved, size_t nreserved)
 	e.reserved_per_page_ring = (uint64_t *)reserved;
 	e.untrusted_times = end_untrusted;
 	e.clock_resets = end_resets;
+	e.first_ns = end_first;
 	must(orbit__sw_end(sw, &e), "write");
 }
 
@@ -390,6 +407,264 @@ static void scenario_marks(void)
 	end(0, NULL, 0);
 }
 
+/* ---- the kernel's scheduling ---- */
+
+static const char *data_dir;
+
+static char *loaded[16]; /* freed at the end of the scenario */
+static size_t nloaded;
+
+static char *load(const char *name, size_t *len)
+{
+	char path[4096];
+	snprintf(path, sizeof path, "%s/%s", data_dir, name);
+	FILE *f = fopen(path, "rb");
+	char *b = NULL;
+	size_t n = 0, cap = 0;
+	if (f == NULL) {
+		perror(path);
+		exit(1);
+	}
+	for (;;) {
+		if (n + 4096 + 1 > cap && (b = realloc(b, cap = cap * 2 + 8192)) == NULL)
+			exit(1);
+		size_t k = fread(b + n, 1, 4096, f);
+		n += k;
+		if (k == 0)
+			break;
+	}
+	fclose(f);
+	b[n] = '\0';
+	*len = n;
+	if (nloaded < sizeof loaded / sizeof loaded[0])
+		loaded[nloaded++] = b;
+	return b;
+}
+
+#define SCHED_PAGES 8
+#define SCHED_TIDS 64
+#define SCHED_RECS 4096
+
+static struct {
+	uint32_t cpu;
+	uint8_t *page;
+	uint64_t first, last; /* record times */
+} kpages[SCHED_PAGES];
+static size_t nkpages;
+
+struct srec {
+	uint64_t time;
+	uint32_t tid;
+	uint8_t kind;
+	uint64_t id;
+};
+static struct srec srecs[SCHED_RECS];
+static size_t nsrecs;
+static uint32_t stids[SCHED_TIDS];
+static size_t nstids;
+
+static int by_time(const void *a, const void *b)
+{
+	const struct srec *x = a, *y = b;
+	return x->time < y->time ? -1 : x->time > y->time;
+}
+
+static int by_first(const void *a, const void *b)
+{
+	uint64_t x = ((const __typeof__(kpages[0]) *)a)->first;
+	uint64_t y = ((const __typeof__(kpages[0]) *)b)->first;
+	return x < y ? -1 : x > y;
+}
+
+/* The stored pages of both CPUs, and scopes on the threads the kernel saw
+ * run: between two events in a thread's context, one scope, sometimes
+ * wrapping the next as well. */
+static void sched_load(void)
+{
+	static const char *files[][2] = {{"0", "cpu0.pages"}, {"1", "cpu1.pages"}};
+	uint64_t last[SCHED_TIDS] = {0}, ids[SCHED_TIDS] = {0};
+	for (size_t f = 0; f < 2; f++) {
+		size_t len;
+		uint8_t *b = (uint8_t *)load(files[f][1], &len);
+		for (size_t off = 0; off + PAGE <= len && nkpages < SCHED_PAGES; off += PAGE) {
+			struct orbit__ftrace_iter it;
+			struct orbit__ftrace_header h;
+			struct orbit__ftrace_record r;
+			kpages[nkpages].cpu = (uint32_t)atoi(files[f][0]);
+			kpages[nkpages].page = b + off;
+			kpages[nkpages].first = UINT64_MAX;
+			if (orbit__ftrace_open(&it, b + off, PAGE, &h) != 0)
+				continue;
+			while (orbit__ftrace_next(&it, &r) == 1) {
+				uint32_t tid = r.len >= 8 ? orbit__le32(r.data + 4) : 0;
+				size_t k = 0;
+				if (kpages[nkpages].first == UINT64_MAX)
+					kpages[nkpages].first = r.time;
+				kpages[nkpages].last = r.time;
+				if (tid == 0 || tid > 0x7fffffff)
+					continue;
+				while (k < nstids && stids[k] != tid)
+					k++;
+				if (k == nstids && nstids < SCHED_TIDS)
+					stids[nstids++] = tid;
+				if (k == nstids || nsrecs + 2 > SCHED_RECS)
+					continue;
+				/* a scope from the thread's last event to this one */
+				if (last[k] != 0 && r.time > last[k] + 4) {
+					srecs[nsrecs++] = (struct srec){
+					    last[k] + 1, tid, ORBIT_REC_SCOPE_START, ++ids[k]};
+					srecs[nsrecs++] = (struct srec){
+					    r.time - 1, tid, ORBIT_REC_SCOPE_STOP, ids[k]};
+				}
+				last[k] = r.time;
+			}
+			nkpages++;
+		}
+	}
+	qsort(kpages, nkpages, sizeof kpages[0], by_first);
+	qsort(srecs, nsrecs, sizeof srecs[0], by_time);
+}
+
+static const char *sched_format_files[] = {
+    "sched.sched_switch.format",       "sched.sched_waking.format",
+    "sched.sched_wakeup_new.format",   "sched.sched_process_fork.format",
+    "sched.sched_process_exit.format", "task.task_rename.format"};
+
+static void kernel_mark(uint64_t t)
+{
+	must(orbit__sw_kernel_mark(sw, t), "write");
+}
+
+static void kernel_page(uint32_t cpu, uint8_t *page)
+{
+	must(orbit__sw_kernel_page(sw, cpu, page, PAGE), "write");
+}
+
+static void thread_named(uint32_t tid)
+{
+	char name[32];
+	snprintf(name, sizeof name, "t%u", tid);
+	thread_name(tid, name);
+}
+
+/* The records of srecs[from, to) into ring 0's batches. */
+static void sched_records(size_t from, size_t to)
+{
+	for (size_t i = from; i < to; i++) {
+		if (srecs[i].kind == ORBIT_REC_SCOPE_START)
+			rec(0, srecs[i].time, srecs[i].tid, ORBIT_REC_SCOPE_START, srecs[i].id,
+			    i % 3 ? "work" : "wait", 4);
+		else
+			stop(0, srecs[i].time, srecs[i].tid, srecs[i].id);
+		if (nrecs[0] == 256)
+			batch(0, 0);
+	}
+	if (nrecs[0] > 0)
+		batch(0, 0);
+}
+
+/*
+ * The agent's order (docs/format.md 4.1): pass j holds the records up to
+ * the last event of its kernel page, then the page; with marks (version 3),
+ * a KernelMark after it saying every event before the next unsent page of
+ * any CPU is in, and names before the records of a thread.
+ */
+static void scenario_sched_as(uint32_t version)
+{
+	size_t nfmt = sizeof sched_format_files / sizeof sched_format_files[0];
+	Orbit__KernelEventFormat ev[6], *pev[6];
+	Orbit__KernelSched k = ORBIT__KERNEL_SCHED__INIT;
+	size_t len;
+	int named[SCHED_TIDS] = {0};
+	uint64_t first_log = 0;
+
+	sched_load();
+	for (size_t i = 0; i < nfmt; i++) {
+		orbit__kernel_event_format__init(&ev[i]);
+		ev[i].system = strncmp(sched_format_files[i], "task.", 5) == 0 ? "task" : "sched";
+		ev[i].format = load(sched_format_files[i], &len);
+		pev[i] = &ev[i];
+	}
+	k.header_page = load("header_page", &len);
+	k.header_event = load("header_event", &len);
+	k.n_events = nfmt;
+	k.events = pev;
+	k.cpu_count = 2;
+	k.page_size = PAGE;
+	k.trace_clock = "mono";
+	k.buffer_kb = 16;
+	k.instance = "orbit-synth";
+	k.n_tids = nstids;
+	k.tids = stids;
+	k.recording_ns = kpages[0].first - 1000;
+	k.monotonic_ns = kpages[0].first - 2000;
+	k.boottime_ns = kpages[0].first + 7000000000ull;
+	k.kernel_release = "6.18.0-synth";
+	hs_version = version;
+	hs_time = kpages[0].first - 2000;
+	hs_kernel = &k;
+	handshake(PID, version >= 3 ? "sched" : "sched2");
+	size_t r = 0;
+	uint64_t upto = 0;
+	for (size_t j = 0; j < nkpages; j++) {
+		upto = kpages[j].last > upto ? kpages[j].last : upto;
+		size_t to = r;
+		while (to < nsrecs && srecs[to].time <= upto)
+			to++;
+		for (size_t i = r; version >= 3 && i < to; i++)
+			for (size_t t = 0; t < nstids; t++)
+				if (stids[t] == srecs[i].tid && !named[t]) {
+					named[t] = 1;
+					thread_named(stids[t]);
+				}
+		sched_records(r, to);
+		r = to;
+		if (j == 1) { /* log lines of the first thread, one older than any scope */
+			struct page pg;
+			uint64_t t0 = srecs[0].time - 500;
+			if (version >= 3 && !named[0]) {
+				named[0] = 1;
+				thread_named(stids[0]);
+			}
+			page_start(&pg, t0);
+			page_record(&pg, t0, 1, stids[0], "before the first scope", 22);
+			page_record(&pg, srecs[0].time + 3, 1, stids[0], "in it", 5);
+			page_record(&pg, upto, 1, stids[0], "as the second page ends", 23);
+			page_send(&pg, 0);
+			first_log = t0;
+		}
+		kernel_page(kpages[j].cpu, kpages[j].page);
+		if (version >= 3) { /* every event before the next unsent page of a CPU */
+			uint64_t complete = upto;
+			for (size_t n = j + 1; n < nkpages; n++)
+				if (kpages[n].first - 1 < complete)
+					complete = kpages[n].first - 1;
+			kernel_mark(complete);
+		}
+		frame();
+	}
+	sched_records(r, nsrecs);
+	if (version >= 3)
+		kernel_mark(upto + 1);
+	for (size_t t = 0; t < nstids; t++)
+		thread_named(stids[t]);
+	uint64_t reserved[2] = {first_log ? 3 : 0, 0};
+	end_first = version < 3 ? 0 : first_log ? first_log : srecs[0].time;
+	end(0, reserved, 2);
+	while (nloaded > 0)
+		free(loaded[--nloaded]);
+}
+
+static void scenario_sched(void)
+{
+	scenario_sched_as(3);
+}
+
+static void scenario_sched2(void)
+{
+	scenario_sched_as(2);
+}
+
 int main(int argc, char **argv)
 {
 	static const struct {
@@ -398,11 +673,13 @@ int main(int argc, char **argv)
 	} sc[] = {{"names", scenario_names},     {"ties", scenario_ties},
 	          {"logs", scenario_logs},       {"loss", scenario_loss},
 	          {"noend", scenario_noend},     {"badeq", scenario_badeq},
-	          {"streams", scenario_streams}, {"marks", scenario_marks}};
-	if (argc != 3) {
-		fprintf(stderr, "usage: replay_synth SCENARIO OUT\n");
+	          {"streams", scenario_streams}, {"marks", scenario_marks},
+	          {"sched", scenario_sched},     {"sched2", scenario_sched2}};
+	if (argc != 3 && argc != 4) {
+		fprintf(stderr, "usage: replay_synth SCENARIO OUT [DATA]\n");
 		return 1;
 	}
+	data_dir = argc == 4 ? argv[3] : ".";
 	for (size_t i = 0; i < sizeof sc / sizeof sc[0]; i++) {
 		if (strcmp(argv[1], sc[i].name) != 0)
 			continue;

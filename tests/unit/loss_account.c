@@ -17,7 +17,7 @@
 #include <string.h>
 
 #include "capture.h"
-#include "check.h"
+#include "harness.h"
 #include "loss.h"
 
 static void account_take(struct orbit__loss_account *a, const Orbit__Packet *p)
@@ -136,28 +136,11 @@ static void case_totals(void)
 	orbit__loss_account_free(&a);
 }
 
-static const struct {
-	const char *name;
-	void (*fn)(void);
-} cases[] = {
+static const struct test_case cases[] = {
     {"rings", case_rings},
     {"pages", case_pages},
     {"kernel", case_kernel},
     {"totals", case_totals},
 };
 
-int main(int argc, char **argv)
-{
-	if (argc != 2) {
-		fprintf(stderr, "usage: %s CASE\n", argv[0]);
-		return 2;
-	}
-	for (size_t i = 0; i < sizeof cases / sizeof cases[0]; i++) {
-		if (strcmp(argv[1], cases[i].name) == 0) {
-			cases[i].fn();
-			return 0;
-		}
-	}
-	fprintf(stderr, "%s: no case %s\n", argv[0], argv[1]);
-	return 2;
-}
+TEST_MAIN(cases)

@@ -350,22 +350,22 @@ static void case_random(void)
 	int n = make_random();
 	struct orbit__rp_sched_timeline *tl = random_timeline(n);
 	uint32_t count;
-	const struct orbit__rp_sched_thread *th = orbit__rp_sched_threads(tl, &count);
+	const struct orbit__rp_sched_thread *const *th = orbit__rp_sched_threads(tl, &count);
 	uint64_t spans = 0;
 
 	CHECK(count == 12);
 	for (uint32_t k = 0; k < count; k++) {
-		CHECK(k == 0 || th[k].tid > th[k - 1].tid);
-		spans += th[k].span_count;
-		for (uint32_t i = 1; i < th[k].span_count; i++)
-			CHECK(th[k].spans[i].start > th[k].spans[i - 1].start);
+		CHECK(k == 0 || th[k]->tid > th[k - 1]->tid);
+		spans += th[k]->span_count;
+		for (uint32_t i = 1; i < th[k]->span_count; i++)
+			CHECK(th[k]->spans[i].start > th[k]->spans[i - 1].start);
 		for (int q = 0; q < 2000; q++) {
-			uint64_t a = test_rand(&rng) % (th[k].end + 2000), b = a + test_rand(&rng) % 5000,
+			uint64_t a = test_rand(&rng) % (th[k]->end + 2000), b = a + test_rand(&rng) % 5000,
 			         x[3];
 			struct orbit__rp_sched_times t;
 
-			orbit__rp_sched_times(&th[k], a, b, &t);
-			brute(&th[k], a, b, x);
+			orbit__rp_sched_times(th[k], a, b, &t);
+			brute(th[k], a, b, x);
 			CHECK_EQ_U64(t.oncpu_ns, x[0]);
 			CHECK_EQ_U64(t.runnable_ns, x[1]);
 			CHECK_EQ_U64(t.blocked_ns, x[2]);
@@ -378,17 +378,17 @@ static void case_random(void)
 		struct orbit__rp_sched_cursor c;
 		uint64_t a = 0;
 
-		orbit__rp_sched_cursor_init(&c, &th[k]);
+		orbit__rp_sched_cursor_init(&c, th[k]);
 		for (int q = 0; q < 4000; q++) {
 			struct orbit__rp_sched_times t, u;
 			uint64_t b;
 
 			if (q % 4 == 3)
-				a = test_rand(&rng) % (th[k].end + 2000); /* a jump, back or forth */
+				a = test_rand(&rng) % (th[k]->end + 2000); /* a jump, back or forth */
 			else
 				a += test_rand(&rng) % 200;
 			b = a + test_rand(&rng) % 3000;
-			orbit__rp_sched_times(&th[k], a, b, &t);
+			orbit__rp_sched_times(th[k], a, b, &t);
 			orbit__rp_sched_cursor_times(&c, a, b, &u);
 			CHECK(memcmp(&t, &u, sizeof t) == 0);
 		}
@@ -405,7 +405,7 @@ static void case_order(void)
 	struct orbit__rp_sched_timeline *a = orbit__rp_sched_timeline_new(),
 	                                *b = orbit__rp_sched_timeline_new();
 	uint32_t ca, cb;
-	const struct orbit__rp_sched_thread *ta, *tb;
+	const struct orbit__rp_sched_thread *const *ta, *const *tb;
 
 	/* a: in time order; b: CPU by CPU, each CPU's events in order. */
 	for (int i = 0; i < n; i++)
@@ -419,9 +419,9 @@ static void case_order(void)
 	tb = orbit__rp_sched_threads(b, &cb);
 	CHECK(ca == cb);
 	for (uint32_t k = 0; k < ca; k++) {
-		CHECK(ta[k].tid == tb[k].tid && ta[k].span_count == tb[k].span_count);
-		CHECK(memcmp(ta[k].spans, tb[k].spans, ta[k].span_count * sizeof *ta[k].spans) ==
-		      0);
+		CHECK(ta[k]->tid == tb[k]->tid && ta[k]->span_count == tb[k]->span_count);
+		CHECK(memcmp(ta[k]->spans, tb[k]->spans,
+		             ta[k]->span_count * sizeof *ta[k]->spans) == 0);
 	}
 	orbit__rp_sched_timeline_free(a);
 	orbit__rp_sched_timeline_free(b);
@@ -551,11 +551,103 @@ static void case_recording(void)
 	orbit__rp_sched_timeline_free(tl);
 }
 
+/* Marks (KernelMark): events come pass by pass, each pass's events after
+ * the mark that follows the one before (so every event at or before a mark
+ * is in by then), with gaps, listed threads and a few late events. Every
+ * answer given after a mark for an interval orbit__rp_sched_final allows
+ * is the answer of the finished timeline. */
+#define MARK_QUERIES 30000
+
+static struct {
+	int tid;
+	uint64_t a, b;
+	struct orbit__rp_sched_times t;
+} answers[MARK_QUERIES];
+
+static void case_marks(void)
+{
+	int n = make_random();
+	struct orbit__rp_sched_timeline *tl = orbit__rp_sched_timeline_new();
+	static const uint32_t listed[] = {1, 2, 3, 4, 5, 6, 13};
+	struct orbit__rp_sched_cursor cur[14];
+	size_t na = 0, held = 0, late = 0;
+	uint64_t mark = 0, prev_end = 0;
+
+	CHECK(orbit__rp_sched_recording(tl, 900, listed, 7) == 0);
+	for (int i = 0; i < 14; i++)
+		orbit__rp_sched_cursor_init(&cur[i], NULL);
+	for (int at = 0; at < n;) {
+		int len = 50 + (int)(test_rand(&rng) % 400);
+		int end = at + len < n ? at + len : n;
+
+		for (int i = at; i < end; i++) {
+			struct orbit__rp_sched_event e = evs[i];
+			if (test_rand(&rng) % 200 == 0 && mark > 100) { /* late: before the mark */
+				e.time = mark - 1 - test_rand(&rng) % 100;
+				late++;
+			}
+			CHECK(orbit__rp_sched_add(tl, &e) == 0);
+			if (i == n / 2) /* listed, and first seen only now: held until then */
+				add(tl, wake(evs[i].time, 0, 1, 13));
+			if (test_rand(&rng) % 300 == 0)
+				CHECK(orbit__rp_sched_add_gap(tl, (uint32_t)(test_rand(&rng) % 4),
+				                              evs[i].time - test_rand(&rng) % 2000,
+				                              evs[i].time, 1) == 0);
+		}
+		/* The mark after this pass: the events up to the last one of the
+		 * pass before are all in. */
+		if (prev_end > mark) {
+			mark = prev_end;
+			CHECK(orbit__rp_sched_mark(tl, mark) == 0);
+			for (int tid = 1; tid <= 13; tid++) {
+				const struct orbit__rp_sched_thread *th =
+				    orbit__rp_sched_thread(tl, tid);
+				for (int q = 0; q < 3 && th != NULL && na < MARK_QUERIES; q++) {
+					uint64_t b = mark - test_rand(&rng) % 3000;
+					uint64_t a = b - test_rand(&rng) % 5000;
+					if (!orbit__rp_sched_final(tl, tid, b)) {
+						held++;
+						continue;
+					}
+					if (cur[tid].th == NULL)
+						orbit__rp_sched_cursor_init(&cur[tid], th);
+					answers[na].tid = tid;
+					answers[na].a = a;
+					answers[na].b = b;
+					if (q == 0)
+						orbit__rp_sched_cursor_times(&cur[tid], a, b,
+						                             &answers[na].t);
+					else
+						orbit__rp_sched_times(th, a, b, &answers[na].t);
+					na++;
+				}
+			}
+		}
+		prev_end = evs[end - 1].time;
+		at = end;
+	}
+	CHECK(orbit__rp_sched_finish(tl, 0) == 0);
+	CHECK(orbit__rp_sched_stats(tl)->late == late);
+	for (size_t i = 0; i < na; i++) {
+		struct orbit__rp_sched_times t;
+		orbit__rp_sched_times(orbit__rp_sched_thread(tl, answers[i].tid), answers[i].a,
+		                      answers[i].b, &t);
+		CHECK_EQ_U64(t.oncpu_ns, answers[i].t.oncpu_ns);
+		CHECK_EQ_U64(t.runnable_ns, answers[i].t.runnable_ns);
+		CHECK_EQ_U64(t.blocked_ns, answers[i].t.blocked_ns);
+		CHECK_EQ_U64(t.unknown_ns, answers[i].t.unknown_ns);
+	}
+	CHECK(na > 1000 && late > 0 && held > 0);
+	printf("%zu answers after marks, all the finished timeline's; %zu held; %zu late events\n",
+	       na, held, late);
+	orbit__rp_sched_timeline_free(tl);
+}
+
 static const struct test_case cases[] = {
     {"basic", case_basic},       {"pending", case_pending},     {"gap_other", case_gap_other},
     {"gap_same", case_gap_same}, {"dead", case_dead},           {"unseen", case_unseen},
     {"names", case_names},       {"order", case_order},         {"random", case_random},
-    {"add_page", case_add_page}, {"recording", case_recording},
+    {"add_page", case_add_page}, {"recording", case_recording}, {"marks", case_marks},
 };
 
 TEST_MAIN(cases)

@@ -20,7 +20,7 @@
 #include <string.h>
 
 #include "capture.h"
-#include "check.h"
+#include "harness.h"
 #include "frame.h"
 #include "record.h"
 #include "stream_writer.h"
@@ -294,28 +294,11 @@ static void case_positions(void)
 	orbit__sw_free(w);
 }
 
-static const struct {
-	const char *name;
-	void (*fn)(void);
-} cases[] = {
+static const struct test_case cases[] = {
     {"handshake", case_handshake},
     {"batches", case_batches},
     {"cuts", case_cuts},
     {"positions", case_positions},
 };
 
-int main(int argc, char **argv)
-{
-	if (argc != 2) {
-		fprintf(stderr, "usage: %s CASE\n", argv[0]);
-		return 2;
-	}
-	for (size_t i = 0; i < sizeof cases / sizeof cases[0]; i++) {
-		if (strcmp(argv[1], cases[i].name) == 0) {
-			cases[i].fn();
-			return 0;
-		}
-	}
-	fprintf(stderr, "%s: no case %s\n", argv[0], argv[1]);
-	return 2;
-}
+TEST_MAIN(cases)

@@ -1,17 +1,19 @@
 /*
- * replay_export_html.h — the parts of --html (replay_export_html.c) below
- * the exporter: the page's data block, its string table, the spans the
- * page keeps under --html-max-scopes, and the page's template and code,
- * which the build embeds from replay/html/ (html/embed.cmake).
+ * replay_html.h — the parts of --html below the exporter
+ * (replay_export_html.c): the page's data block, its string table, the
+ * spans the page keeps under --html-max-scopes, its processes, and the
+ * page's template and code, which the build embeds from replay/html/
+ * (html/embed.cmake). Calls go down this list, never up:
  *
  *   replay_export_html.c        the exporter: the events, kept as they come
- *   replay_export_html_keep.c   the N longest spans, and where the others were
  *   replay_export_html_tables.c at the end: the events in page order, as tables
+ *   replay_export_html_keep.c   the N longest spans, and where the others were
+ *   replay_export_html_procs.c  the page's processes, and its tables' growth
  *   replay_export_html_data.c   base64 data block of typed tables, strings
  *   replay_export_html_page.c   the template, its code and styles, the data
  */
-#ifndef ORBIT_REPLAY_EXPORT_HTML_H
-#define ORBIT_REPLAY_EXPORT_HTML_H
+#ifndef ORBIT_REPLAY_HTML_H
+#define ORBIT_REPLAY_HTML_H
 
 #include <stddef.h>
 #include <stdint.h>
@@ -241,8 +243,14 @@ struct orbit_rp_html {
 
 struct orbit_rp_export;
 
+/* ---- the processes (replay_export_html_procs.c) ---- */
+
 /* The process of pid (added if new), or ORBIT_RP_HTML_BIG. */
 uint32_t orbit__rp_html_proc_of(struct orbit_rp_html *h, uint32_t pid);
+/* Room for element n of an array of *alloc elements of size bytes (it
+ * doubles, from 1024): 0, or -1 without memory. */
+int orbit__rp_html_grow(void **p, size_t *alloc, size_t n, size_t size);
+int orbit__rp_html_grow32(void **p, uint32_t *alloc, uint32_t n, size_t size);
 
 /* The string of s cut to max bytes, interned. */
 static inline uint32_t orbit__rp_html_str_cut(struct orbit_rp_html *h, const char *s, size_t n,
