@@ -13,8 +13,8 @@
  *   time_untrusted  the agent could not trust the conversion of its start's
  *                   or stop's time (its clock counter went backwards or
  *                   jumped around then)
- * file, line, function: where the macro that started it is written (issue
- * 11), empty when the capture does not say (an older agent, a site the
+ * file, line, function: where the macro that started it is written
+ * (docs/format.md 4.12), empty when the capture does not say (an older agent, a site the
  * agent could not resolve).
  * oncpu_ns, runnable_ns and blocked_ns split a scope's time by what its
  * thread did, from the kernel's scheduling (ORBIT_SCHED): running on a

@@ -62,8 +62,8 @@ def read_csv(path):
     base = ("pid,tid,thread_name,depth,name,start_ns,end_ns,duration_ns,kind,color,"
             "group_id,marks").split(",")
     sched = ["oncpu_ns", "runnable_ns", "blocked_ns"]
-    # The column order both branches agree on: the location columns (issue
-    # 11) before the scheduler's, either present or not.
+    # The column order: the location columns before the scheduler's, each
+    # present or not.
     check(header in (base + sched, base + ["file", "line", "function"] + sched),
           "CSV header %r" % header)
     rows = list(csv.DictReader(io.StringIO(text, newline="")))
