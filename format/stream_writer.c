@@ -232,11 +232,7 @@ uint8_t *orbit__sw_take(struct orbit__sw *w)
 		return NULL;
 	w->fw.out = NULL; /* the next frame gets a buffer of its own */
 	w->fw.out_cap = 0;
-	/* Shrinking gives back what the compression bound reserved beyond the
-	 * frame: a queue of taken frames holds their bytes, not their
-	 * bounds. */
-	uint8_t *q = realloc(p, w->fw.out_len);
-	return q != NULL ? q : p;
+	return p;
 }
 
 /* Cuts the frame once it is big enough (guarantee 3). */

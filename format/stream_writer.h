@@ -152,11 +152,14 @@ int orbit__sw_packet(struct orbit__sw *w, const Orbit__Packet *p);
 int orbit__sw_copy(struct orbit__sw *w, const uint8_t *frame, size_t len, enum orbit__sw_kind kind);
 
 /* During the sink's frame() call for a frame this writer compressed: its
- * bytes become the caller's, shrunk to the frame's length, to free() when
- * done (an output that queues the frame keeps it without a copy); the next
- * frame is compressed into a new buffer. NULL at any other time, or when
- * they were taken already. The sink's f->bytes may then move: read them
- * where this returned. */
+ * bytes become the caller's, in the buffer they were compressed into (its
+ * size the compression's bound, at least f->len), to free() when done (an
+ * output that queues the frame keeps it without a copy); the next frame is
+ * compressed into a new buffer. NULL at any other time, or when they were
+ * taken already. The buffer is not shrunk here: a frame written at once
+ * gives back a buffer of one size each time, which malloc then reuses
+ * (shrunk, each would be mapped and unmapped anew); a caller that holds the
+ * frame a while shrinks it to f->len itself. */
 uint8_t *orbit__sw_take(struct orbit__sw *w);
 
 /* Finishes the frame being built now, if it holds anything: 0, or a

@@ -27,12 +27,14 @@
  * yet acknowledged, which the stream holds under ORBIT_SEND_BUFFER by not
  * draining: the kernel's socket buffers are inside the account, not beside it.
  *
- * Memory. A taken frame holds its bytes and no more (the writer shrinks
- * its buffer to the frame), as a copy of it would: what this output holds
- * is the bytes not yet acknowledged, under ORBIT_SEND_BUFFER plus the
- * frames of one pass, and the writer compresses the next frame into a new
- * buffer of its own. Nothing is copied on the way, and nothing is held
- * longer than a copy was.
+ * Memory. A taken frame that waits in the write queue holds its bytes and
+ * no more (its buffer shrunk to the frame), as a copy of it would: what
+ * this output holds is the bytes not yet acknowledged, under
+ * ORBIT_SEND_BUFFER plus the frames of one pass, and the writer compresses
+ * the next frame into a new buffer of its own. A frame written at once
+ * keeps the compression's buffer until its write callback, so the agent
+ * does not map and unmap a buffer for every frame. Nothing is copied on
+ * the way, and nothing is held longer than a copy was.
  *
  * Progress. While frames are unacknowledged, a connection on which for
  * ORBIT_ACK_TIMEOUT_MS no Ack came and no byte left the write queue is
@@ -329,6 +331,15 @@ static int tcp_send(struct orbit__output *o, struct orbit__frame *fr)
 		free(w);
 		free(s);
 		return -ENOMEM; /* this frame is lost; the stream goes on */
+	}
+	/* A frame that waits behind others holds its bytes and no more: the
+	 * buffer is shrunk to them. One written at once keeps the compression's
+	 * buffer, freed in a moment, so its size comes back each frame and
+	 * malloc reuses it instead of mapping one anew. */
+	if (uv_stream_get_write_queue_size((uv_stream_t *)&t->tcp) > 0) {
+		uint8_t *q = realloc(bytes, fr->len);
+		if (q != NULL)
+			fr->bytes = bytes = q;
 	}
 	w->t = t;
 	w->conn = t->conn_id;
