@@ -31,12 +31,6 @@ void orbit__record_encode(const struct orbit_record *r, uint8_t *b)
 	memcpy(b + 24, r->name, ORBIT_RECORD_NAME);
 }
 
-int orbit__record_has_name(uint8_t kind)
-{
-	return kind != ORBIT_REC_SCOPE_STOP && kind != ORBIT_REC_ASYNC_STOP &&
-	       kind != ORBIT_REC_NAME_CONT && kind != ORBIT_REC_THREAD_END && kind >= 1 &&
-	       kind <= ORBIT_REC_KIND_MAX;
-}
 
 /* Where the parts of a head's name area start. */
 static size_t site_bytes(const struct orbit_record *r)

@@ -81,8 +81,19 @@ uint64_t orbit__record_site(const struct orbit_record *rec);
 /* A head record's color and group (flag bit 0): 1 and both, or 0. */
 int orbit__record_attrs(const struct orbit_record *rec, uint32_t *color, uint64_t *group);
 
-/* Whether a record of this kind starts a name (may have continuations). */
-int orbit__record_has_name(uint8_t kind);
+/* The kinds whose record starts a name (may have continuations): every kind
+ * but the stops, continuations and thread ends. */
+#define ORBIT__REC_NAMED_KINDS                                                                     \
+	(((1u << (ORBIT_REC_KIND_MAX + 1)) - 2) &                                                  \
+	 ~((1u << ORBIT_REC_SCOPE_STOP) | (1u << ORBIT_REC_ASYNC_STOP) |                           \
+	   (1u << ORBIT_REC_NAME_CONT) | (1u << ORBIT_REC_THREAD_END)))
+
+/* Whether a record of this kind starts a name (may have continuations).
+ * Inline: the agent's stream writer asks it of every record. */
+static inline int orbit__record_has_name(uint8_t kind)
+{
+	return kind <= ORBIT_REC_KIND_MAX && ((ORBIT__REC_NAMED_KINDS >> kind) & 1u);
+}
 
 /* Little-endian loads and stores; inline, since codecs call them per field.
  * On little-endian machines a memcpy, which compiles to one move. */

@@ -363,11 +363,14 @@ static uint32_t add_batch(struct orbit__sw *w, uint32_t ring, uint64_t first,
 	if (p == NULL)
 		return 0;
 	orbit__batch_packet_write(p, w->enc, ring, first);
+	uint64_t earliest = UINT64_MAX; /* in a local: the records' bytes alias w */
 	for (uint32_t i = 0; i < k; i++) { /* the record layout: time 0, kind 20 */
 		const uint8_t *r = records + (size_t)i * ORBIT_RECORD_SIZE;
-		if (orbit__record_has_name(r[20]))
-			saw(w, orbit__le64(r));
+		uint64_t t = orbit__le64(r);
+		if (orbit__record_has_name(r[20]) && t < earliest)
+			earliest = t;
 	}
+	saw(w, earliest);
 	w->next_end[ring] = first + k;
 	w->next_framed[ring] += k;
 	w->records[ring] += k;
