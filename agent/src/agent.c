@@ -23,6 +23,13 @@
  * far is written. A stop that does not finish within twice
  * ORBIT_FLUSH_TIMEOUT_MS leaves the thread detached and the agent wedged:
  * its loop may still run, so it is never reused.
+ *
+ * The agent's thread never keeps the process alive: when main has ended
+ * with pthread_exit and every other thread of the host has ended too
+ * (orbit__guest_alone, asked at most every ALONE_CHECK_NS as passes come),
+ * it stops as orbit_shutdown would stop it and then calls exit(0), which
+ * is how the process would have ended untraced; the exit handlers run
+ * (orbit's finds the agent stopped).
  */
 #include "agent.h"
 
@@ -39,7 +46,8 @@
 #include "guest_checks.h"
 #include "segment_create.h"
 
-#define TIMER_SLACK_NS 10000ul /* the agent thread's wake-up slack */
+#define TIMER_SLACK_NS 10000ul     /* the agent thread's wake-up slack */
+#define ALONE_CHECK_NS 100000000ull /* whether the host's threads have all ended */
 
 static void on_close(uv_handle_t *h)
 {
@@ -130,10 +138,28 @@ static void timer_off(struct orbit__agent *a)
 	uv_timer_stop(&a->timer);
 }
 
+/* The process's last thread: the stop begins, as a host's orbit_shutdown
+ * would begin it, and agent_main exits once the loop is done. */
+static int stop_if_alone(struct orbit__agent *a)
+{
+	uint64_t now = orbit__monotonic_ns();
+	if (now - a->alone_checked_ns < ALONE_CHECK_NS)
+		return 0;
+	a->alone_checked_ns = now;
+	if (!orbit__guest_alone())
+		return 0;
+	a->alone = 1;
+	pthread_mutex_lock(&a->mu);
+	a->stop_req = 1;
+	pthread_mutex_unlock(&a->mu);
+	orbit__agent_stop_begin(&a->stop);
+	return 1;
+}
+
 static void on_tick(struct orbit__agent *a)
 {
 	a->planned = 0;
-	if (a->stop.stopping)
+	if (a->stop.stopping || stop_if_alone(a))
 		return;
 	int more = pass(a, 0, 0);
 	uint64_t delay = orbit__pass_plan_next(&a->plan, &a->drain, &a->sched, orbit__monotonic_ns());
@@ -231,8 +257,12 @@ static void *agent_main(void *arg)
 	uv_loop_close(&a->loop);
 	pthread_mutex_lock(&a->mu);
 	a->stopped = 1;
+	if (a->alone)
+		a->running = 0; /* the exit handler's stop finds nothing to stop */
 	pthread_cond_broadcast(&a->cv);
 	pthread_mutex_unlock(&a->mu);
+	if (a->alone)
+		exit(0); /* as the process's last thread ending would have */
 	return NULL;
 }
 
@@ -339,6 +369,8 @@ int orbit__agent_start(struct orbit__agent *a, struct orbit__segment *seg, uint3
 		arm(a, a->plan.period_ns);
 	a->stop_req = 0;
 	a->stopped = 0;
+	a->alone = 0;
+	a->alone_checked_ns = 0;
 	/* The thread inherits the mask: set it for the creation, then give
 	 * the caller its own back. */
 	sigset_t mask, old;

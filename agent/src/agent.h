@@ -62,6 +62,8 @@ struct orbit__agent {
 	uv_timer_t timer;
 	uv_async_t wake;
 	int planned;       /* a pass is armed */
+	int alone;         /* the process's last thread: it stops, then exits */
+	uint64_t alone_checked_ns;
 	uint64_t flushing; /* the flush request being completed */
 	struct orbit__config cfg; /* as the start was given it */
 	struct orbit__segment *seg;

@@ -3,7 +3,10 @@
 #include "guest_checks.h"
 
 #include <errno.h>
+#include <fcntl.h>
 #include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
 #include <sys/eventfd.h>
 #include <sys/resource.h>
 #include <unistd.h>
@@ -61,4 +64,38 @@ void orbit__guest_sigmask(sigset_t *set)
 	sigfillset(set);
 	for (size_t i = 0; i < sizeof faults / sizeof faults[0]; i++)
 		sigdelset(set, faults[i]);
+}
+
+/*
+ * /proc/self/stat is the leader's: after its command in parentheses (which
+ * may hold spaces and parentheses: the last ')' ends it) come its state
+ * (field 3) and, 17 fields on, the process's thread count (field 20),
+ * which counts a leader that ended until the whole process does. Alone:
+ * the leader a zombie and two threads, it and the caller.
+ */
+int orbit__guest_alone(void)
+{
+	char buf[1024];
+	int fd = open("/proc/self/stat", O_RDONLY | O_CLOEXEC);
+	if (fd < 0)
+		return 0;
+	ssize_t n = read(fd, buf, sizeof buf - 1);
+	close(fd);
+	if (n <= 0)
+		return 0;
+	buf[n] = '\0';
+	char *p = strrchr(buf, ')');
+	if (p == NULL || p[1] != ' ')
+		return 0;
+	char state = p[2];
+	p += 2;
+	for (int field = 3; field < 20; field++) { /* to the start of field 20 */
+		p = strchr(p, ' ');
+		if (p == NULL)
+			return 0;
+		p++;
+	}
+	char *end;
+	long threads = strtol(p, &end, 10);
+	return end != p && state == 'Z' && threads == 2;
 }

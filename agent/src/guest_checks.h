@@ -24,4 +24,11 @@ int orbit__guest_check_fds(void);
  * faults a thread causes itself. */
 void orbit__guest_sigmask(sigset_t *set);
 
+/* 1 when the calling thread is the process's last: the leader has ended
+ * (main called pthread_exit; it waits as a zombie for the others) and no
+ * other thread is left. Untraced, the process would have ended as by
+ * exit(0). 0 otherwise, and when /proc cannot say. One read of
+ * /proc/self/stat. */
+int orbit__guest_alone(void);
+
 #endif

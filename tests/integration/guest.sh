@@ -24,6 +24,11 @@
 #   threads             a traced process has exactly the threads docs/operations.md
 #                       lists (the program's and orbit-agent), also with a host
 #                       name to resolve
+#   pthread_exit        main ends with pthread_exit, two workers after it: the
+#                       process ends when they do, status 0, with ORBIT_CAPTURE
+#                       and with ORBIT_COLLECTOR, each capture complete
+#   pthread_exit_term   the same with workers that never end, and SIGTERM: the
+#                       process dies of it, as untraced
 set -eu
 build=$1
 case_=$2
@@ -180,6 +185,47 @@ threads)
 	wait "$cpid" || true
 	cpid=
 	ls "$dir/captures"/*.orbit.zst >/dev/null 2>&1 || fail "no capture: the name was not resolved"
+	;;
+pthread_exit)
+	untraced pthread_exit 4000
+	# at most 30 s: the agent's thread alone must not keep the process alive
+	traced ORBIT_CAPTURE="$dir/app.orbit.zst" timeout -s KILL 30 "$host" pthread_exit 4000
+	[ ! -s "$dir/got.err" ] || fail "the agent said: $(cat "$dir/got.err")"
+	"$dump" "$dir/app.orbit.zst" >"$dir/dump" || fail "capture incomplete: $(cat "$dir/dump")"
+	grep -q "^records \([0-9]*\), delivered \1, lost 0, claimed \1$" "$dir/dump" ||
+		fail "capture: $(grep '^records' "$dir/dump")"
+	n=$(sed -n 's/^records \([0-9]*\),.*/\1/p' "$dir/dump")
+	[ "$n" -ge 16000 ] || fail "want the workers' 16000 records, have $n"
+	start_collector
+	traced ORBIT_COLLECTOR="$addr" timeout -s KILL 30 "$host" pthread_exit 4000
+	stop_collector
+	f=$(captures)
+	[ -n "$f" ] || fail "the collector wrote no capture"
+	"$dump" "$f" >"$dir/dump" || fail "collector's capture incomplete: $(cat "$dir/dump")"
+	grep -q "^records \([0-9]*\), delivered \1, lost 0, claimed \1$" "$dir/dump" ||
+		fail "collector's capture: $(grep '^records' "$dir/dump")"
+	;;
+pthread_exit_term)
+	# status_of ENV...: started, SIGTERM after half a second, its exit status
+	# (a watchdog kills it after 20 s: 137)
+	status_of() {
+		env "$@" "$host" pthread_exit_forever >/dev/null 2>"$dir/got.err" &
+		pid=$!
+		sleep 0.5
+		kill -TERM "$pid"
+		(sleep 20 && kill -KILL "$pid") >/dev/null 2>&1 &
+		watchdog=$!
+		set +e
+		wait "$pid"
+		rc=$?
+		set -e
+		kill "$watchdog" 2>/dev/null || true
+		echo "$rc"
+	}
+	want=$(status_of -u ORBIT_CAPTURE -u ORBIT_COLLECTOR)
+	[ "$want" -eq 143 ] || fail "untraced, SIGTERM gave status $want"
+	got=$(status_of ORBIT_CAPTURE="$dir/app.orbit.zst")
+	[ "$got" -eq "$want" ] || fail "traced, SIGTERM gave status $got, untraced $want"
 	;;
 *)
 	fail "unknown case"

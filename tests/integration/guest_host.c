@@ -23,6 +23,12 @@
  *                             the name of each thread of the process, sorted,
  *                             one per line, after a second and again after 3 s
  *   guest_host wait MS N      N scopes, then sleeps MS ms, then "done N"
+ *   guest_host pthread_exit N two workers write N scopes each over about
+ *                             half a second; main prints "started" and ends
+ *                             with pthread_exit, so the process ends (exit
+ *                             status 0) when the workers do
+ *   guest_host pthread_exit_forever  the same with workers that never end:
+ *                             the process ends by a signal
  */
 #include <dirent.h>
 #include <errno.h>
@@ -271,6 +277,31 @@ static int threads(void)
 	return 0;
 }
 
+/* A worker of the pthread_exit modes: *arg scopes in slices of 100, a
+ * millisecond apart (forever when *arg is negative). */
+static void *exit_worker(void *arg)
+{
+	long n = *(const long *)arg;
+	const struct timespec ms = {0, 1000000};
+	for (long i = 0; n < 0 || i < n; i += 100) {
+		scopes(n < 0 || n - i >= 100 ? 100 : n - i);
+		nanosleep(&ms, NULL);
+	}
+	return NULL;
+}
+
+static int main_exits(long n)
+{
+	static long count;
+	count = n;
+	pthread_t w[2];
+	for (int i = 0; i < 2; i++)
+		if (pthread_create(&w[i], NULL, exit_worker, &count) != 0)
+			return 1;
+	printf("started\n");
+	pthread_exit(NULL);
+}
+
 int main(int argc, char **argv)
 {
 	const char *mode = argc > 1 ? argv[1] : "";
@@ -314,6 +345,11 @@ int main(int argc, char **argv)
 		printf("done %ld\n", n);
 		return 0;
 	}
-	fprintf(stderr, "usage: guest_host plain N | fds K N | signals N | threads | wait MS N\n");
+	if (strcmp(mode, "pthread_exit") == 0 && argc > 2)
+		return main_exits(atol(argv[2]));
+	if (strcmp(mode, "pthread_exit_forever") == 0)
+		return main_exits(-1);
+	fprintf(stderr, "usage: guest_host plain N | fds K N | signals N | threads | wait MS N | "
+	                "pthread_exit N | pthread_exit_forever\n");
 	return 2;
 }
