@@ -15,6 +15,28 @@
 
 #include "orbit.h"
 #include "producers.h"
+#include "record.h"
+
+/* The kinds and flags the write path (orbit/internal.h) stores are the
+ * record's (format/record.h, docs/format.md): one set of numbers, named
+ * twice only because orbit.h cannot include the format's headers. */
+_Static_assert((int)ORBIT__SCOPE_START == (int)ORBIT_REC_SCOPE_START, "kind 1");
+_Static_assert((int)ORBIT__SCOPE_STOP == (int)ORBIT_REC_SCOPE_STOP, "kind 2");
+_Static_assert((int)ORBIT__ASYNC_START == (int)ORBIT_REC_ASYNC_START, "kind 3");
+_Static_assert((int)ORBIT__ASYNC_STOP == (int)ORBIT_REC_ASYNC_STOP, "kind 4");
+_Static_assert((int)ORBIT__VALUE_INT == (int)ORBIT_REC_INT, "kind 5");
+_Static_assert((int)ORBIT__VALUE_INT64 == (int)ORBIT_REC_INT64, "kind 6");
+_Static_assert((int)ORBIT__VALUE_UINT == (int)ORBIT_REC_UINT, "kind 7");
+_Static_assert((int)ORBIT__VALUE_UINT64 == (int)ORBIT_REC_UINT64, "kind 8");
+_Static_assert((int)ORBIT__VALUE_FLOAT == (int)ORBIT_REC_FLOAT, "kind 9");
+_Static_assert((int)ORBIT__VALUE_DOUBLE == (int)ORBIT_REC_DOUBLE, "kind 10");
+_Static_assert((int)ORBIT__THREAD_NAME == (int)ORBIT_REC_THREAD_NAME, "kind 11");
+_Static_assert((int)ORBIT__NAME_CONT == (int)ORBIT_REC_NAME_CONT, "kind 12");
+_Static_assert((int)ORBIT__THREAD_END == (int)ORBIT_REC_THREAD_END, "kind 13");
+_Static_assert((int)ORBIT__THREAD_END == (int)ORBIT_REC_KIND_MAX, "no kind the format does not know");
+_Static_assert(ORBIT__FLAG_ATTRS == ORBIT_REC_FLAG_ATTRS, "flag attrs");
+_Static_assert(ORBIT__FLAG_TIME_UNTRUSTED == ORBIT_REC_FLAG_TIME_UNTRUSTED, "flag untrusted");
+_Static_assert(ORBIT__FLAG_SITE == ORBIT_REC_FLAG_SITE, "flag site");
 
 /* Read by every macro (relaxed); written by orbit_init/orbit_shutdown and
  * by the agent mirroring the segment's control page. */
