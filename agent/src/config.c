@@ -28,6 +28,7 @@ enum var {
 	V_PAGE_RING_OVERWRITE,
 	V_ACK_TIMEOUT_MS,
 	V_SCHED,
+	V_CAPTURE,
 };
 
 __attribute__((format(printf, 3, 4))) static void bad(struct orbit__config_said *said,
@@ -79,8 +80,17 @@ static void read_outputs(struct orbit__config *c, struct orbit__config_said *sai
 	}
 	s = getenv("ORBIT_CAPTURE");
 	c->capture_set = s != NULL;
-	if (s != NULL)
-		snprintf(c->capture, sizeof c->capture, "%s", s);
+	c->capture_ok = 0;
+	c->capture[0] = '\0';
+	if (s != NULL && strlen(s) < sizeof c->capture) {
+		memcpy(c->capture, s, strlen(s) + 1);
+		c->capture_ok = 1;
+	} else if (s != NULL) { /* a path cut short would name another file */
+		bad(said, V_CAPTURE,
+		    "orbit: ORBIT_CAPTURE is %zu bytes long, longer than a path can be (%d); "
+		    "tracing is off\n",
+		    strlen(s), PATH_MAX - 1);
+	}
 	/* ORBIT_FLIGHT: whole MiB from 1M to 4G (docs/operations.md). */
 	s = getenv("ORBIT_FLIGHT");
 	if (s != NULL) {

@@ -50,6 +50,7 @@ struct orbit__config {
 	char collector[300];
 	char host[256], port[16];
 	int capture_set; /* ORBIT_CAPTURE is present */
+	int capture_ok;  /* ... and names a path shorter than PATH_MAX (never cut) */
 	char capture[PATH_MAX];
 	uint64_t flight;                /* ORBIT_FLIGHT, bytes (whole MiB); 0: no flight ring */
 	uint8_t token[ORBIT_TOKEN_MAX]; /* ORBIT_TOKEN, without its NUL */

@@ -294,7 +294,7 @@ int orbit__output_composite(struct orbit__output **out, uv_loop_t *loop,
                             const struct orbit__config *cfg, struct orbit__segment *seg)
 {
 	*out = NULL;
-	if (cfg->collector_set && !cfg->collector_ok)
+	if ((cfg->collector_set && !cfg->collector_ok) || (cfg->capture_set && !cfg->capture_ok))
 		return -EINVAL; /* said by the configuration */
 	struct composite *c = calloc(1, sizeof *c);
 	if (c == NULL)

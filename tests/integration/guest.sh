@@ -24,6 +24,9 @@
 #   threads             a traced process has exactly the threads docs/operations.md
 #                       lists (the program's and orbit-agent), also with a host
 #                       name to resolve
+#   capture_long        ORBIT_CAPTURE longer than PATH_MAX: one line, tracing off,
+#                       the untraced output and status, and no file at a cut-short
+#                       path (alone and beside ORBIT_COLLECTOR)
 #   pthread_exit        main ends with pthread_exit, two workers after it: the
 #                       process ends when they do, status 0, with ORBIT_CAPTURE
 #                       and with ORBIT_COLLECTOR, each capture complete
@@ -185,6 +188,27 @@ threads)
 	wait "$cpid" || true
 	cpid=
 	ls "$dir/captures"/*.orbit.zst >/dev/null 2>&1 || fail "no capture: the name was not resolved"
+	;;
+capture_long)
+	untraced plain 1000
+	mkdir "$dir/long"
+	# $dir/long/././.../trunc-capture.orbit.zst, 4107 bytes: cut at 4095 it
+	# would name $dir/long/trunc-captu
+	long=$(python3 -c '
+import sys
+pre = sys.argv[1] + "/"
+k, r = divmod(4084 - len(pre), 2)
+print(pre + "./" * k + "/" * r + "trunc-capture.orbit.zst")' "$dir/long")
+	traced ORBIT_CAPTURE="$long" "$host" plain 1000
+	[ "$(lines "$dir/got.err")" -eq 1 ] || fail "want one line: $(cat "$dir/got.err")"
+	grep -q "^orbit: ORBIT_CAPTURE is 4107 bytes long, longer than a path can be" "$dir/got.err" ||
+		fail "$(cat "$dir/got.err")"
+	[ -z "$(ls -A "$dir/long")" ] || fail "a file at a cut-short path: $(ls "$dir/long")"
+	start_collector
+	traced ORBIT_CAPTURE="$long" ORBIT_COLLECTOR="$addr" "$host" plain 1000
+	stop_collector
+	[ "$(lines "$dir/got.err")" -eq 1 ] || fail "beside a collector, want one line: $(cat "$dir/got.err")"
+	[ -z "$(ls -A "$dir/long")" ] || fail "a file at a cut-short path: $(ls "$dir/long")"
 	;;
 pthread_exit)
 	untraced pthread_exit 4000

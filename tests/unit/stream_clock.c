@@ -106,6 +106,7 @@ static void case_end_of_stream(void)
 	cfg.flight = 0;
 	cfg.sched = 0;
 	cfg.capture_set = 1;
+	cfg.capture_ok = 1;
 	snprintf(cfg.capture, sizeof cfg.capture, "%s", path);
 	struct orbit__seg_params p = {.ring_count = 1, .slots_per_ring = 16, .clock_source = 1};
 	static struct orbit__segment seg;
