@@ -31,7 +31,6 @@ void orbit__record_encode(const struct orbit_record *r, uint8_t *b)
 	memcpy(b + 24, r->name, ORBIT_RECORD_NAME);
 }
 
-
 /* Where the parts of a head's name area start. */
 static size_t site_bytes(const struct orbit_record *r)
 {

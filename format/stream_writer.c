@@ -363,7 +363,7 @@ static uint32_t add_batch(struct orbit__sw *w, uint32_t ring, uint64_t first,
 	if (p == NULL)
 		return 0;
 	orbit__batch_packet_write(p, w->enc, ring, first);
-	uint64_t earliest = UINT64_MAX; /* in a local: the records' bytes alias w */
+	uint64_t earliest = UINT64_MAX;    /* in a local: the records' bytes alias w */
 	for (uint32_t i = 0; i < k; i++) { /* the record layout: time 0, kind 20 */
 		const uint8_t *r = records + (size_t)i * ORBIT_RECORD_SIZE;
 		uint64_t t = orbit__le64(r);
@@ -417,8 +417,8 @@ static int page_packet(struct orbit__sw *w, Orbit__Packet__BodyCase c, uint32_t 
 	Orbit__KernelPage k = ORBIT__KERNEL_PAGE__INIT;
 	f.ring = k.cpu = index;
 	f.page = k.page = bytes;
-	Orbit__Packet p =
-	    packet_of(c, c == ORBIT__PACKET__BODY_FTRACE_PAGE ? (const void *)&f : (const void *)&k);
+	Orbit__Packet p = packet_of(c, c == ORBIT__PACKET__BODY_FTRACE_PAGE ? (const void *)&f
+	                                                                    : (const void *)&k);
 	return add_seen(w, &p, first);
 }
 

@@ -46,7 +46,7 @@
 #include "guest_checks.h"
 #include "segment_create.h"
 
-#define TIMER_SLACK_NS 10000ul     /* the agent thread's wake-up slack */
+#define TIMER_SLACK_NS 10000ul      /* the agent thread's wake-up slack */
 #define ALONE_CHECK_NS 100000000ull /* whether the host's threads have all ended */
 
 static void on_close(uv_handle_t *h)
@@ -162,7 +162,8 @@ static void on_tick(struct orbit__agent *a)
 	if (a->stop.stopping || stop_if_alone(a))
 		return;
 	int more = pass(a, 0, 0);
-	uint64_t delay = orbit__pass_plan_next(&a->plan, &a->drain, &a->sched, orbit__monotonic_ns());
+	uint64_t delay =
+	    orbit__pass_plan_next(&a->plan, &a->drain, &a->sched, orbit__monotonic_ns());
 	if (a->stream != NULL && !orbit__stream_ready(a->stream, 0))
 		delay = a->plan.period_ns; /* can_drain brings the next pass forward */
 	arm(a, more ? 0 : delay);
@@ -328,7 +329,8 @@ int orbit__agent_start(struct orbit__agent *a, struct orbit__segment *seg, uint3
 	                                     .drain = &a->drain,
 	                                     .lapped_at_start = lapped,
 	                                     .ev = &a->stop_ev};
-	a->stop_ev = (struct orbit__stop_events){.ctx = a, .final_pass = final_pass, .done = stop_done};
+	a->stop_ev =
+	    (struct orbit__stop_events){.ctx = a, .final_pass = final_pass, .done = stop_done};
 	orbit__agent_stop_init(&a->stop, &a->loop);
 	err = uv_async_init(&a->loop, &a->wake, on_wake);
 	if (err) {

@@ -61,10 +61,10 @@ struct orbit__agent {
 	uv_poll_t tpoll;
 	uv_timer_t timer;
 	uv_async_t wake;
-	int planned;       /* a pass is armed */
-	int alone;         /* the process's last thread: it stops, then exits */
+	int planned; /* a pass is armed */
+	int alone;   /* the process's last thread: it stops, then exits */
 	uint64_t alone_checked_ns;
-	uint64_t flushing; /* the flush request being completed */
+	uint64_t flushing;        /* the flush request being completed */
 	struct orbit__config cfg; /* as the start was given it */
 	struct orbit__segment *seg;
 	struct orbit__drain drain;

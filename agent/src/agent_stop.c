@@ -3,8 +3,8 @@
 
 #include <stdio.h>
 
-#include "sched_tracefs.h"
 #include "output.h"
+#include "sched_tracefs.h"
 #include "stream.h"
 
 static void on_close(uv_handle_t *h)
@@ -28,8 +28,7 @@ void orbit__agent_stop_close(struct orbit__agent_stop *s)
  * was said already (refused, the file failed). *undelivered: the records
  * of streams that died unacknowledged (the rings' unread claims are
  * added by the caller). */
-static int why_not(const struct orbit__agent_stop *s, char *buf, size_t len,
-                   uint64_t *undelivered)
+static int why_not(const struct orbit__agent_stop *s, char *buf, size_t len, uint64_t *undelivered)
 {
 	const struct orbit__config *c = s->cfg;
 	uint32_t waited_ms = c->flush_timeout_ms;
@@ -87,7 +86,8 @@ static void say_at_end(struct orbit__agent_stop *s)
 	}
 	lapped -= s->lapped_at_start;
 	if (lapped > 0) {
-		uint64_t budget = (uint64_t)seg->layout.ring_count * seg->layout.slots_per_ring * 64;
+		uint64_t budget =
+		    (uint64_t)seg->layout.ring_count * seg->layout.slots_per_ring * 64;
 		int mib = budget % (1u << 20) == 0;
 		fprintf(stderr,
 		        "orbit: %llu of %llu event(s) (%.2f%%) were overwritten before the agent "

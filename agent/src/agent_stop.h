@@ -24,8 +24,8 @@
 #include <uv.h>
 
 #include "config.h"
-#include "scope_ring.h"
 #include "sched_reader.h"
+#include "scope_ring.h"
 
 struct orbit__output;
 struct orbit__stream;
@@ -49,11 +49,11 @@ struct orbit__agent_stop {
 	const struct orbit__drain *drain;
 	uint64_t lapped_at_start; /* the drain's lapped claims when the agent started */
 	const struct orbit__stop_events *ev;
-	int stopping; /* the stop is under way */
-	int waiting;  /* ... and waits for a stream to begin */
-	int streamed; /* its final pass went into a stream */
-	int done;     /* it is over */
-	int gave_up;  /* the deadline came with frames not settled */
+	int stopping;   /* the stop is under way */
+	int waiting;    /* ... and waits for a stream to begin */
+	int streamed;   /* its final pass went into a stream */
+	int done;       /* it is over */
+	int gave_up;    /* the deadline came with frames not settled */
 	uint64_t at_ms; /* when it began (the loop's clock) */
 };
 

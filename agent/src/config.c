@@ -31,8 +31,8 @@ enum var {
 	V_CAPTURE,
 };
 
-__attribute__((format(printf, 3, 4))) static void bad(struct orbit__config_said *said,
-                                                      enum var v, const char *fmt, ...)
+__attribute__((format(printf, 3, 4))) static void bad(struct orbit__config_said *said, enum var v,
+                                                      const char *fmt, ...)
 {
 	uint32_t bit = 1u << v;
 	/* Relaxed: only which lines were printed; a race prints a line twice
@@ -46,8 +46,7 @@ __attribute__((format(printf, 3, 4))) static void bad(struct orbit__config_said 
 }
 
 /* HOST:PORT or [V6]:PORT, by the one rule (format/parse.h). */
-static int read_collector(const char *s, struct orbit__config *c,
-                          struct orbit__config_said *said)
+static int read_collector(const char *s, struct orbit__config *c, struct orbit__config_said *said)
 {
 	const char *why;
 	uint16_t port;
@@ -196,8 +195,8 @@ static void read_segment(struct orbit__config *c, struct orbit__config_said *sai
 	const char *s = getenv("ORBIT_RINGS");
 	if (s != NULL &&
 	    (orbit__parse_size(s, &rings) != 0 || rings < 1 || rings > ORBIT_MAX_RINGS)) {
-		bad(said, V_RINGS, "orbit: ORBIT_RINGS=%s is not a number from 1 to %u; using %u\n", s,
-		    ORBIT_MAX_RINGS, ORBIT__CONFIG_RINGS);
+		bad(said, V_RINGS, "orbit: ORBIT_RINGS=%s is not a number from 1 to %u; using %u\n",
+		    s, ORBIT_MAX_RINGS, ORBIT__CONFIG_RINGS);
 		rings = ORBIT__CONFIG_RINGS;
 	}
 	s = getenv("ORBIT_RING_BUDGET");
@@ -225,8 +224,8 @@ static enum orbit__config_clock read_clock(struct orbit__config_said *said)
 	if (s != NULL && strcmp(s, "tsc") == 0)
 		return ORBIT__CONFIG_CLOCK_TSC;
 	if (s != NULL && strcmp(s, "auto") != 0)
-		bad(said, V_CLOCK, "orbit: ORBIT_CLOCK=%s is not monotonic, tsc or auto; using auto\n",
-		    s);
+		bad(said, V_CLOCK,
+		    "orbit: ORBIT_CLOCK=%s is not monotonic, tsc or auto; using auto\n", s);
 	return ORBIT__CONFIG_CLOCK_AUTO;
 }
 

@@ -149,7 +149,8 @@ int orbit__pass_run(struct orbit__pass *p, const struct orbit__sink *sink, int f
 	/* A flush or a final pass reads everything there was when it began,
 	 * staging area after staging area (not what producers add meanwhile:
 	 * they could keep it here forever). */
-	uint64_t rounds = final || flush ? orbit__drain_unread(p->drain) / ORBIT__PASS_STAGE + 1 : 1;
+	uint64_t rounds =
+	    final || flush ? orbit__drain_unread(p->drain) / ORBIT__PASS_STAGE + 1 : 1;
 	int more;
 	do {
 		more = drain_once(p, sink, &res);

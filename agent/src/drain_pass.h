@@ -20,8 +20,8 @@
 #include <stdint.h>
 
 #include "clock.h"
-#include "scope_ring.h"
 #include "sched_reader.h"
+#include "scope_ring.h"
 #include "segment_state.h"
 
 #define ORBIT__PASS_STAGE 32768u /* records one pass copies at most */
@@ -51,9 +51,9 @@ struct orbit__pass {
 	struct orbit__segment *seg;
 	struct orbit__drain *drain;
 	struct orbit__clock_conv *clock;
-	struct orbit__state_writer *state;   /* the segment's state area */
-	struct orbit__logs *logs;            /* NULL: no log page rings */
-	struct orbit__stream *stream;        /* NULL: no output */
+	struct orbit__state_writer *state; /* the segment's state area */
+	struct orbit__logs *logs;          /* NULL: no log page rings */
+	struct orbit__stream *stream;      /* NULL: no output */
 	struct orbit__sched_reader *sched;
 	uint8_t *stage;
 	uint64_t stage_used_ns; /* when the staging area last held records */

@@ -214,8 +214,7 @@ void orbit__ledger_answered(struct orbit__ledger *l)
 	l->report.pending = 0;
 }
 
-void orbit__ledger_died(struct orbit__ledger *l, const struct orbit__fate *fate,
-                        int answered)
+void orbit__ledger_died(struct orbit__ledger *l, const struct orbit__fate *fate, int answered)
 {
 	/* Frames in flight: the destination may have them, or surely not. */
 	uint64_t maybe[ORBIT_MAX_RINGS] = {0};

@@ -103,7 +103,6 @@ struct orbit__ledger_frame {
 	} e[];
 };
 
-
 /* The report on a stream that died (Handshake.previous_stream). */
 struct orbit__ledger_report {
 	int pending;
@@ -179,8 +178,7 @@ void orbit__ledger_answered(struct orbit__ledger *l);
  * or lost when fate->certain, and the stream's account becomes the pending
  * report. answered: the stream had drained records (else nothing is owed
  * and a report already pending stays). */
-void orbit__ledger_died(struct orbit__ledger *l, const struct orbit__fate *fate,
-                        int answered);
+void orbit__ledger_died(struct orbit__ledger *l, const struct orbit__fate *fate, int answered);
 /* Records of the pending report's stream that are in no acknowledged frame
  * (claimed - acknowledged), 0 without one: for the end-of-run line. */
 uint64_t orbit__ledger_undelivered(const struct orbit__ledger *l);

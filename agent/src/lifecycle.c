@@ -137,8 +137,8 @@ ORBIT_EXPORT int orbit_init(void)
 		make_logs();
 	if (root.logs != NULL)
 		orbit__logs_start(root.logs); /* logs off on failure (said); scopes go on */
-	err = orbit__agent_start(&root.agent, &root.seg, orbit__clock_kind, &root.config,
-	                         root.logs);
+	err =
+	    orbit__agent_start(&root.agent, &root.seg, orbit__clock_kind, &root.config, root.logs);
 	if (err) /* the agent said why, in one line */
 		goto out;
 	/* Relaxed: the flag gates writing; what writers need was published by
@@ -152,8 +152,8 @@ out:
 
 ORBIT_EXPORT int orbit_flush(void)
 {
-	return orbit__agent_flush(&root.agent, atomic_load_explicit(&root.flush_timeout_ms,
-	                                                            memory_order_relaxed));
+	return orbit__agent_flush(
+	    &root.agent, atomic_load_explicit(&root.flush_timeout_ms, memory_order_relaxed));
 }
 
 ORBIT_EXPORT void orbit_shutdown(void)

@@ -35,8 +35,8 @@
  * =============
  *  1. Writers never block or wait for another thread (page_ring.c guarantee
  *     13), and make no syscall after their thread's first record (the tid is
- *     cached in orbit__thread_self, producers.h); orbit_marker allocates nothing, orbit_log only what vsnprintf
- *     may.
+ *     cached in orbit__thread_self, producers.h); orbit_marker allocates nothing, orbit_log only
+ *what vsnprintf may.
  *  2. Every reserve that reaches an enabled ring is counted in `reserved`
  *     (before its commit, for a successful one), and every one of them ends
  *     delivered or in lost_records (page_ring.c guarantee 6, with the losses
@@ -202,8 +202,8 @@ static void destroy(struct orbit__logs *l)
  * 1.9), each ring its own slice for its whole life; else on the heap, at
  * each enable.
  */
-int orbit__logs_create(struct orbit__logs **out, const struct orbit__config *c,
-                       uint32_t clock_kind, const struct orbit__logs_memory *mem)
+int orbit__logs_create(struct orbit__logs **out, const struct orbit__config *c, uint32_t clock_kind,
+                       const struct orbit__logs_memory *mem)
 {
 	uint32_t count, pages, page_size;
 	struct orbit__page_config cfg = {0};
@@ -453,8 +453,8 @@ static struct orbit__logs *writable(void)
 
 /* Formats into buf + off (text at most max bytes) and writes the record of
  * type, the first off bytes of buf before the text. */
-static int write_line(struct orbit__logs *l, uint16_t type, char *buf, size_t off,
-                      uint32_t max, const char *fmt, va_list ap)
+static int write_line(struct orbit__logs *l, uint16_t type, char *buf, size_t off, uint32_t max,
+                      const char *fmt, va_list ap)
 {
 	int n = vsnprintf(buf + off, (size_t)max + 1, fmt, ap);
 	if (n < 0)

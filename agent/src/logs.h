@@ -65,8 +65,8 @@ void orbit__logs_geometry(const struct orbit__config *c, uint32_t *count, uint32
  * have changed since the segment was made), else on the heap at each
  * start. 0, or a negative errno after one stderr line (-ENOMEM, -EINVAL).
  */
-int orbit__logs_create(struct orbit__logs **out, const struct orbit__config *c,
-                       uint32_t clock_kind, const struct orbit__logs_memory *mem);
+int orbit__logs_create(struct orbit__logs **out, const struct orbit__config *c, uint32_t clock_kind,
+                       const struct orbit__logs_memory *mem);
 
 /* Enables the rings. Idempotent: 0 when they run already. On failure prints
  * one stderr line and returns a negative errno; logs stay off, nothing else

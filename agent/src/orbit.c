@@ -33,7 +33,8 @@ _Static_assert((int)ORBIT__VALUE_DOUBLE == (int)ORBIT_REC_DOUBLE, "kind 10");
 _Static_assert((int)ORBIT__THREAD_NAME == (int)ORBIT_REC_THREAD_NAME, "kind 11");
 _Static_assert((int)ORBIT__NAME_CONT == (int)ORBIT_REC_NAME_CONT, "kind 12");
 _Static_assert((int)ORBIT__THREAD_END == (int)ORBIT_REC_THREAD_END, "kind 13");
-_Static_assert((int)ORBIT__THREAD_END == (int)ORBIT_REC_KIND_MAX, "no kind the format does not know");
+_Static_assert((int)ORBIT__THREAD_END == (int)ORBIT_REC_KIND_MAX,
+               "no kind the format does not know");
 _Static_assert(ORBIT__FLAG_ATTRS == ORBIT_REC_FLAG_ATTRS, "flag attrs");
 _Static_assert(ORBIT__FLAG_TIME_UNTRUSTED == ORBIT_REC_FLAG_TIME_UNTRUSTED, "flag untrusted");
 _Static_assert(ORBIT__FLAG_SITE == ORBIT_REC_FLAG_SITE, "flag site");

@@ -39,16 +39,16 @@ struct composite {
 	struct orbit__output o;
 	const struct orbit__config *cfg;
 	struct orbit__output_events leaf_ev; /* what the outputs below say, to us */
-	struct orbit__output *main;          /* the collector, the capture file or the flight ring */
-	struct orbit__output *copy;          /* the local copy beside a collector */
-	struct orbit__output *flight;        /* the flight ring beside them */
-	int copy_on;                         /* the copy takes the open stream's frames */
-	int copy_used;                       /* the copy had its one stream */
-	int copy_alone;                      /* ... of its own, the collector never reached */
-	int flight_on;                       /* the flight ring takes the open stream's frames */
-	int answered;                        /* the main output's stream was answered */
-	int dead;                            /* refused, or the file failed: never ready again */
-	uint8_t *hs;                         /* the open stream's Handshake, until answered */
+	struct orbit__output *main;   /* the collector, the capture file or the flight ring */
+	struct orbit__output *copy;   /* the local copy beside a collector */
+	struct orbit__output *flight; /* the flight ring beside them */
+	int copy_on;                  /* the copy takes the open stream's frames */
+	int copy_used;                /* the copy had its one stream */
+	int copy_alone;               /* ... of its own, the collector never reached */
+	int flight_on;                /* the flight ring takes the open stream's frames */
+	int answered;                 /* the main output's stream was answered */
+	int dead;                     /* refused, or the file failed: never ready again */
+	uint8_t *hs;                  /* the open stream's Handshake, until answered */
 	size_t hs_len;
 	uint64_t hs_seq;
 };

@@ -352,8 +352,7 @@ static const struct orbit__output_ops file_ops = {
     .forget = file_forget,
 };
 
-struct orbit__output *orbit__output_file(uv_loop_t *loop, const struct orbit__config *cfg,
-                                         int copy)
+struct orbit__output *orbit__output_file(uv_loop_t *loop, const struct orbit__config *cfg, int copy)
 {
 	struct file_output *f = calloc(1, sizeof *f);
 	if (f == NULL)

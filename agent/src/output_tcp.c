@@ -100,7 +100,7 @@ struct sent {
  */
 struct resolve_job {
 	pthread_mutex_t mu;
-	int refs;        /* the loop's and the thread's */
+	int refs;         /* the loop's and the thread's */
 	uv_async_t *wake; /* NULL once the loop stopped waiting */
 	int done;
 	int err;       /* getaddrinfo's */
@@ -164,7 +164,7 @@ static uint64_t hash(const char *s)
 
 /* One line per distinct problem until a stream is answered. */
 __attribute__((format(printf, 2, 3))) static void problem(struct tcp_output *t, const char *fmt,
-                                                            ...)
+                                                          ...)
 {
 	char line[600];
 	va_list ap;
@@ -180,8 +180,8 @@ __attribute__((format(printf, 2, 3))) static void problem(struct tcp_output *t, 
 	fputs(line, stderr);
 }
 
-__attribute__((format(printf, 2, 3))) static void set_trouble(struct tcp_output *t,
-                                                                const char *fmt, ...)
+__attribute__((format(printf, 2, 3))) static void set_trouble(struct tcp_output *t, const char *fmt,
+                                                              ...)
 {
 	va_list ap;
 	va_start(ap, fmt);
@@ -281,7 +281,7 @@ static void not_answered(struct tcp_output *t, const char *what, const char *bri
 
 /* After it answered: the connection is lost. */
 __attribute__((format(printf, 3, 4))) static void lost(struct tcp_output *t, int reset,
-                                                         const char *fmt, ...)
+                                                       const char *fmt, ...)
 {
 	char why[256];
 	va_list ap;
@@ -425,8 +425,8 @@ static void answered(struct tcp_output *t)
 static int on_ack(struct tcp_output *t, const struct orbit_ack *a)
 {
 	if (a->frames < t->frames_acked || a->frames > t->frames_sent) {
-		lost(t, 1, "it acknowledged %llu frames of %llu sent", (unsigned long long)a->frames,
-		     (unsigned long long)t->frames_sent);
+		lost(t, 1, "it acknowledged %llu frames of %llu sent",
+		     (unsigned long long)a->frames, (unsigned long long)t->frames_sent);
 		return -1;
 	}
 	uint64_t seq = 0, end_bytes = t->bytes_acked;

@@ -872,7 +872,8 @@ int orbit__page_enable(struct orbit__page_ring *ring)
 	}
 	if (ring->cfg.memory != NULL) {
 		ring->pages = ring->cfg.memory;
-		ring->state = (struct orbit__page_state *)(ring->cfg.memory + n * ring->cfg.page_size);
+		ring->state =
+		    (struct orbit__page_state *)(ring->cfg.memory + n * ring->cfg.page_size);
 	} else {
 		ring->pages = ring->cfg.alloc(ring->cfg.page_size, n * ring->cfg.page_size);
 		ring->state = ring->cfg.alloc(CACHE_LINE, n * sizeof(*ring->state));

@@ -3,10 +3,10 @@
 
 #include <string.h>
 
-#define MIN_GAP_NS 200000ull      /* passes at most this close (and pairs) */
-#define RATE_FADE_NS 500000000.0  /* a ring's rate fades to half in 0.5 s */
-#define RATE_WINDOW_NS 500000.0   /* the shortest time a rate is measured over */
-#define FIRST_GAP_NS 1000000ull   /* the first planned gap; gaps at most double */
+#define MIN_GAP_NS 200000ull     /* passes at most this close (and pairs) */
+#define RATE_FADE_NS 500000000.0 /* a ring's rate fades to half in 0.5 s */
+#define RATE_WINDOW_NS 500000.0  /* the shortest time a rate is measured over */
+#define FIRST_GAP_NS 1000000ull  /* the first planned gap; gaps at most double */
 
 void orbit__pass_plan_start(struct orbit__pass_plan *p, uint64_t period_ns, int new_segment,
                             uint64_t now)

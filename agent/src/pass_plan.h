@@ -18,11 +18,11 @@
 
 #include <stdint.h>
 
-#include "scope_ring.h"
 #include "sched_reader.h"
+#include "scope_ring.h"
 
 struct orbit__pass_plan {
-	uint64_t period_ns;                      /* ORBIT_DRAIN_MS */
+	uint64_t period_ns;                 /* ORBIT_DRAIN_MS */
 	uint64_t last_end[ORBIT_MAX_RINGS]; /* cursors at the last pass */
 	double rate[ORBIT_MAX_RINGS];       /* claims per ns, remembered */
 	uint64_t last_pass_ns;

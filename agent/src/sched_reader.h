@@ -29,16 +29,19 @@ struct orbit__stream;
 struct orbit__sched_reader {
 	struct orbit__sched *sched; /* NULL: not recording */
 	uint32_t cpus;
-	uint32_t budget; /* pages a pass reads at most */
-	double quarter;  /* a quarter of one CPU's buffer, bytes */
-	uint64_t *seen;  /* per CPU: record bytes read, at the last plan */
-	double *rate;    /* per CPU: bytes per ns, remembered */
-	int said;        /* why it is off was said (once per process) */
+	uint32_t budget;               /* pages a pass reads at most */
+	double quarter;                /* a quarter of one CPU's buffer, bytes */
+	uint64_t *seen;                /* per CPU: record bytes read, at the last plan */
+	double *rate;                  /* per CPU: bytes per ns, remembered */
+	int said;                      /* why it is off was said (once per process) */
 	struct orbit__sched_live live; /* the instances opened, for a forked child */
 };
 
 /* A reader that never opened (static, in the agent). */
-#define ORBIT__SCHED_READER_INIT {.live = ORBIT__SCHED_LIVE_INIT}
+#define ORBIT__SCHED_READER_INIT                                                                   \
+	{                                                                                          \
+		.live = ORBIT__SCHED_LIVE_INIT                                                     \
+	}
 
 /* With cfg->sched, opens the recorder, and tells the stream its formats or
  * why there are none (one line, once per process). */

@@ -95,11 +95,14 @@ struct orbit__sched;
  */
 #define ORBIT__SCHED_LIVE_MAX 8
 struct orbit__sched_live {
-	pthread_mutex_t lock; /* open, close and the removal of leftovers */
-	unsigned serial;      /* numbers the instances; under lock */
+	pthread_mutex_t lock;                  /* open, close and the removal of leftovers */
+	unsigned serial;                       /* numbers the instances; under lock */
 	char path[ORBIT__SCHED_LIVE_MAX][512]; /* "" where free; under lock */
 };
-#define ORBIT__SCHED_LIVE_INIT {.lock = PTHREAD_MUTEX_INITIALIZER}
+#define ORBIT__SCHED_LIVE_INIT                                                                     \
+	{                                                                                          \
+		.lock = PTHREAD_MUTEX_INITIALIZER                                                  \
+	}
 
 struct orbit__sched_params {
 	uint32_t buffer_kb;  /* per-CPU buffer, KiB; 0 = the default */

@@ -449,7 +449,7 @@ static void send_handshake(struct orbit__stream *s)
 	h.source_locations = 1;
 	h.flight_size = s->cfg->flight ? s->drain->seg->layout.flight_size : 0; /* ORBIT_FLIGHT */
 	h.acknowledgements = s->cfg->collector_set ? 1 : 0; /* output_tcp.c reads them */
-	orbit__ledger_handshake(&s->ledger, &h);             /* which stream; the last one's fate */
+	orbit__ledger_handshake(&s->ledger, &h);            /* which stream; the last one's fate */
 	struct kernel_sched ks;
 	handshake_sched(s, &h, &ks);
 	/* The writer may find the formats too big for the frame: it says why
@@ -598,7 +598,6 @@ static void sites_forget(struct orbit__stream *s)
 	s->sites.n = 0;
 }
 
-
 static void sites_flush(struct orbit__stream *s, struct site_list *l)
 {
 	if (l->n == 0)
@@ -658,7 +657,8 @@ static void sites_of_records(struct orbit__stream *s, const uint8_t *records, ui
 /* A page of log records (logs.h): the records it holds, and the sites its
  * ORBIT_LOG lines name (type 3: the address after the header), sent before
  * the page when sending is on. */
-static uint64_t page_records(struct orbit__stream *s, const uint8_t *page, size_t len, int send_sites)
+static uint64_t page_records(struct orbit__stream *s, const uint8_t *page, size_t len,
+                             int send_sites)
 {
 	struct orbit__ftrace_iter it;
 	struct orbit__ftrace_header h;
@@ -837,8 +837,11 @@ int orbit__stream_new(struct orbit__stream **out, const struct orbit__config *cf
 		orbit__stream_free(s);
 		return -ENOMEM;
 	}
-	s->out_ev = (struct orbit__output_events){
-	    .ctx = s, .ready = on_ready, .settled = on_settled, .broken = on_broken, .idle = on_idle};
+	s->out_ev = (struct orbit__output_events){.ctx = s,
+	                                          .ready = on_ready,
+	                                          .settled = on_settled,
+	                                          .broken = on_broken,
+	                                          .idle = on_idle};
 	o->ev = &s->out_ev;
 	err = o->ops->start(o);
 	if (err < 0) {
@@ -926,7 +929,8 @@ void orbit__stream_pass_done(struct orbit__stream *s, int cut)
 	 * (docs/format.md 4.12). */
 	uint64_t since = now_ms - s->sites_since_ms;
 	if (s->cfg->flight && since >= SITES_FLIGHT_MIN_MS &&
-	    (since >= SITES_FLIGHT_MS || orbit__sw_seq(s->sw) - s->sites_seq >= SITES_FLIGHT_FRAMES)) {
+	    (since >= SITES_FLIGHT_MS ||
+	     orbit__sw_seq(s->sw) - s->sites_seq >= SITES_FLIGHT_FRAMES)) {
 		sites_forget(s);
 		orbit__sw_forget_names(s->sw); /* and the threads, the same way (4.5) */
 		s->sites_since_ms = now_ms;

@@ -19,8 +19,8 @@
 
 #include "capture.h"
 #include "frame.h"
-#include "stream_writer.h"
 #include "harness.h"
+#include "stream_writer.h"
 
 #define THREADS 16u
 #define RECORDS (2ull << 30) / ORBIT_RECORD_SIZE

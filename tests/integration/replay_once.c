@@ -29,8 +29,8 @@
 #include <unistd.h>
 
 #include "capture.h"
-#include "harness.h"
 #include "frame.h"
+#include "harness.h"
 #include "record.h"
 #include "replay.h"
 
@@ -437,13 +437,25 @@ static void case_held(void)
 	free(k.header_page);
 }
 
-static void case_states_(void) { case_states(synth_dir_arg); }
-static void case_log_(void) { case_log(synth_dir_arg); }
-static void case_window_(void) { case_window(synth_dir_arg); }
-static void case_old_(void) { case_old(synth_dir_arg); }
+static void case_states_(void)
+{
+	case_states(synth_dir_arg);
+}
+static void case_log_(void)
+{
+	case_log(synth_dir_arg);
+}
+static void case_window_(void)
+{
+	case_window(synth_dir_arg);
+}
+static void case_old_(void)
+{
+	case_old(synth_dir_arg);
+}
 
 static const struct test_case cases[] = {
-    {"states", case_states_}, {"log", case_log_},       {"window", case_window_},
+    {"states", case_states_}, {"log", case_log_},      {"window", case_window_},
     {"old", case_old_},       {"stated", case_stated}, {"held", case_held},
 };
 

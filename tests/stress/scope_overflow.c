@@ -12,9 +12,9 @@
 
 #include "harness.h"
 #include "orbit.h"
+#include "producers.h"
 #include "record.h"
 #include "scope_ring.h"
-#include "producers.h"
 #include "segment_create.h"
 
 #define PER_THREAD 1000000u

@@ -10,9 +10,9 @@
 
 #include "harness.h"
 #include "orbit.h"
+#include "producers.h"
 #include "record.h"
 #include "scope_ring.h"
-#include "producers.h"
 #include "segment_create.h"
 
 #define THREADS 8

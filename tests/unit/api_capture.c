@@ -8,8 +8,8 @@
 #include <unistd.h>
 
 #include "agent.h"
-#include "lifecycle.h"
 #include "check.h"
+#include "lifecycle.h"
 #include "orbit.h"
 #include "reconstruct.h"
 #include "record.h"
@@ -26,7 +26,7 @@ struct run {
 static struct run *runs;
 static size_t nruns, capruns;
 static uint64_t next_claim[ORBIT_MAX_RINGS]; /* per ring, under mu */
-static uint64_t sink_gaps;                        /* under mu */
+static uint64_t sink_gaps;                   /* under mu */
 
 static struct capture_event *events;
 static size_t nevents, capevents;

@@ -12,8 +12,8 @@
 #include <unistd.h>
 
 #include "agent.h"
-#include "lifecycle.h"
 #include "harness.h"
+#include "lifecycle.h"
 #include "orbit.h"
 #include "producers.h"
 #include "segment_create.h"

@@ -13,8 +13,8 @@
 #include <unistd.h>
 
 #include "agent.h"
-#include "lifecycle.h"
 #include "harness.h"
+#include "lifecycle.h"
 #include "producers.h"
 #include "segment_create.h"
 
@@ -39,7 +39,8 @@ static void case_no_segment(void)
 static void case_with_capture(void)
 {
 	struct orbit__sink sink = {.records = count_records, .ctx = NULL};
-	orbit__agent_set_sink(orbit__root_agent(), &sink); /* first: every drain pass hands its records to it */
+	orbit__agent_set_sink(orbit__root_agent(),
+	                      &sink); /* first: every drain pass hands its records to it */
 	CHECK_EQ_U64(orbit_init(), 0);
 	const struct orbit__segment *seg = orbit__own_segment();
 	CHECK(seg != NULL);

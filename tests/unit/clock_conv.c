@@ -35,9 +35,9 @@
 #include <unistd.h>
 
 #include "agent.h"
-#include "lifecycle.h"
 #include "clock.h"
 #include "harness.h"
+#include "lifecycle.h"
 #include "orbit.h"
 
 static struct orbit__clock_conv conv; /* ~100 KiB: not on the stack */
@@ -147,7 +147,8 @@ static struct orbit__clock_pair synth_pair(struct synth *s, uint64_t k, uint64_t
 			s->ppm -= 2 * step * s->ppm_step;
 		synth_piece(s, t, synth_ns(s, t), (1.0 + s->ppm * 1e-6) / 3.0);
 	}
-	double ns = synth_ns(s, t) + (double)(int)(test_rand(&s->rng) % (2 * NOISE_NS + 1)) - NOISE_NS;
+	double ns =
+	    synth_ns(s, t) + (double)(int)(test_rand(&s->rng) % (2 * NOISE_NS + 1)) - NOISE_NS;
 	return (struct orbit__clock_pair){t, (uint64_t)llround(ns)};
 }
 

@@ -19,8 +19,8 @@
 
 #include "clock.h"
 #include "logs.h"
-#include "producers.h"
 #include "orbit.h"
+#include "producers.h"
 #include "unit/page_util.h"
 
 #define MAXT 8
@@ -402,7 +402,8 @@ static void case_threads(void)
 		uint64_t sum = 0;
 
 		for (unsigned j = 0; j < n; j++)
-			if (w[j].pinned && (uint32_t)w[j].ran_on % orbit__logs_ring_count(L) == ring)
+			if (w[j].pinned &&
+			    (uint32_t)w[j].ran_on % orbit__logs_ring_count(L) == ring)
 				sum += K;
 		CHECK_EQ_U64(g.per_ring[ring], sum);
 	}

@@ -100,7 +100,8 @@ static uint64_t g_huge(void)
 
 static uint64_t g_bimodal(void)
 {
-	return test_rand(&rng) % 10 ? 20 + test_rand(&rng) % 10 : 50000000 + test_rand(&rng) % 1000000;
+	return test_rand(&rng) % 10 ? 20 + test_rand(&rng) % 10
+	                            : 50000000 + test_rand(&rng) % 1000000;
 }
 
 static void bucket_bounds(void)

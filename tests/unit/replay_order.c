@@ -159,7 +159,8 @@ static void random_trees(int chrome)
 	struct orbit_rp_order o;
 	memset(&o, 0, sizeof o);
 	for (int trial = 0; trial < 3000; trial++) {
-		tree(&o, 50 + (uint32_t)(test_rand(&rng) % 1500), (unsigned)(trial % 10) * 10, chrome);
+		tree(&o, 50 + (uint32_t)(test_rand(&rng) % 1500), (unsigned)(trial % 10) * 10,
+		     chrome);
 		if (chrome)
 			check_chrome();
 		else

@@ -338,8 +338,8 @@ static struct orbit__rp_sched_timeline *random_timeline(int n)
 	for (int g = 0; g < 20; g++) {
 		uint64_t at = 1000 + test_rand(&rng) % (evs[n - 1].time - 1000);
 
-		CHECK(orbit__rp_sched_add_gap(tl, (uint32_t)(test_rand(&rng) % 4), at, at + 100, 3) ==
-		      0);
+		CHECK(orbit__rp_sched_add_gap(tl, (uint32_t)(test_rand(&rng) % 4), at, at + 100,
+		                              3) == 0);
 	}
 	CHECK(orbit__rp_sched_finish(tl, 0) == 0);
 	return tl;
@@ -360,8 +360,8 @@ static void case_random(void)
 		for (uint32_t i = 1; i < th[k]->span_count; i++)
 			CHECK(th[k]->spans[i].start > th[k]->spans[i - 1].start);
 		for (int q = 0; q < 2000; q++) {
-			uint64_t a = test_rand(&rng) % (th[k]->end + 2000), b = a + test_rand(&rng) % 5000,
-			         x[3];
+			uint64_t a = test_rand(&rng) % (th[k]->end + 2000),
+			         b = a + test_rand(&rng) % 5000, x[3];
 			struct orbit__rp_sched_times t;
 
 			orbit__rp_sched_times(th[k], a, b, &t);
@@ -384,7 +384,8 @@ static void case_random(void)
 			uint64_t b;
 
 			if (q % 4 == 3)
-				a = test_rand(&rng) % (th[k]->end + 2000); /* a jump, back or forth */
+				a = test_rand(&rng) %
+				    (th[k]->end + 2000); /* a jump, back or forth */
 			else
 				a += test_rand(&rng) % 200;
 			b = a + test_rand(&rng) % 3000;

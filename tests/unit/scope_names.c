@@ -28,9 +28,9 @@
 #include "api_capture.h"
 #include "harness.h"
 #include "orbit.h"
+#include "producers.h"
 #include "reconstruct.h"
 #include "record.h"
-#include "producers.h"
 #include "segment_create.h"
 
 /* The capture (api_capture.h): every record, in each ring's claim order. */

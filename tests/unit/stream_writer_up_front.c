@@ -20,8 +20,8 @@
 #include <sys/mman.h>
 #include <unistd.h>
 
-#include "harness.h"
 #include "frame.h"
+#include "harness.h"
 #include "record.h"
 #include "stream_writer.h"
 

@@ -20,8 +20,8 @@
 #include <string.h>
 
 #include "capture.h"
-#include "harness.h"
 #include "frame.h"
+#include "harness.h"
 #include "record.h"
 #include "stream_writer.h"
 
