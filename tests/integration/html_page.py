@@ -478,9 +478,10 @@ def case_sched(env):
         sleep = [t.split("from")[0] for t in tips(st["sleeper"])]
         # The spinner never sleeps: while it lives it is running or waiting
         # for a CPU (how much of each depends on the machine's load, not on
-        # the page), and it ran at least once.
+        # the page), and it ran at least once. Unknown is allowed: a loaded
+        # host's kernel loses events, and the page says so where it did.
         alive = [t for t in spin if t != "dead"]
-        check(alive and "running" in alive and set(alive) <= {"running", "runnable"},
+        check(alive and "running" in alive and set(alive) <= {"running", "runnable", "unknown"},
               "the spinner runs: %r" % spin)
         check(sleep.count("blocked") >= len(sleep) // 2, "the sleeper sleeps: %r" % sleep)
         names = set()
