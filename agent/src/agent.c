@@ -1,14 +1,19 @@
 /*
  * agent.c — the agent thread; see agent.h.
  *
- * The thread runs its own uv_loop_t (uv_loop_init, never the default
- * loop), named orbit-agent, with its timer slack at 10 µs. The loop has:
+ * The thread, named orbit-agent, with its timer slack at 10 µs, first
+ * leaves the process's descriptor table for one of its own
+ * (guest_files.h), then makes its own uv_loop_t (uv_loop_init, never the
+ * default loop) and its outputs there, and says to the starting thread
+ * whether it could; the start returns then. The loop has:
  *
  *  - the pass timer: a timerfd (CLOCK_MONOTONIC, armed to the nanosecond)
  *    watched by a uv_poll, because a libuv timer counts in milliseconds and
  *    the passes are planned in microseconds (pass_plan.h); a uv_timer
  *    stands in if the timerfd cannot be made;
- *  - a uv_async through which host threads wake it for a flush or a stop;
+ *  - the wake pipe (guest_files.h) through which host threads wake it for
+ *    a flush or a stop; each pass also looks for a request, so one whose
+ *    wake-up could not be written waits at most a pass;
  *  - the stop's timer (agent_stop.h), and the outputs' handles.
  *
  * A pass that filled its staging area is followed by the next one at once.
@@ -29,7 +34,8 @@
  * (orbit__guest_alone, asked at most every ALONE_CHECK_NS as passes come),
  * it stops as orbit_shutdown would stop it and then calls exit(0), which
  * is how the process would have ended untraced; the exit handlers run
- * (orbit's finds the agent stopped).
+ * (orbit's finds the agent stopped). As often, its stderr is made the
+ * host's again (guest_files.h, 3.).
  */
 #include "agent.h"
 
@@ -146,6 +152,7 @@ static int stop_if_alone(struct orbit__agent *a)
 	if (now - a->alone_checked_ns < ALONE_CHECK_NS)
 		return 0;
 	a->alone_checked_ns = now;
+	orbit__guest_files_follow(&a->files);
 	if (!orbit__guest_alone())
 		return 0;
 	a->alone = 1;
@@ -156,10 +163,12 @@ static int stop_if_alone(struct orbit__agent *a)
 	return 1;
 }
 
+static int serve(struct orbit__agent *a);
+
 static void on_tick(struct orbit__agent *a)
 {
 	a->planned = 0;
-	if (a->stop.stopping || stop_if_alone(a))
+	if (a->stop.stopping || stop_if_alone(a) || serve(a))
 		return;
 	int more = pass(a, 0, 0);
 	uint64_t delay =
@@ -206,7 +215,8 @@ static void close_handles(struct orbit__agent *a)
 	uv_timer_stop(&a->timer);
 	uv_close((uv_handle_t *)&a->timer, on_close);
 	orbit__agent_stop_close(&a->stop);
-	uv_close((uv_handle_t *)&a->wake, on_close);
+	if (a->files.wake_r >= 0)
+		uv_close((uv_handle_t *)&a->wpoll, on_close);
 	orbit__pass_free(&a->pass);
 	orbit__sched_reader_close(&a->sched);
 }
@@ -222,15 +232,16 @@ static void stop_done(void *ctx)
 	close_handles(ctx);
 }
 
-static void on_wake(uv_async_t *w)
+/* What host threads asked for and the loop has not begun: a flush (a pass
+ * now), or the stop. 1 if the stop began. */
+static int serve(struct orbit__agent *a)
 {
-	struct orbit__agent *a = w->data;
 	pthread_mutex_lock(&a->mu);
 	uint64_t req = a->flush_req;
 	int stop = a->stop_req;
 	pthread_mutex_unlock(&a->mu);
 	if (a->stop.stopping || (req == a->flushing && !stop))
-		return; /* already served, or the stop is under way */
+		return 0; /* already served, or the stop is under way */
 	a->flushing = req;
 	if (!stop) {
 		pass(a, 0, 1);
@@ -238,13 +249,97 @@ static void on_wake(uv_async_t *w)
 			flush_complete(a);
 		else /* done once every frame so far is written */
 			orbit__stream_on_idle(a->stream, flush_complete, a);
-		return;
+		return 0;
 	}
 	timer_off(a);
 	orbit__agent_stop_begin(&a->stop);
+	return 1;
+}
+
+static void on_wake(uv_poll_t *p, int status, int events)
+{
+	(void)status;
+	(void)events;
+	struct orbit__agent *a = p->data;
+	orbit__guest_files_woken(&a->files);
+	serve(a);
 }
 
 /* ---- the thread ---- */
+
+/* A setup that failed after the loop was made: its handles closed and the
+ * loop run until they are. */
+static int setup_failed(struct orbit__agent *a, int err)
+{
+	close_handles(a);
+	uv_run(&a->loop, UV_RUN_DEFAULT);
+	uv_loop_close(&a->loop);
+	return err;
+}
+
+static int loop_failed(int err)
+{
+	fprintf(stderr, "orbit: cannot start the agent's event loop: %s; tracing is off\n",
+	        uv_strerror(err));
+	return err;
+}
+
+/* On the agent thread, in its own descriptor table: the loop, its timers,
+ * the wake pipe's watcher, the outputs and the stream. 0, or a negative
+ * errno after one stderr line. */
+static int setup(struct orbit__agent *a, uint64_t lapped)
+{
+	int err = orbit__guest_files_own(&a->files, a->seg->fd);
+	if (err)
+		return loop_failed(err);
+	err = uv_loop_init(&a->loop);
+	if (err)
+		return loop_failed(err);
+	uv_timer_init(&a->loop, &a->timer);
+	a->timer.data = a;
+	a->stop = (struct orbit__agent_stop){.cfg = &a->cfg,
+	                                     .sched = &a->sched,
+	                                     .drain = &a->drain,
+	                                     .lapped_at_start = lapped,
+	                                     .ev = &a->stop_ev};
+	a->stop_ev =
+	    (struct orbit__stop_events){.ctx = a, .final_pass = final_pass, .done = stop_done};
+	orbit__agent_stop_init(&a->stop, &a->loop);
+	err = uv_poll_init(&a->loop, &a->wpoll, a->files.wake_r);
+	if (err) {
+		orbit__guest_files_close(&a->files); /* no watcher to close */
+		return setup_failed(a, loop_failed(err));
+	}
+	a->wpoll.data = a;
+	uv_poll_start(&a->wpoll, UV_READABLE, on_wake);
+	a->tfd = timerfd_create(CLOCK_MONOTONIC, TFD_NONBLOCK | TFD_CLOEXEC);
+	if (a->tfd >= 0 && uv_poll_init(&a->loop, &a->tpoll, a->tfd) != 0) {
+		close(a->tfd);
+		a->tfd = -1;
+	}
+	if (a->tfd >= 0) {
+		a->tpoll.data = a;
+		uv_poll_start(&a->tpoll, UV_READABLE, on_tfd);
+	}
+	orbit__pass_plan_start(&a->plan, (uint64_t)a->cfg.drain_ms * 1000000ull, a->new_segment,
+	                       orbit__monotonic_ns());
+	a->planned = 0;
+	if (orbit__config_has_output(&a->cfg)) {
+		orbit__pass_calibrate(&a->pass); /* the handshake states the clock's rate */
+		a->stream_ev = (struct orbit__stream_events){.ctx = a, .can_drain = can_drain};
+		err = orbit__output_composite(&a->out, &a->loop, &a->cfg, a->seg);
+		if (err == 0)
+			err = orbit__stream_new(&a->stream, &a->cfg, &a->drain, &a->clock,
+			                        a->pass.logs, a->out, &a->stream_ev);
+		if (err)
+			return setup_failed(a, err);
+		a->pass.stream = a->stop.stream = a->stream;
+		a->stop.out = a->out;
+	}
+	if (!a->planned) /* with a stream already open, it is planned */
+		arm(a, a->plan.period_ns);
+	return 0;
+}
 
 static void *agent_main(void *arg)
 {
@@ -252,10 +347,21 @@ static void *agent_main(void *arg)
 	pthread_setname_np(pthread_self(), "orbit-agent"); /* for top and perf */
 	/* This thread's timers wake it within 10 µs, not the default 50. */
 	prctl(PR_SET_TIMERSLACK, TIMER_SLACK_NS, 0, 0, 0);
+	int err = setup(a, a->stop.lapped_at_start);
+	pthread_mutex_lock(&a->mu);
+	a->set_up = 1;
+	a->set_up_err = err;
+	pthread_cond_broadcast(&a->cv);
+	pthread_mutex_unlock(&a->mu);
+	if (err) {
+		orbit__guest_files_close(&a->files);
+		return NULL; /* the start joins it */
+	}
 	/* Before the loop: the first Handshake waits for it. */
 	orbit__sched_reader_open(&a->sched, &a->cfg, a->stream);
 	uv_run(&a->loop, UV_RUN_DEFAULT);
 	uv_loop_close(&a->loop);
+	orbit__guest_files_close(&a->files);
 	pthread_mutex_lock(&a->mu);
 	a->stopped = 1;
 	if (a->alone)
@@ -267,14 +373,20 @@ static void *agent_main(void *arg)
 	return NULL;
 }
 
-/* A start that failed after the loop was made: its handles closed and the
- * loop run until they are. */
-static int start_failed(struct orbit__agent *a, int err)
+/*
+ * libuv's process-wide state (the signal lock pipe every loop's setup makes
+ * once) made in the process's table, by a loop made and closed on this
+ * host thread: made first on the agent's thread, it would be in the agent's
+ * own table, out of reach of a host that uses libuv itself.
+ */
+static int libuv_shared_state(void)
 {
-	close_handles(a);
-	uv_run(&a->loop, UV_RUN_DEFAULT);
-	uv_loop_close(&a->loop);
-	return err;
+	uv_loop_t l;
+	int err = uv_loop_init(&l);
+	if (err)
+		return loop_failed(err);
+	uv_loop_close(&l);
+	return 0;
 }
 
 int orbit__agent_start(struct orbit__agent *a, struct orbit__segment *seg, uint32_t clock_source,
@@ -289,8 +401,8 @@ int orbit__agent_start(struct orbit__agent *a, struct orbit__segment *seg, uint3
 		return 0;
 	if (wedged) /* said when it happened */
 		return -EBUSY;
-	int new_segment = a->seg != seg;
-	if (new_segment) {
+	a->new_segment = a->seg != seg;
+	if (a->new_segment) {
 		orbit__drain_init(&a->drain, seg, 1);
 		orbit__clock_init(&a->clock, clock_source);
 		orbit__clock_calibrate(&a->clock);
@@ -313,64 +425,16 @@ int orbit__agent_start(struct orbit__agent *a, struct orbit__segment *seg, uint3
 	uint64_t lapped = 0;
 	for (uint32_t i = 0; i < seg->layout.ring_count; i++)
 		lapped += a->drain.ring[i].lost_lapped;
+	a->stop.lapped_at_start = lapped; /* for the thread's setup */
 	int err = orbit__guest_check_fds();
+	if (err == 0)
+		err = libuv_shared_state();
 	if (err)
 		return err;
-	err = uv_loop_init(&a->loop);
-	if (err) {
-		fprintf(stderr, "orbit: cannot start the agent's event loop: %s; tracing is off\n",
-		        uv_strerror(err));
-		return err;
-	}
-	uv_timer_init(&a->loop, &a->timer);
-	a->timer.data = a;
-	a->stop = (struct orbit__agent_stop){.cfg = &a->cfg,
-	                                     .sched = &a->sched,
-	                                     .drain = &a->drain,
-	                                     .lapped_at_start = lapped,
-	                                     .ev = &a->stop_ev};
-	a->stop_ev =
-	    (struct orbit__stop_events){.ctx = a, .final_pass = final_pass, .done = stop_done};
-	orbit__agent_stop_init(&a->stop, &a->loop);
-	err = uv_async_init(&a->loop, &a->wake, on_wake);
-	if (err) {
-		fprintf(stderr, "orbit: cannot start the agent's event loop: %s; tracing is off\n",
-		        uv_strerror(err));
-		uv_close((uv_handle_t *)&a->timer, on_close);
-		orbit__agent_stop_close(&a->stop);
-		uv_run(&a->loop, UV_RUN_DEFAULT);
-		uv_loop_close(&a->loop);
-		return err;
-	}
-	a->wake.data = a;
-	a->tfd = timerfd_create(CLOCK_MONOTONIC, TFD_NONBLOCK | TFD_CLOEXEC);
-	if (a->tfd >= 0 && uv_poll_init(&a->loop, &a->tpoll, a->tfd) != 0) {
-		close(a->tfd);
-		a->tfd = -1;
-	}
-	if (a->tfd >= 0) {
-		a->tpoll.data = a;
-		uv_poll_start(&a->tpoll, UV_READABLE, on_tfd);
-	}
-	orbit__pass_plan_start(&a->plan, (uint64_t)a->cfg.drain_ms * 1000000ull, new_segment,
-	                       orbit__monotonic_ns());
-	a->planned = 0;
-	if (orbit__config_has_output(&a->cfg)) {
-		orbit__pass_calibrate(&a->pass); /* the handshake states the clock's rate */
-		a->stream_ev = (struct orbit__stream_events){.ctx = a, .can_drain = can_drain};
-		err = orbit__output_composite(&a->out, &a->loop, &a->cfg, seg);
-		if (err == 0)
-			err = orbit__stream_new(&a->stream, &a->cfg, &a->drain, &a->clock, logs,
-			                        a->out, &a->stream_ev);
-		if (err)
-			return start_failed(a, err);
-		a->pass.stream = a->stop.stream = a->stream;
-		a->stop.out = a->out;
-	}
-	if (!a->planned) /* with a stream already open, it is planned */
-		arm(a, a->plan.period_ns);
+	a->files = (struct orbit__guest_files)ORBIT__GUEST_FILES_INIT;
 	a->stop_req = 0;
 	a->stopped = 0;
+	a->set_up = 0;
 	a->alone = 0;
 	a->alone_checked_ns = 0;
 	/* The thread inherits the mask: set it for the creation, then give
@@ -383,12 +447,18 @@ int orbit__agent_start(struct orbit__agent *a, struct orbit__segment *seg, uint3
 	if (err) {
 		fprintf(stderr, "orbit: cannot start the agent thread: %s; tracing is off\n",
 		        strerror(-err));
-		return start_failed(a, err);
+		return err;
 	}
+	/* Its setup opens files and starts connecting, and waits for nothing. */
 	pthread_mutex_lock(&a->mu);
-	a->running = 1;
+	while (!a->set_up)
+		pthread_cond_wait(&a->cv, &a->mu);
+	err = a->set_up_err;
+	a->running = err == 0;
 	pthread_mutex_unlock(&a->mu);
-	return 0;
+	if (err) /* the thread said why, in one line */
+		pthread_join(a->thread, NULL);
+	return err;
 }
 
 /* Waits, under mu, until done(a) or timeout_ms passed. */
@@ -427,7 +497,7 @@ int orbit__agent_flush(struct orbit__agent *a, uint32_t timeout_ms)
 		return ORBIT_EDISABLED;
 	}
 	a->flush_target = ++a->flush_req;
-	uv_async_send(&a->wake);
+	orbit__guest_files_wake(&a->files);
 	int err = wait_until(a, flush_reached, timeout_ms);
 	pthread_mutex_unlock(&a->mu);
 	return err;
@@ -442,7 +512,7 @@ void orbit__agent_stop(struct orbit__agent *a, uint32_t timeout_ms)
 	}
 	a->stop_req = 1;
 	a->flush_target = ++a->flush_req;
-	uv_async_send(&a->wake);
+	orbit__guest_files_wake(&a->files);
 	/* At most timeout_ms for a stream to begin, then as long again to
 	 * send what the rings hold. */
 	int err = wait_until(a, is_stopped, 2ull * timeout_ms);
@@ -478,19 +548,28 @@ void orbit__agent_stats(struct orbit__agent *a, struct orbit__agent_stats *out)
 
 void orbit__agent_forget(struct orbit__agent *a)
 {
-	/* The parent's outputs: its descriptors' copies closed, its loop left
-	 * alone. The stream's buffers stay allocated in the child: its zstd
-	 * context may be mid-use in no thread of ours. */
+	/* The parent's outputs, its loop left alone. The descriptors the
+	 * agent had are in the child only if it shared the process's table
+	 * (guest_files.h): then the copies are closed; otherwise the numbers
+	 * are the host's own. The stream's buffers stay allocated in the
+	 * child: its zstd context may be mid-use in no thread of ours. */
+	int copies = !a->files.own;
 	if (a->out != NULL)
-		a->out->ops->forget(a->out);
+		a->out->ops->forget(a->out, copies);
 	a->out = NULL;
 	a->stream = NULL;
-	if (a->tfd >= 0)
+	if (copies && a->tfd >= 0)
 		close(a->tfd); /* the parent's loop keeps its own */
+	if (copies && a->files.wake_r >= 0) {
+		close(a->files.wake_r);
+		close(a->files.wake_w);
+	}
+	a->files = (struct orbit__guest_files)ORBIT__GUEST_FILES_INIT;
 	a->tfd = -1;
 	a->pass.stage = NULL; /* the parent's memory, copied: not ours to reuse */
-	/* The recorder's descriptors are copies: closed, or the parent could
-	 * never remove its instance (EBUSY) while this process lives. */
+	/* The recorder's descriptors, if the child has copies: closed, or the
+	 * parent could never remove its instance (EBUSY) while this process
+	 * lives. */
 	orbit__sched_reader_forget(&a->sched);
 	pthread_mutex_init(&a->mu, NULL);
 	init_cv(a);

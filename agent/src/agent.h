@@ -20,6 +20,7 @@
 #include "clock.h"
 #include "config.h"
 #include "drain_pass.h"
+#include "guest_files.h"
 #include "pass_plan.h"
 #include "sched_reader.h"
 #include "scope_ring.h"
@@ -48,6 +49,8 @@ struct orbit__agent {
 	int stop_req;
 	int stopped;
 	int wedged; /* a stop timed out: the thread may still run the loop */
+	int set_up; /* the thread has made its loop (or failed to: set_up_err) */
+	int set_up_err;
 	uint64_t flush_req;
 	uint64_t flush_done;
 	uint64_t flush_target; /* what the waiting caller waits for */
@@ -60,9 +63,11 @@ struct orbit__agent {
 	int tfd; /* the pass timer, or -1: uv_timer in ms */
 	uv_poll_t tpoll;
 	uv_timer_t timer;
-	uv_async_t wake;
-	int planned; /* a pass is armed */
-	int alone;   /* the process's last thread: it stops, then exits */
+	struct orbit__guest_files files; /* its own descriptor table, the wake pipe */
+	uv_poll_t wpoll;                 /* on the wake pipe */
+	int new_segment;                 /* the start is the segment's first */
+	int planned;                     /* a pass is armed */
+	int alone;                       /* the process's last thread: it stops, then exits */
 	uint64_t alone_checked_ns;
 	uint64_t flushing;        /* the flush request being completed */
 	struct orbit__config cfg; /* as the start was given it */
@@ -83,7 +88,8 @@ struct orbit__agent {
 /* A static agent, not started. */
 #define ORBIT__AGENT_INIT                                                                          \
 	{                                                                                          \
-		.mu = PTHREAD_MUTEX_INITIALIZER, .tfd = -1, .sched = ORBIT__SCHED_READER_INIT      \
+		.mu = PTHREAD_MUTEX_INITIALIZER, .tfd = -1, .sched = ORBIT__SCHED_READER_INIT,     \
+		.files = ORBIT__GUEST_FILES_INIT                                                   \
 	}
 
 /* Starts the agent thread on a created segment, with the log page rings

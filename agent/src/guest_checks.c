@@ -2,6 +2,7 @@
  * guest_checks.h. */
 #include "guest_checks.h"
 
+#include <dirent.h>
 #include <errno.h>
 #include <fcntl.h>
 #include <stdio.h>
@@ -9,6 +10,7 @@
 #include <string.h>
 #include <sys/eventfd.h>
 #include <sys/resource.h>
+#include <sys/syscall.h>
 #include <unistd.h>
 
 /*
@@ -70,32 +72,71 @@ void orbit__guest_sigmask(sigset_t *set)
  * /proc/self/stat is the leader's: after its command in parentheses (which
  * may hold spaces and parentheses: the last ')' ends it) come its state
  * (field 3) and, 17 fields on, the process's thread count (field 20),
- * which counts a leader that ended until the whole process does. Alone:
- * the leader a zombie and two threads, it and the caller.
+ * which counts a leader that ended until the whole process does. 0 and
+ * both, or -1 when /proc cannot say.
  */
-int orbit__guest_alone(void)
+static int leader_stat(char *state, long *threads)
 {
 	char buf[1024];
 	int fd = open("/proc/self/stat", O_RDONLY | O_CLOEXEC);
 	if (fd < 0)
-		return 0;
+		return -1;
 	ssize_t n = read(fd, buf, sizeof buf - 1);
 	close(fd);
 	if (n <= 0)
-		return 0;
+		return -1;
 	buf[n] = '\0';
 	char *p = strrchr(buf, ')');
 	if (p == NULL || p[1] != ' ')
-		return 0;
-	char state = p[2];
+		return -1;
+	*state = p[2];
 	p += 2;
 	for (int field = 3; field < 20; field++) { /* to the start of field 20 */
 		p = strchr(p, ' ');
 		if (p == NULL)
-			return 0;
+			return -1;
 		p++;
 	}
 	char *end;
-	long threads = strtol(p, &end, 10);
-	return end != p && state == 'Z' && threads == 2;
+	*threads = strtol(p, &end, 10);
+	return end != p ? 0 : -1;
+}
+
+/* Alone: the leader a zombie and two threads, it and the caller. */
+int orbit__guest_alone(void)
+{
+	char state;
+	long threads;
+	return leader_stat(&state, &threads) == 0 && state == 'Z' && threads == 2;
+}
+
+int orbit__guest_leader_ended(void)
+{
+	char state;
+	long threads;
+	return leader_stat(&state, &threads) == 0 && state == 'Z';
+}
+
+int orbit__guest_others(void)
+{
+	DIR *d = opendir("/proc/self/task");
+	if (d == NULL)
+		return -1;
+	long self = syscall(SYS_gettid);
+	int n = 0;
+	struct dirent *e;
+	while ((e = readdir(d)) != NULL) {
+		if (e->d_name[0] < '0' || e->d_name[0] > '9' || atol(e->d_name) == self)
+			continue;
+		char path[300], comm[32] = {0};
+		snprintf(path, sizeof path, "/proc/self/task/%s/comm", e->d_name);
+		int fd = open(path, O_RDONLY | O_CLOEXEC);
+		if (fd < 0)
+			continue; /* it ended meanwhile */
+		ssize_t k = read(fd, comm, sizeof comm - 1);
+		close(fd);
+		n += k > 0 && strncmp(comm, "orbit-", 6) != 0;
+	}
+	closedir(d);
+	return n;
 }

@@ -10,10 +10,12 @@
 #include <signal.h>
 
 /* File descriptors the agent may need at once: its loop (epoll, libuv's
- * process-wide signal pipe and the loop's own, the wake-up eventfd), the
- * pass timer, the collector's socket or the capture file, the local copy,
- * and two at a time while it reads /proc or replaces a capture file
- * (docs/operations.md, Limits). */
+ * process-wide signal pipe and the loop's own, the wake pipe), the pass
+ * timer, the collector's socket or the capture file, the local copy, and
+ * two at a time while it reads /proc or replaces a capture file
+ * (docs/operations.md, Limits). Checked in the host's table, where libuv's
+ * process-wide pipe is made; the rest are in the agent's own
+ * (guest_files.h), under the same RLIMIT_NOFILE. */
 #define ORBIT__AGENT_FDS 12
 
 /* 0 if ORBIT__AGENT_FDS descriptors can be opened now; else -EMFILE after
@@ -30,5 +32,14 @@ void orbit__guest_sigmask(sigset_t *set);
  * exit(0). 0 otherwise, and when /proc cannot say. One read of
  * /proc/self/stat. */
 int orbit__guest_alone(void);
+
+/* 1 when the leader has ended (a zombie, main having called pthread_exit)
+ * while other threads run; 0 otherwise, and when /proc cannot say. */
+int orbit__guest_leader_ended(void);
+
+/* The host's threads other than the caller, by /proc/self/task: every
+ * thread but those whose name begins "orbit-" (the agent's); -1 when /proc
+ * cannot say. */
+int orbit__guest_others(void);
 
 #endif

@@ -10,6 +10,12 @@
  * tracing off; a later orbit_init tries again what is missing. The
  * configuration is read at every orbit_init: the agent takes a copy.
  *
+ * When main ends with pthread_exit, the leader waits in its key's
+ * destructor (leader_ends) until the host's other threads have ended, then
+ * calls exit(0), as the last of them would have untraced: the agent's
+ * thread, which has its own descriptor table (guest_files.h), never keeps
+ * the process alive nor runs its exit handlers.
+ *
  * At exit (atexit) the agent is stopped, waiting at most twice
  * ORBIT_FLUSH_TIMEOUT_MS, and the segment's name removed (its mapping stays
  * valid for threads still writing). In a forked child (pthread_atfork) the
@@ -24,11 +30,14 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/syscall.h>
+#include <time.h>
 #include <unistd.h>
 
 #include "agent.h"
 #include "clock.h"
 #include "config.h"
+#include "guest_checks.h"
 #include "logs.h"
 #include "orbit.h"
 #include "producers.h"
@@ -43,6 +52,8 @@ static struct orbit__root {
 	struct orbit__segment seg;   /* base NULL until made */
 	struct orbit__logs *logs;    /* NULL until made */
 	int hooks;                   /* the exit and fork handlers are registered */
+	int leader_key_ok;           /* leader_key was made */
+	pthread_key_t leader_key;    /* set on the leader: leader_ends */
 	/* Set by the orbit_init that made the segment, under the lock; read by
 	 * orbit_flush without it. Relaxed: a flush before that finds no agent
 	 * running whatever it reads (orbit__agent_flush: ORBIT_EDISABLED), and
@@ -80,6 +91,23 @@ static void at_exit(void)
 	pthread_mutex_unlock(&root.lock);
 }
 
+/* The leader's key destructor, which runs when main calls pthread_exit
+ * (never at exit()): the leader, still in the host's descriptor table and
+ * with the host's signal mask, waits until no other thread of the host's
+ * runs, then exits with status 0 as the last one would have. Without
+ * /proc it lets the leader end; the agent then notices it is alone
+ * (agent.c). */
+static void leader_ends(void *arg)
+{
+	(void)arg;
+	const struct timespec tick = {0, 10000000};
+	int others;
+	while ((others = orbit__guest_others()) > 0)
+		nanosleep(&tick, NULL);
+	if (others == 0)
+		exit(0);
+}
+
 /* This process's segment, made with the configuration read now. */
 static int make_segment(void)
 {
@@ -105,8 +133,11 @@ static int make_segment(void)
 	if (!root.hooks) {
 		pthread_atfork(NULL, NULL, after_fork_child);
 		atexit(at_exit);
+		root.leader_key_ok = pthread_key_create(&root.leader_key, leader_ends) == 0;
 		root.hooks = 1;
 	}
+	if (root.leader_key_ok && syscall(SYS_gettid) == getpid())
+		pthread_setspecific(root.leader_key, &root);
 	return 0;
 }
 

@@ -145,9 +145,11 @@ struct orbit__output_ops {
 	/* Stops for good; handles are closed as the loop runs. Frees o once
 	 * they are (or at once). */
 	void (*close)(struct orbit__output *o);
-	/* In a forked child: closes this process's copies of the descriptors
-	 * and frees o without touching the loop. */
-	void (*forget)(struct orbit__output *o);
+	/* In a forked child: frees o without touching the loop, and closes
+	 * the child's copies of o's descriptors if it has copies (the agent
+	 * shared the process's descriptor table: guest_files.h); otherwise
+	 * those numbers are the host's own and stay as they are. */
+	void (*forget)(struct orbit__output *o, int copies);
 	/* Exit is here and no stream was answered: an output that has another
 	 * destination, one that never had a stream (the local copy beside a
 	 * collector), begins a stream there alone, and reports ready. 1 if it

@@ -233,24 +233,26 @@ static const char *composite_trouble(const struct orbit__output *o)
 
 /* Closes (or, in a forked child, forgets) every output below, then frees
  * c; the handshake copy is ours, in the child's memory too. */
-static void release(struct composite *c, int forget)
+static void release(struct composite *c, int forget, int copies)
 {
 	struct orbit__output *leaf[] = {c->flight, c->copy, c->main};
 	for (size_t i = 0; i < sizeof leaf / sizeof leaf[0]; i++)
-		if (leaf[i] != NULL)
-			(forget ? leaf[i]->ops->forget : leaf[i]->ops->close)(leaf[i]);
+		if (leaf[i] != NULL && forget)
+			leaf[i]->ops->forget(leaf[i], copies);
+		else if (leaf[i] != NULL)
+			leaf[i]->ops->close(leaf[i]);
 	free(c->hs);
 	free(c);
 }
 
 static void composite_close(struct orbit__output *o)
 {
-	release(of(o), 0);
+	release(of(o), 0, 0);
 }
 
-static void composite_forget(struct orbit__output *o)
+static void composite_forget(struct orbit__output *o, int copies)
 {
-	release(of(o), 1);
+	release(of(o), 1, copies);
 }
 
 /* The collector was not reached before exit: the local copy, if it never
@@ -322,7 +324,7 @@ int orbit__output_composite(struct orbit__output **out, uv_loop_t *loop,
 	if (c->main == NULL || (want_copy && c->copy == NULL) ||
 	    (cfg->flight && c->main != NULL && c->flight == NULL &&
 	     (cfg->collector_set || cfg->capture_set))) {
-		release(c, 0);
+		release(c, 0, 0);
 		return -ENOMEM;
 	}
 	struct orbit__output *leaf[] = {c->main, c->copy, c->flight};

@@ -329,12 +329,12 @@ static void file_close(struct orbit__output *o)
 	free(f);
 }
 
-static void file_forget(struct orbit__output *o)
+static void file_forget(struct orbit__output *o, int copies)
 {
-	/* The parent's file: close our copy of the descriptor; the lock is
-	 * the parent's open file and stays. */
+	/* The parent's file: close our copy of the descriptor, if we have
+	 * one; the lock is the parent's open file and stays. */
 	struct file_output *f = (struct file_output *)o;
-	if (f->fd >= 0)
+	if (copies && f->fd >= 0)
 		close(f->fd);
 	free(f);
 }

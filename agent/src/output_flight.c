@@ -266,6 +266,13 @@ static void flight_close(struct orbit__output *o)
 	free(o);
 }
 
+/* Nothing of ours is open; the segment is the parent's. */
+static void flight_forget(struct orbit__output *o, int copies)
+{
+	(void)copies;
+	flight_close(o);
+}
+
 static const struct orbit__output_ops flight_ops = {
     .start = flight_start,
     .send = flight_send,
@@ -276,7 +283,7 @@ static const struct orbit__output_ops flight_ops = {
     .give_up = flight_give_up,
     .trouble = flight_trouble,
     .close = flight_close,
-    .forget = flight_close, /* nothing of ours is open; the segment is the parent's */
+    .forget = flight_forget,
 };
 
 struct orbit__output *orbit__output_flight(uv_loop_t *loop, struct orbit__segment *seg)

@@ -876,7 +876,7 @@ static void tcp_close(struct orbit__output *o)
 		free(t);
 }
 
-static void tcp_forget(struct orbit__output *o)
+static void tcp_forget(struct orbit__output *o, int copies)
 {
 	struct tcp_output *t = (struct tcp_output *)o;
 	/* In a forked child: the parent's socket is not ours; close our copy.
@@ -884,7 +884,7 @@ static void tcp_forget(struct orbit__output *o)
 	 * have held its job's mutex at the fork: the job is left alone (a
 	 * copy of the parent's memory). The handles are on the parent's loop,
 	 * which this process never runs. */
-	if (t->tcp_open) {
+	if (copies && t->tcp_open) {
 		uv_os_fd_t fd;
 		if (uv_fileno((uv_handle_t *)&t->tcp, &fd) == 0)
 			close(fd);

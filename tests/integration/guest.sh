@@ -32,6 +32,14 @@
 #                       and with ORBIT_COLLECTOR, each capture complete
 #   pthread_exit_term   the same with workers that never end, and SIGTERM: the
 #                       process dies of it, as untraced
+#   close_closefrom     daemon-style: after its first scopes the program closes
+#                       every descriptor it did not open (closefrom(3)), opens
+#                       its own in their numbers and writes to them, then more
+#                       scopes: with ORBIT_CAPTURE, ORBIT_COLLECTOR and
+#                       ORBIT_FLIGHT it exits 0 as untraced, its files hold
+#                       exactly what it wrote, nothing is said, and each capture
+#                       holds every record, before the closes and after
+#   close_loop          the same with close() of 3 to 1023
 set -eu
 build=$1
 case_=$2
@@ -228,6 +236,31 @@ pthread_exit)
 	"$dump" "$f" >"$dir/dump" || fail "collector's capture incomplete: $(cat "$dir/dump")"
 	grep -q "^records \([0-9]*\), delivered \1, lost 0, claimed \1$" "$dir/dump" ||
 		fail "collector's capture: $(grep '^records' "$dir/dump")"
+	;;
+close_closefrom | close_loop)
+	how=${case_#close_}
+	export GUEST_DIR="$dir"
+	untraced close "$how" 20000
+	grep -q "^files intact$" "$dir/want.out" || fail "untraced: $(cat "$dir/want.out")"
+	# every record: 2 per scope, 40000 scopes
+	whole() {
+		"$dump" "$1" >"$dir/dump" || fail "$2: capture incomplete: $(cat "$dir/dump")"
+		grep -q "^records 80000, delivered 80000, lost 0, claimed 80000$" "$dir/dump" ||
+			fail "$2: $(grep '^records' "$dir/dump")"
+	}
+	traced ORBIT_CAPTURE="$dir/app.orbit.zst" timeout -s KILL 30 "$host" close "$how" 20000
+	[ ! -s "$dir/got.err" ] || fail "the agent said: $(cat "$dir/got.err")"
+	whole "$dir/app.orbit.zst" ORBIT_CAPTURE
+	start_collector
+	traced ORBIT_COLLECTOR="$addr" timeout -s KILL 30 "$host" close "$how" 20000
+	stop_collector
+	[ ! -s "$dir/got.err" ] || fail "beside a collector, the agent said: $(cat "$dir/got.err")"
+	f=$(captures)
+	[ -n "$f" ] || fail "the collector wrote no capture"
+	whole "$f" ORBIT_COLLECTOR
+	traced ORBIT_FLIGHT=8M timeout -s KILL 30 "$host" close "$how" 20000
+	[ ! -s "$dir/got.err" ] || fail "with a flight ring, the agent said: $(cat "$dir/got.err")"
+	echo "closefrom and reuse: $how, three outputs, every record"
 	;;
 pthread_exit_term)
 	# status_of ENV...: started, SIGTERM after half a second, its exit status

@@ -29,6 +29,14 @@
  *                             status 0) when the workers do
  *   guest_host pthread_exit_forever  the same with workers that never end:
  *                             the process ends by a signal
+ *   guest_host close HOW N    daemon-style: N scopes, then closes every
+ *                             descriptor above stderr it did not open
+ *                             (HOW: closefrom, or loop: close() of 3 to 1023),
+ *                             then opens its own in their numbers (files,
+ *                             a pipe, an eventfd, an epoll), writes what it
+ *                             means to, N more scopes over about 300 ms, and
+ *                             checks that its descriptors hold exactly that:
+ *                             "done N" and "files intact", or what differed
  */
 #include <dirent.h>
 #include <errno.h>
@@ -39,7 +47,10 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/epoll.h>
+#include <sys/eventfd.h>
 #include <sys/resource.h>
+#include <sys/stat.h>
 #include <sys/syscall.h>
 #include <time.h>
 #include <unistd.h>
@@ -302,6 +313,74 @@ static int main_exits(long n)
 	pthread_exit(NULL);
 }
 
+#define OWN_FILES 6
+
+/* What the close mode's own descriptor i should hold, checked after the
+ * scopes: 0 if it does, else one line on stderr. */
+static int own_intact(int i, int fd, const char *path)
+{
+	char got[64] = {0}, want[64];
+	snprintf(want, sizeof want, "file %d of the host\n", i);
+	if (path == NULL) {
+		struct epoll_event ev[4];
+		uint64_t v;
+		int n = i == 0 ? epoll_wait(fd, ev, 4, 0) : (int)read(fd, &v, sizeof v);
+		if (n > 0 || (n < 0 && errno != EAGAIN)) {
+			fprintf(stderr, "guest_host: descriptor %d (%s) has something: %d\n", fd,
+			        i == 0 ? "epoll" : "eventfd", n);
+			return 1;
+		}
+		return 0;
+	}
+	struct stat st;
+	ssize_t n = pread(fd, got, sizeof got - 1, 0);
+	if (fstat(fd, &st) != 0 || n < 0 || strcmp(got, want) != 0 ||
+	    st.st_size != (off_t)strlen(want)) {
+		fprintf(stderr, "guest_host: %s (descriptor %d) holds %lld bytes: %s\n", path, fd,
+		        (long long)st.st_size, got);
+		return 1;
+	}
+	return 0;
+}
+
+static int closes(const char *how, long n, const char *dir)
+{
+	scopes(n);
+	if (strcmp(how, "closefrom") == 0)
+		closefrom(3);
+	else
+		for (int fd = 3; fd < 1024; fd++)
+			close(fd);
+	/* The numbers the agent had, lowest first: an epoll, an eventfd (the
+	 * kinds libuv uses), then files. */
+	int fd[OWN_FILES];
+	char path[OWN_FILES][512] = {{0}};
+	fd[0] = epoll_create1(EPOLL_CLOEXEC);
+	fd[1] = eventfd(0, EFD_CLOEXEC | EFD_NONBLOCK);
+	for (int i = 2; i < OWN_FILES; i++) {
+		snprintf(path[i], sizeof path[i], "%s/own%d", dir, i);
+		fd[i] = open(path[i], O_RDWR | O_CREAT | O_TRUNC | O_CLOEXEC, 0600);
+		char line[64];
+		int len = snprintf(line, sizeof line, "file %d of the host\n", i);
+		if (fd[i] < 0 || write(fd[i], line, (size_t)len) != len)
+			return fprintf(stderr, "guest_host: %s: %s\n", path[i], strerror(errno)), 1;
+	}
+	if (fd[0] < 0 || fd[1] < 0)
+		return fprintf(stderr, "guest_host: epoll_create1/eventfd: %s\n", strerror(errno)),
+		       1;
+	const struct timespec ms = {0, 1000000};
+	for (int i = 0; i < 300; i++) {
+		scopes(n / 300 + (i < n % 300));
+		nanosleep(&ms, NULL);
+	}
+	int bad = 0;
+	for (int i = 0; i < OWN_FILES; i++)
+		bad += own_intact(i, fd[i], i < 2 ? NULL : path[i]);
+	printf("done %ld\n%s\n", 2 * n, bad ? "files changed" : "files intact");
+	fflush(stdout);
+	return bad ? 1 : 0;
+}
+
 int main(int argc, char **argv)
 {
 	const char *mode = argc > 1 ? argv[1] : "";
@@ -349,7 +428,11 @@ int main(int argc, char **argv)
 		return main_exits(atol(argv[2]));
 	if (strcmp(mode, "pthread_exit_forever") == 0)
 		return main_exits(-1);
+	if (strcmp(mode, "close") == 0 && argc > 3) {
+		const char *dir = getenv("GUEST_DIR");
+		return closes(argv[2], atol(argv[3]), dir != NULL ? dir : "/tmp");
+	}
 	fprintf(stderr, "usage: guest_host plain N | fds K N | signals N | threads | wait MS N | "
-	                "pthread_exit N | pthread_exit_forever\n");
+	                "pthread_exit N | pthread_exit_forever | close closefrom|loop N\n");
 	return 2;
 }

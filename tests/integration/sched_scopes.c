@@ -58,15 +58,39 @@ struct worker {
 
 static atomic_int started, go;
 
-/* Descriptors of this process open on a tracefs instance. */
-static int tracefs_fds(void)
+/* The agent thread's descriptor table (its own: agent/src/guest_files.h),
+ * /proc/self/task/TID/fd, in dir; 0 if there is no orbit-agent thread. */
+static int agent_fd_dir(char *dir, size_t len)
 {
-	DIR *d = opendir("/proc/self/fd");
+	DIR *d = opendir("/proc/self/task");
+	struct dirent *e;
+	int found = 0;
+	while (d != NULL && !found && (e = readdir(d)) != NULL) {
+		char path[300], comm[32] = {0};
+		snprintf(path, sizeof path, "/proc/self/task/%s/comm", e->d_name);
+		FILE *f = e->d_name[0] != '.' ? fopen(path, "r") : NULL;
+		if (f != NULL) {
+			found = fgets(comm, sizeof comm, f) != NULL &&
+			        strcmp(comm, "orbit-agent\n") == 0;
+			fclose(f);
+		}
+		if (found)
+			snprintf(dir, len, "/proc/self/task/%s/fd", e->d_name);
+	}
+	if (d != NULL)
+		closedir(d);
+	return found;
+}
+
+/* Descriptors in the table dir lists open on a tracefs instance. */
+static int tracefs_fds(const char *dir)
+{
+	DIR *d = opendir(dir);
 	struct dirent *e;
 	int n = 0;
-	char path[300], link[512];
+	char path[600], link[512];
 	while (d != NULL && (e = readdir(d)) != NULL) {
-		snprintf(path, sizeof path, "/proc/self/fd/%s", e->d_name);
+		snprintf(path, sizeof path, "%s/%s", dir, e->d_name);
 		ssize_t k = readlink(path, link, sizeof link - 1);
 		if (k <= 0)
 			continue;
@@ -128,7 +152,10 @@ int main(int argc, char **argv)
 	atomic_store(&go, 1);
 	if (strcmp(mode, "fork") == 0) {
 		int n = 0;
-		for (int i = 0; i < 5000 && (n = tracefs_fds()) == 0; i++)
+		char dir[300];
+		for (int i = 0;
+		     i < 5000 && (!agent_fd_dir(dir, sizeof dir) || (n = tracefs_fds(dir)) == 0);
+		     i++)
 			test_sleep_ms(1); /* the agent opens its instance on its own thread */
 		printf("parent tracefs fds %d\n", n);
 		fflush(stdout);
@@ -136,7 +163,7 @@ int main(int argc, char **argv)
 		if (child < 0)
 			return 1;
 		if (child == 0) { /* no exec: it has copies of what the parent had */
-			printf("child tracefs fds %d\n", tracefs_fds());
+			printf("child tracefs fds %d\n", tracefs_fds("/proc/self/fd"));
 			fflush(stdout);
 			test_sleep_ms(1500 + (unsigned)scopes * SCOPE_MS);
 			_exit(0);
