@@ -10,16 +10,12 @@ _Static_assert(sizeof(struct orbit__seg_slot) == ORBIT__SLOT_SIZE, "format.md 1.
 _Static_assert(offsetof(struct orbit__seg_slot, word) == ORBIT__SLOT_SIZE - ORBIT_RECORD_SIZE,
                "the record is the slot's tail");
 
-/* Inline for the copy loop; the weights as constants, as the write path's.
- * With record flag bit 2 (bit 42 of the meta word w[2]) the site word w[3] goes
- * in with the meta word, as the write path's (docs/format.md 1.5). */
+/* Inline for the copy loop; the weights as constants, as the write path's
+ * (docs/format.md 1.5): one per word, whatever the record's flags. */
 static inline uint64_t check_of(const uint64_t w[7])
 {
-	const int site = ((w[2] >> 40) & ORBIT_REC_FLAG_SITE) != 0;
-	const uint64_t meta = site ? w[2] ^ w[3] : w[2];
-	const uint64_t n0 = site ? 0 : w[3];
 	uint64_t m = w[0] * 0x9e3779b97f4a7c15ull + w[1] * 0xbf58476d1ce4e5b9ull +
-	             meta * 0x94d049bb133111ebull + n0 * 0xff51afd7ed558ccdull +
+	             w[2] * 0x94d049bb133111ebull + w[3] * 0xff51afd7ed558ccdull +
 	             w[4] * 0xc4ceb9fe1a85ec53ull + w[5] * 0xd6e8feb86659fd93ull +
 	             w[6] * 0xa0761d6478bd642full;
 	return (m & ~0xffffffffull) | (1ull << 32);

@@ -40,9 +40,10 @@
 #include "wire_limits.h" /* ORBIT_MAX_RINGS, ORBIT_MAX_PAGE_RINGS */
 
 #define ORBIT__SEG_MAGIC 0x314745535442524full /* "ORBTSEG1" */
-/* 2: the state, page-ring and flight areas, and stamps with a marker and a
- * check (docs/format.md 1.2, 1.5) */
-#define ORBIT__SEG_VERSION 2u
+/* 3: the state, page-ring and flight areas, and stamps with a marker and a
+ * check in which every record word has a weight of its own (docs/format.md
+ * 1.2, 1.5; version 2 folded a call site's address into the meta word's) */
+#define ORBIT__SEG_VERSION 3u
 #define ORBIT__SEG_MAX_SLOTS (1u << 24)
 #define ORBIT__SEG_MIN_SLOTS 16u
 #define ORBIT__RING_HEADER 128u

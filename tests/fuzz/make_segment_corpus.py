@@ -44,7 +44,7 @@ def stamp(claim, record):
     return (claim + 1 + check(record)) & M64
 
 
-def header(rings, slots, magic=MAGIC, version=2, clock=0):
+def header(rings, slots, magic=MAGIC, version=3, clock=0):
     stride = RING_HEADER + slots * SLOT
     end = RINGS_AT + rings * stride
     pages = (end + PAGE - 1) // PAGE * PAGE  # no page rings, no flight ring
@@ -175,7 +175,9 @@ def main():
     write("truncated", valid[:len(valid) - 1])
     write("header_only", valid[:HEADER.size])
     write("not_initialised", bytes(8) + valid[8:])
-    write("version_3", segment(1, 16, [trace], version=3))
+    write("version_4", segment(1, 16, [trace], version=4))
+    # Version 2 (the site's address folded into the check's meta word): refused.
+    write("version_2", segment(1, 16, [trace], version=2))
     # Version 1 (stamps were claim + 1, no check): refused.
     write("version_1", segment(1, 16, [trace], version=1))
     # Claim 16 was handed out, and its slot shows claim 0's record, which a

@@ -18,6 +18,12 @@
  *               (arm64 allows it: nothing orders the fetch_add before the
  *               payload stores): the record being copied then must not be
  *               delivered with that word.
+ *   site_mix    producer A (a call site, flag bit 2) stores its time and id
+ *               and is preempted; B laps into the slot with another call
+ *               site and publishes; A resumes with its meta and site words.
+ *               The tids and the sites are chosen so that A's meta word xor
+ *               its site is B's: the copy (B's stamp, B's time and id, A's
+ *               tid and site) must not pass the check, nor A's stamp later.
  * In every case each record delivered is the one its producer wrote for that
  * claim, claims come in order, the ring is not left stalled, and claimed ==
  * drained + lost.
@@ -228,15 +234,89 @@ static void case_reorder(void)
 	CHECK_EQ_U64(seen.records, 9); /* claim 0 is lost, not delivered torn */
 }
 
+/* Two call sites side by side: their addresses differ in a few low bits. */
+static const struct orbit__site mix_sites[2] = {
+    {ORBIT__SITE_MAGIC, __FILE__, "case_site_mix", __LINE__, 0},
+    {ORBIT__SITE_MAGIC, __FILE__, "case_site_mix", __LINE__, 0}};
+
+struct mix_seen {
+	uint32_t tid_a;
+	uint64_t records, of_a, torn;
+};
+
+static void on_mix(void *ctx, uint32_t ring, uint64_t first, const uint8_t *recs, uint32_t n)
+{
+	struct mix_seen *m = ctx;
+	(void)ring;
+	for (uint32_t i = 0; i < n; i++) {
+		struct orbit_record rec;
+		CHECK(orbit__record_decode(recs + (size_t)i * ORBIT_RECORD_SIZE, &rec) == 0);
+		m->records++;
+		m->of_a += rec.tid == m->tid_a;
+		/* B's record is delivered whole or not at all. */
+		m->torn += first + i == SLOTS && (rec.time != time_of(SLOTS) || rec.tid != tm.tid);
+	}
+}
+
+static void case_site_mix(void)
+{
+	const struct orbit__site *sa = &mix_sites[0], *sb = &mix_sites[1];
+	struct orbit__thread ta = tp;
+	ta.tid = tm.tid ^ (uint32_t)((uintptr_t)sa ^ (uintptr_t)sb);
+	CHECK(ta.tid != tm.tid);
+	/* meta(A) xor site(A) == meta(B) xor site(B): the words a check that
+	 * folds the site into the meta word cannot tell apart. */
+	CHECK_EQ_U64(orbit__meta(ta.tid, ORBIT__VALUE_UINT64, ORBIT__FLAG_SITE, 3) ^ (uintptr_t)sa,
+	             orbit__meta(tm.tid, ORBIT__VALUE_UINT64, ORBIT__FLAG_SITE, 3) ^ (uintptr_t)sb);
+	uint64_t ca, cb;
+	struct orbit__slot *s = orbit__claim(&ta, &ca);
+	CHECK_EQ_U64(ca, 0);
+	ORBIT__STORE_RELAXED(&s->time, P_TIME); /* A's first two stores */
+	ORBIT__STORE_RELAXED(&s->id, P_ID);
+	for (uint64_t c = 1; c < SLOTS; c++)
+		main_event(c);
+	struct orbit__slot *sl = orbit__claim(&tm, &cb);
+	CHECK(cb == SLOTS && sl == s);
+	publish(
+	    sl, cb,
+	    orbit__fill_at(sl, time_of(cb), ORBIT__VALUE_UINT64, id_of(cb), tm.tid, sb, "mix", 3));
+	/* A resumes: the rest of its stores, over B's record. */
+	const uint64_t name[4] = {(uintptr_t)sa, orbit__word("mix", 3, 0), 0, 0};
+	ORBIT__STORE_RELAXED(&s->meta,
+	                     orbit__meta(ta.tid, ORBIT__VALUE_UINT64, ORBIT__FLAG_SITE, 3));
+	for (int w = 0; w < 4; w++)
+		ORBIT__STORE_RELAXED(&s->name[w], name[w]);
+	struct orbit__drain d;
+	struct orbit__drain_result res;
+	struct mix_seen m = {.tid_a = ta.tid};
+	orbit__drain_init(&d, &seg, 1);
+	orbit__drain_all(&d, on_mix, &m, &res);
+	CHECK_EQ_U64(m.of_a, 0);
+	CHECK_EQ_U64(m.torn, 0);
+	/* A's stamp lands: its check covers its own time and id, not B's. */
+	publish(s, ca,
+	        orbit__check(P_TIME, P_ID,
+	                     orbit__meta(ta.tid, ORBIT__VALUE_UINT64, ORBIT__FLAG_SITE, 3), name));
+	for (uint64_t c = SLOTS + 1; c < 2 * SLOTS; c++)
+		main_event(c);
+	orbit__drain_all(&d, on_mix, &m, &res);
+	const struct orbit__ring_state *rs = &d.ring[0];
+	printf("site_mix: delivered %llu, of A %llu, torn %llu, lost %llu\n",
+	       (unsigned long long)m.records, (unsigned long long)m.of_a,
+	       (unsigned long long)m.torn, (unsigned long long)orbit__ring_lost(rs));
+	CHECK_EQ_U64(m.of_a, 0);
+	CHECK_EQ_U64(m.torn, 0);
+	CHECK_EQ_U64(orbit__ring_claimed(&seg, 0), rs->drained + orbit__ring_lost(rs));
+	CHECK_EQ_U64(rs->drained, m.records);
+}
+
 /* The cases; mode is the one running. */
 static const struct slot_case {
 	const char *name;
 	void (*run)(void);
 } slot_cases[] = {
-    {"torn", case_late},
-    {"torn_word", case_late},
-    {"stale_stamp", case_late},
-    {"reorder", case_reorder},
+    {"torn", case_late},       {"torn_word", case_late},    {"stale_stamp", case_late},
+    {"reorder", case_reorder}, {"site_mix", case_site_mix},
 };
 
 static void run_case(const void *entry)

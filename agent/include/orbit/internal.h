@@ -225,23 +225,20 @@ ORBIT__HOT struct orbit__slot *orbit__claim(struct orbit__thread *t, uint64_t *c
 
 /*
  * The check of a record's seven words: bits 33-63 of a weighted sum modulo
- * 2^64 (odd 64-bit weights), bit 32 set, low 32 bits zero. A copy in which
- * any word differs from the record it was published with fails it except
- * with probability about 2^-31. Computed from the values in registers, so
- * with a literal name the name words fold into one constant.
+ * 2^64, each word with an odd 64-bit weight of its own, bit 32 set, low 32
+ * bits zero. A copy in which any words differ from the record it was
+ * published with fails it except with probability about 2^-31, whichever
+ * words they are and whatever record they came from: no two words share a
+ * weight, so no difference in one is undone by the same difference in
+ * another (a call site's address, name[0] with flag bit 2, has its own
+ * weight as any name word). Computed from the values in registers, so with
+ * a literal name the other name words fold into one constant.
  */
 ORBIT__HOT uint64_t orbit__check(uint64_t time, uint64_t id, uint64_t meta,
                                  const uint64_t name[ORBIT__INLINE_NAME / 8])
 {
-	/* With a call site (flag bit 2) the first name word is the site's
-	 * address, a link-time constant the compiler cannot fold: it goes in
-	 * with the meta word (an xor, where a weight of its own would cost the
-	 * writer a multiply); a difference in it alone still changes the sum. */
-	const int site = ((meta >> 40) & ORBIT__FLAG_SITE) != 0;
-	const uint64_t n0 = site ? 0 : name[0];
-	meta ^= site ? name[0] : 0;
 	uint64_t m = time * 0x9e3779b97f4a7c15ull + id * 0xbf58476d1ce4e5b9ull +
-	             meta * 0x94d049bb133111ebull + n0 * 0xff51afd7ed558ccdull +
+	             meta * 0x94d049bb133111ebull + name[0] * 0xff51afd7ed558ccdull +
 	             name[1] * 0xc4ceb9fe1a85ec53ull + name[2] * 0xd6e8feb86659fd93ull +
 	             name[3] * 0xa0761d6478bd642full;
 	return (m & ~0xffffffffull) | ORBIT__CHECK_BIT;
