@@ -78,6 +78,7 @@ struct orbit_dump {
 
 	/* what the dump itself took */
 	uint64_t ring_records, log_pages, untrusted;
+	uint64_t busy_pages; /* log pages left out: a writer was inside */
 	struct orbit_frame_scratch scratch;
 	struct orbit_dump_out out;
 };

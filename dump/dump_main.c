@@ -106,6 +106,7 @@ int main(int argc, char **argv)
 	d.name = path;
 	d.fd = fd;
 	d.err = stderr;
+	d.life = ORBIT__SEG_UNKNOWN; /* until the segment's header is read */
 	char def[200];
 	if (out == NULL) {
 		struct orbit__seg_header h;
@@ -122,14 +123,17 @@ int main(int argc, char **argv)
 	}
 	int status = orbit__dump_run(&d, out);
 	close(fd);
-	if (status == ORBIT_DUMP_OK || status == ORBIT_DUMP_DAMAGED) {
+	/* Only a capture that was written is described. */
+	if ((status == ORBIT_DUMP_OK || status == ORBIT_DUMP_DAMAGED) && d.out.path != NULL) {
 		if (strcmp(out, "-") != 0)
 			printf("%s: %s; %llu frames from the flight ring, %llu records from the "
 			       "rings, "
 			       "%llu log pages\n",
 			       out,
 			       d.life == ORBIT__SEG_ALIVE ? "a snapshot of a live process"
-			                                  : "the process is gone",
+			       : d.life == ORBIT__SEG_DEAD
+			           ? "the process is gone"
+			           : "whether the process lives is unknown (no /proc to say)",
 			       (unsigned long long)d.kept_frames,
 			       (unsigned long long)d.ring_records, (unsigned long long)d.log_pages);
 	}

@@ -373,8 +373,15 @@ static void on_page(void *vctx, const uint8_t *page, uint32_t page_size, uint32_
 {
 	struct pages_ctx *c = vctx;
 	(void)index;
-	(void)writers;
 	(void)cut;
+	/* A writer inside (killed there, or still writing): one of the records
+	 * claimed may not be written yet, and its bytes are an older page's,
+	 * whose header may decode. Which one cannot be told: the page is left
+	 * out, and said (read_pages). */
+	if (writers != 0) {
+		c->d->busy_pages++;
+		return;
+	}
 	uint8_t *copy = (uint8_t *)page; /* orbit__seg_pages_unread's buffer: ours */
 	if (c->d->l.clock_source != ORBIT__SEG_CLOCK_MONOTONIC &&
 	    orbit__ftrace_retime(copy, page_size, to_ns, c->d) < 0)
@@ -397,6 +404,11 @@ static void read_pages(struct orbit_dump *d)
 		orbit__seg_pages_unread(mem, d->l.page_ring_pages, d->l.page_ring_page_size, page,
 		                        on_page, &c);
 	}
+	if (d->busy_pages)
+		fprintf(d->err,
+		        "orbit-dump: %s: %llu log page(s) had a writer inside (killed there, or "
+		        "still writing): left out, a record on them may never have been written\n",
+		        d->name, (unsigned long long)d->busy_pages);
 	free(mem);
 	free(page);
 }
@@ -477,6 +489,25 @@ static int read_cursors(struct orbit_dump *d, uint64_t *cursor)
 	return 0;
 }
 
+/* A header that does not validate says nothing to trust of its process:
+ * whether it lives is asked of the lock, then of the pid and start time in
+ * the segment's name (orbit__segment_name_parse). */
+static const char *damaged_header_life(struct orbit_dump *d)
+{
+	const char *base = strrchr(d->name, '/');
+	base = base != NULL ? base + 1 : d->name;
+	uint32_t pid = 0;
+	uint64_t start = 0;
+	int nonce = 0;
+	int named = orbit__segment_name_parse(base, &pid, &start, &nonce) == 0;
+	d->life = orbit__segment_locked(d->fd) == 1 ? ORBIT__SEG_ALIVE
+	          : named                           ? orbit__segment_life(d->fd, pid, start)
+	                                            : ORBIT__SEG_UNKNOWN;
+	return d->life == ORBIT__SEG_ALIVE  ? "its process is alive"
+	       : d->life == ORBIT__SEG_DEAD ? "its process is gone"
+	                                    : "whether its process lives is unknown";
+}
+
 int orbit__dump_run(struct orbit_dump *d, const char *out_path)
 {
 	struct stat st;
@@ -494,7 +525,8 @@ int orbit__dump_run(struct orbit_dump *d, const char *out_path)
 	struct orbit__seg_problem why;
 	int err = orbit__segment_validate(&h, (size_t)d->file_size, &d->l, &why);
 	if (err) {
-		orbit__dump_problem(d, why.offset, "%s", why.what);
+		orbit__dump_problem(d, why.offset, "%s (no capture written; %s)", why.what,
+		                    damaged_header_life(d));
 		return ORBIT_DUMP_DAMAGED;
 	}
 	struct orbit__seg_point earlier = pair_now(d->l.clock_source);

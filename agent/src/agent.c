@@ -25,13 +25,13 @@
  * A flush bumps a request counter and wakes the loop; the loop notes the
  * counter before its pass, so a flush returns only after a pass that began
  * after it was asked for, and, with an output, once every frame queued so
- * far is written. A stop that does not finish within twice
+ * far is written. A stop that does not finish within
  * ORBIT_FLUSH_TIMEOUT_MS leaves the thread detached and the agent wedged:
  * its loop may still run, so it is never reused.
  *
  * The agent's thread never keeps the process alive: when main has ended
  * with pthread_exit and every other thread of the host has ended too
- * (orbit__guest_alone, asked at most every ALONE_CHECK_NS as passes come),
+ * (orbit__guest_alone, asked at most every SLOW_CHECK_NS as passes come),
  * it stops as orbit_shutdown would stop it and then calls exit(0), which
  * is how the process would have ended untraced; the exit handlers run
  * (orbit's finds the agent stopped). As often, its stderr is made the
@@ -52,8 +52,8 @@
 #include "guest_checks.h"
 #include "segment_create.h"
 
-#define TIMER_SLACK_NS 10000ul      /* the agent thread's wake-up slack */
-#define ALONE_CHECK_NS 100000000ull /* whether the host's threads have all ended */
+#define TIMER_SLACK_NS 10000ul     /* the agent thread's wake-up slack */
+#define SLOW_CHECK_NS 100000000ull /* now_and_then's: stderr, loss, the host's threads */
 
 static void on_close(uv_handle_t *h)
 {
@@ -144,15 +144,19 @@ static void timer_off(struct orbit__agent *a)
 	uv_timer_stop(&a->timer);
 }
 
-/* The process's last thread: the stop begins, as a host's orbit_shutdown
- * would begin it, and agent_main exits once the loop is done. */
-static int stop_if_alone(struct orbit__agent *a)
+/* Now and then (at most every SLOW_CHECK_NS, as passes come): stderr made
+ * the host's again, loss said as it happens, and whether the process's
+ * last thread is this one: then the stop begins, as a host's
+ * orbit_shutdown would begin it, and agent_main exits once the loop is
+ * done. 1 if the stop began. */
+static int now_and_then(struct orbit__agent *a)
 {
 	uint64_t now = orbit__monotonic_ns();
-	if (now - a->alone_checked_ns < ALONE_CHECK_NS)
+	if (now - a->alone_checked_ns < SLOW_CHECK_NS)
 		return 0;
 	a->alone_checked_ns = now;
 	orbit__guest_files_follow(&a->files);
+	orbit__agent_loss_line(&a->stop, now);
 	if (!orbit__guest_alone())
 		return 0;
 	a->alone = 1;
@@ -168,7 +172,7 @@ static int serve(struct orbit__agent *a);
 static void on_tick(struct orbit__agent *a)
 {
 	a->planned = 0;
-	if (a->stop.stopping || stop_if_alone(a) || serve(a))
+	if (a->stop.stopping || now_and_then(a) || serve(a))
 		return;
 	int more = pass(a, 0, 0);
 	uint64_t delay =
@@ -513,9 +517,9 @@ void orbit__agent_stop(struct orbit__agent *a, uint32_t timeout_ms)
 	a->stop_req = 1;
 	a->flush_target = ++a->flush_req;
 	orbit__guest_files_wake(&a->files);
-	/* At most timeout_ms for a stream to begin, then as long again to
-	 * send what the rings hold. */
-	int err = wait_until(a, is_stopped, 2ull * timeout_ms);
+	/* At most timeout_ms, for a stream to begin and to send what the
+	 * rings hold (agent_stop.h). */
+	int err = wait_until(a, is_stopped, timeout_ms);
 	a->running = 0;
 	a->wedged = err != 0;
 	pthread_mutex_unlock(&a->mu);
@@ -529,7 +533,7 @@ void orbit__agent_stop(struct orbit__agent *a, uint32_t timeout_ms)
 	fprintf(stderr,
 	        "orbit: the agent did not finish within %llu ms; what it had not sent "
 	        "is lost\n",
-	        2ull * timeout_ms);
+	        (unsigned long long)timeout_ms);
 }
 
 void orbit__agent_set_sink(struct orbit__agent *a, const struct orbit__sink *sink)

@@ -12,10 +12,13 @@ static void on_close(uv_handle_t *h)
 	(void)h;
 }
 
+#define LOSS_LINE_NS 60000000000ull /* at most one loss line a minute */
+
 int orbit__agent_stop_init(struct orbit__agent_stop *s, uv_loop_t *loop)
 {
 	s->loop = loop;
 	s->stopping = s->waiting = s->streamed = s->done = s->gave_up = 0;
+	s->said_lost = s->said_loss_ns = 0;
 	return uv_timer_init(loop, &s->timer);
 }
 
@@ -31,7 +34,7 @@ void orbit__agent_stop_close(struct orbit__agent_stop *s)
 static int why_not(const struct orbit__agent_stop *s, char *buf, size_t len, uint64_t *undelivered)
 {
 	const struct orbit__config *c = s->cfg;
-	uint32_t waited_ms = c->flush_timeout_ms;
+	uint32_t waited_ms = orbit__config_stop_deadline_ms(c);
 	struct orbit__stream_report r;
 	orbit__stream_report(s->stream, &r);
 	*undelivered = 0;
@@ -98,6 +101,38 @@ static void say_at_end(struct orbit__agent_stop *s)
 	}
 }
 
+void orbit__agent_loss_line(struct orbit__agent_stop *s, uint64_t now_ns)
+{
+	if (s->stopping || (s->said_loss_ns != 0 && now_ns - s->said_loss_ns < LOSS_LINE_NS))
+		return;
+	const struct orbit__segment *seg = s->drain->seg;
+	uint64_t over = 0;
+	for (uint32_t i = 0; i < seg->layout.ring_count; i++) {
+		const struct orbit__ring_state *r = &s->drain->ring[i];
+		uint64_t claimed = orbit__ring_claimed(seg, i);
+		uint64_t ahead = claimed > r->next ? claimed - r->next : 0;
+		over += r->lost_lapped;
+		if (ahead > seg->layout.slots_per_ring) /* overwritten already, not yet counted */
+			over += ahead - seg->layout.slots_per_ring;
+	}
+	over -= over >= s->lapped_at_start ? s->lapped_at_start : over;
+	struct orbit__stream_report r = {0};
+	if (s->stream != NULL)
+		orbit__stream_report(s->stream, &r);
+	uint64_t lost = over + r.unsent;
+	if (lost <= s->said_lost)
+		return;
+	const char *trouble = s->out != NULL ? s->out->ops->trouble(s->out) : "";
+	fprintf(stderr,
+	        "orbit: events are being lost: %llu so far (%llu overwritten in the rings before "
+	        "the agent could read them, %llu never sent%s%s); at most one such line a "
+	        "minute\n",
+	        (unsigned long long)lost, (unsigned long long)over, (unsigned long long)r.unsent,
+	        trouble[0] ? ": " : "", trouble);
+	s->said_lost = lost;
+	s->said_loss_ns = now_ns;
+}
+
 /* The stop is over: every frame settled, or the deadline gave up on them. */
 static void complete(void *arg)
 {
@@ -114,7 +149,12 @@ static void on_give_up(uv_timer_t *t)
 {
 	struct orbit__agent_stop *s = t->data;
 	if (s->out->ops->pending(s->out) != 0) {
-		s->gave_up = 1;
+		/* An answered stream's frames; a Handshake never answered is a
+		 * collector not reached. */
+		struct orbit__stream_report r = {0};
+		if (s->stream != NULL)
+			orbit__stream_report(s->stream, &r);
+		s->gave_up = r.open_answered;
 		s->out->ops->give_up(s->out); /* broken, then idle, and so complete */
 	}
 	complete(s); /* at the latest now */
@@ -138,12 +178,12 @@ static void finish(struct orbit__agent_stop *s)
 	}
 	orbit__stream_end(s->stream);
 	/* Done once every frame is settled (acknowledged), or at the deadline:
-	 * the host waits twice ORBIT_FLUSH_TIMEOUT_MS from the stop's start, and
-	 * the agent gives up a little before, to count and say what is lost. */
-	uint64_t budget = 2ull * s->cfg->flush_timeout_ms;
-	uint64_t margin = s->cfg->flush_timeout_ms / 4 < 250 ? s->cfg->flush_timeout_ms / 4 : 250;
+	 * the host waits ORBIT_FLUSH_TIMEOUT_MS from the stop's start, the wait
+	 * for a stream included, and the agent gives up a little before, to
+	 * count and say what is lost. */
+	uint64_t deadline = orbit__config_stop_deadline_ms(s->cfg);
 	uint64_t spent = uv_now(s->loop) - s->at_ms;
-	uint64_t left = budget - margin > spent ? budget - margin - spent : 0;
+	uint64_t left = deadline > spent ? deadline - spent : 0;
 	s->timer.data = s;
 	uv_timer_start(&s->timer, on_give_up, left, 0);
 	orbit__stream_on_idle(s->stream, complete, s);
@@ -179,14 +219,15 @@ void orbit__agent_stop_begin(struct orbit__agent_stop *s)
 	uv_update_time(s->loop);
 	s->at_ms = uv_now(s->loop);
 	/* A stream still on its way (connecting, or between retries) is
-	 * waited for, at most ORBIT_FLUSH_TIMEOUT_MS: a short program keeps
-	 * its trace. */
+	 * waited for, at most until the stop's deadline: a short program
+	 * keeps its trace. */
 	int streaming = s->stream == NULL || orbit__stream_ready(s->stream, 1);
 	if (!streaming && s->out->ops->coming(s->out) && s->cfg->flush_timeout_ms > 0) {
 		s->waiting = 1;
 		s->out->ops->hurry(s->out);
 		s->timer.data = s;
-		uv_timer_start(&s->timer, on_stop_timeout, s->cfg->flush_timeout_ms, 0);
+		uv_timer_start(&s->timer, on_stop_timeout, orbit__config_stop_deadline_ms(s->cfg),
+		               0);
 		return;
 	}
 	if (!streaming)

@@ -100,4 +100,14 @@ static inline int orbit__config_has_output(const struct orbit__config *c)
 /* In a forked child: its bad values are said again, once. */
 void orbit__config_said_forget(struct orbit__config_said *said);
 
+/* The stop's deadline, ms from its start: ORBIT_FLUSH_TIMEOUT_MS, the
+ * host's whole wait, less a quarter of it or 250 ms (whichever is less),
+ * in which the agent counts and says what it gives up. The wait for a
+ * stream ends there too, and the frames still unsettled are given up. */
+static inline uint32_t orbit__config_stop_deadline_ms(const struct orbit__config *c)
+{
+	uint32_t t = c->flush_timeout_ms, margin = t / 4 < 250 ? t / 4 : 250;
+	return t - margin;
+}
+
 #endif

@@ -19,7 +19,7 @@
  *     rest, so a file, pipe or socket the host closes is closed (no pipe
  *     reader waits for an end of file because of us).
  *  3. Its stderr follows the host's (orbit__guest_files_follow, at most
- *     ALONE_CHECK_NS apart, agent.c): when the host points descriptor 2
+ *     SLOW_CHECK_NS apart, agent.c): when the host points descriptor 2
  *     elsewhere or closes it, the agent's messages follow, and the old
  *     file is let go.
  *  4. Host threads wake it without a descriptor of the agent's: they open

@@ -290,3 +290,11 @@ int orbit__ledger_page_loss_due(struct orbit__ledger *l, uint32_t r, struct orbi
 	*out = now;
 	return 1;
 }
+
+uint64_t orbit__ledger_unsent_total(const struct orbit__ledger *l)
+{
+	uint64_t n = 0;
+	for (uint32_t r = 0; r < l->rings; r++)
+		n += l->ring[r].unsent;
+	return n;
+}

@@ -182,6 +182,9 @@ void orbit__ledger_died(struct orbit__ledger *l, const struct orbit__fate *fate,
 /* Records of the pending report's stream that are in no acknowledged frame
  * (claimed - acknowledged), 0 without one: for the end-of-run line. */
 uint64_t orbit__ledger_undelivered(const struct orbit__ledger *l);
+/* Records never sent, or certainly lost, since the agent started: the
+ * rings' unsent, summed. */
+uint64_t orbit__ledger_unsent_total(const struct orbit__ledger *l);
 
 /* Ring r's loss in the stream now; at_end: claims below the last cursor the
  * drain read and not read (the final packets). Returns 1 if a Loss packet is

@@ -273,7 +273,7 @@ static int composite_fallback(struct orbit__output *o)
 	fprintf(stderr,
 	        "orbit: collector %s not reached within %u ms; the trace is in the local "
 	        "copy only\n",
-	        c->cfg->collector, c->cfg->flush_timeout_ms);
+	        c->cfg->collector, orbit__config_stop_deadline_ms(c->cfg));
 	c->o.ev->ready(c->o.ev->ctx, &c->o); /* answered at once: a file */
 	return 1;
 }

@@ -1006,6 +1006,8 @@ void orbit__stream_report(const struct orbit__stream *s, struct orbit__stream_re
 {
 	*r = (struct orbit__stream_report){.dead = s->dead,
 	                                   .streams = s->streams,
+	                                   .open_answered = s->answered,
+	                                   .unsent = orbit__ledger_unsent_total(&s->ledger),
 	                                   .last = s->last,
 	                                   .undelivered = orbit__ledger_undelivered(&s->ledger)};
 }

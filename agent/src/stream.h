@@ -55,6 +55,8 @@ struct orbit__stream_events {
 struct orbit__stream_report {
 	int dead;                /* refused, or the file failed: said then */
 	int streams;             /* streams answered */
+	int open_answered;       /* the stream open (or ending) was answered */
+	uint64_t unsent;         /* records never sent, or certainly lost, since the start */
 	struct orbit__fate last; /* the last stream that broke */
 	/* Records of streams that ended with frames no collector
 	 * acknowledged, and that no later stream accounted for. */

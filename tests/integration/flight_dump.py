@@ -24,6 +24,12 @@ usage: flight_dump.py CASE VICTIM ORBIT_DUMP ORBIT_REPLAY
                waits for them, asleep (docs/operations.md, the process's
                end); another traced process starting meanwhile leaves the
                segment, and a dump of it is a snapshot of the live process
+  busy_page    a killed process's log pages, one of them with a writer
+               inside (its state line patched, as a writer killed in its
+               record leaves it): the dump leaves that page out and says
+               so; the other pages' lines all come out
+  damaged_live a live process's segment with its header damaged: the dump
+               writes nothing, says the process is alive, never "gone"
   small_shm    a 1 MiB /dev/shm (a tmpfs mounted by the test): a smaller
                segment, one line, the program exits as untraced; 32 KiB:
                tracing off, one line
@@ -44,6 +50,7 @@ import os
 import random
 import shutil
 import signal
+import struct
 import subprocess
 import sys
 import tempfile
@@ -413,6 +420,78 @@ def in_namespace(script, **kw):
     if p.returncode != 0 and b"unshare failed" in p.stderr:
         skip("no mount namespace here: %s" % p.stderr)
     return p
+
+
+# struct orbit__seg_header (format/segment.h): the fields up to the flight
+# ring's offset.
+SEG_HEADER = struct.Struct("<Q8I4Q2IQ3Q4IQ")
+
+
+def log_lines(capture):
+    p = subprocess.run([REPLAY, "-q", "--log", "-", capture], capture_output=True)
+    text = p.stdout.decode(errors="replace")
+    return [l[l.index("line "):] for l in text.splitlines() if "line " in l]
+
+
+def case_busy_page():
+    n = 3000
+    rc, pid, err = run([VICTIM, "logs", str(n)], env=env(ORBIT_FLIGHT="4M", ORBIT_DRAIN_MS="60000"))
+    check(rc == -signal.SIGKILL, "the victim exited %d (%r)" % (rc, err))
+    seg = segments(pid)
+    check(len(seg) == 1, "segments: %r" % seg)
+    whole = os.path.join(TMP, "logs.orbit.zst")
+    code, err = dump(pid, whole)
+    check("writer inside" not in err, "a page with no writer left out: %s" % err)
+    lines = log_lines(whole)
+    check(len(lines) == n, "%d log lines from the pages, want %d" % (len(lines), n))
+    h = SEG_HEADER.unpack(open(seg[0], "rb").read(SEG_HEADER.size))
+    pages_at, rings, pages, page_size = h[18], h[19], h[20], h[21]
+    check(rings >= 1 and pages >= 2, "no log pages in the segment: %r" % (h,))
+    # The first page of ring 0 that holds lines: a writer inside it.
+    with open(seg[0], "r+b") as f:
+        m = mmap.mmap(f.fileno(), 0)
+        states = pages_at + pages * page_size
+        busy = None
+        for i in range(pages):
+            if struct.unpack_from("<Q", m, states + 64 * i)[0] & ((1 << 17) - 1):
+                busy = i
+                break
+        check(busy is not None, "no page of ring 0 holds records")
+        at = states + 64 * busy + 16
+        struct.pack_into("<I", m, at, struct.unpack_from("<I", m, at)[0] | 1)
+        m.close()
+    out = os.path.join(TMP, "busy.orbit.zst")
+    code, err = dump(pid, out)
+    check("1 log page(s) had a writer inside" in err, "not said: %s" % err)
+    left = log_lines(out)
+    check(0 < len(left) < n, "%d of %d lines with one page left out" % (len(left), n))
+    check(set(left) <= set(lines), "a line the process never wrote: %r" % (set(left) - set(lines)))
+    print("busy_page: %d lines, %d with page %d (a writer inside) left out" % (n, len(left), busy))
+
+
+def case_damaged_live():
+    v = subprocess.Popen([VICTIM, "live", "10"], env=env(ORBIT_FLIGHT="4M"),
+                         stdout=subprocess.DEVNULL)
+    LEFT.append(v)
+    deadline = time.time() + 10
+    while not segments(v.pid):
+        check(time.time() < deadline, "the victim made no segment")
+        time.sleep(0.01)
+    seg = segments(v.pid)[0]
+    time.sleep(0.2)
+    with open(seg, "r+b") as f:  # the version: what the reader checks first
+        f.seek(8)
+        f.write(struct.pack("<I", 99))
+    out = os.path.join(TMP, "damaged.orbit.zst")
+    p = subprocess.run([DUMP, "-o", out, seg], capture_output=True)
+    text = (p.stdout + p.stderr).decode(errors="replace")
+    check(p.returncode == 2, "orbit-dump exited %d, want 2 (damaged):\n%s" % (p.returncode, text))
+    check("gone" not in text, "a live process said to be gone:\n%s" % text)
+    check("(no capture written; its process is alive)" in text, "not said:\n%s" % text)
+    check(not os.path.exists(out), "a capture was written")
+    v.kill()
+    v.wait()
+    print("damaged_live: %s" % text.strip().replace("\n", " | "))
 
 
 def case_small_shm():

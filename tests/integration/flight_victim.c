@@ -17,6 +17,9 @@
  *                    then SIGKILL to itself at once: the M are in no frame
  *                    (a frame is finished by a flush, a full staging area or
  *                    at 100 ms of age, none of which can come between)
+ *   logs N           N log lines ("line i"), then SIGKILL to itself at once
+ *                    (run with a long ORBIT_DRAIN_MS: they stay in the
+ *                    segment's log pages, undrained)
  *   late             reads a line, sets ORBIT_FLIGHT=4M, calls orbit_init
  *                    and prints its result, emits, reads a line, exits 0
  */
@@ -157,6 +160,11 @@ int main(int argc, char **argv)
 			ORBIT_UINT64("i", (uint64_t)i);
 		}
 		raise(SIGKILL);
+	} else if (argc == 3 && strcmp(argv[1], "logs") == 0) {
+		long n = atol(argv[2]);
+		for (long i = 0; i < n; i++)
+			orbit_log("line %ld", i);
+		raise(SIGKILL);
 	} else if (argc == 2 && strcmp(argv[1], "late") == 0) {
 		char line[64];
 		if (fgets(line, sizeof line, stdin) == NULL)
@@ -176,7 +184,7 @@ int main(int argc, char **argv)
 		fprintf(
 		    stderr,
 		    "usage: flight_victim crash|spin FILE|live S|leader_exit S|emit N|undrained N "
-		    "M|late\n");
+		    "M|logs N|late\n");
 		return 2;
 	}
 	return 0;

@@ -131,7 +131,7 @@ no_collector)
 	[ "$(wc -l <"$dir/agent.err")" -eq 2 ] || fail "want two stderr lines: $(cat "$dir/agent.err")"
 	grep -q "cannot reach collector 127.0.0.1:1" "$dir/agent.err" || fail "$(cat "$dir/agent.err")"
 	# 2 x (1 + 5 x 200000) records and each thread's thread-end record
-	grep -q "^orbit: 2000004 event(s) were not delivered: collector 127.0.0.1:1 not reached within 500 ms (connection refused)$" \
+	grep -q "^orbit: 2000004 event(s) were not delivered: collector 127.0.0.1:1 not reached within 375 ms (connection refused)$" \
 		"$dir/agent.err" || fail "$(cat "$dir/agent.err")"
 	;;
 refused)
