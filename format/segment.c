@@ -29,8 +29,9 @@ _Static_assert(offsetof(struct orbit__seg_header, created_ns) == 152, "format.md
 _Static_assert(offsetof(struct orbit__seg_header, comm) == 160, "format.md 1.2");
 _Static_assert(offsetof(struct orbit__seg_header, uid) == 176, "format.md 1.2");
 _Static_assert(sizeof(struct orbit__seg_point) == 16, "format.md 1.7");
-_Static_assert(offsetof(struct orbit__seg_clock, point) == 24, "format.md 1.7");
-_Static_assert(sizeof(struct orbit__seg_clock) == 24 + 16 * ORBIT__SEG_CLOCK_POINTS + 8,
+_Static_assert(offsetof(struct orbit__seg_clock, amb_lo) == 24, "format.md 1.7");
+_Static_assert(offsetof(struct orbit__seg_clock, point) == 40, "format.md 1.7");
+_Static_assert(sizeof(struct orbit__seg_clock) == 40 + 16 * ORBIT__SEG_CLOCK_POINTS + 8,
                "format.md 1.7");
 _Static_assert(sizeof(struct orbit__seg_name) == 20, "format.md 1.7");
 _Static_assert(offsetof(struct orbit__seg_names, entry) == 24, "format.md 1.7");

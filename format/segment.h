@@ -154,6 +154,9 @@ struct orbit__seg_clock {
 	uint32_t source; /* ORBIT__SEG_CLOCK_* */
 	uint32_t count;  /* points, at most ORBIT__SEG_CLOCK_POINTS */
 	uint64_t resets; /* epochs started again (clock.h guarantee 3) */
+	/* Ticks an earlier epoch read too (clock.h guarantee 4): a time there
+	 * is untrusted. amb_hi <= amb_lo: none. */
+	uint64_t amb_lo, amb_hi;
 	struct orbit__seg_point point[ORBIT__SEG_CLOCK_POINTS];
 	_Atomic uint64_t gen_end;
 };

@@ -32,6 +32,8 @@ int orbit__seg_conv_init(struct orbit__seg_conv *c, const struct orbit__seg_cloc
 		c->p[i] = b->point[i];
 	}
 	c->n = c->stored = b->count;
+	c->amb_lo = b->amb_lo;
+	c->amb_hi = b->amb_hi;
 	return 0;
 }
 
@@ -120,6 +122,9 @@ uint64_t orbit__seg_conv_ns(const struct orbit__seg_conv *c, uint64_t ticks, int
 		if (ns > c->p[hi].ns)
 			ns = c->p[hi].ns;
 	}
+	if (c->source != ORBIT__SEG_CLOCK_MONOTONIC && c->amb_hi > c->amb_lo &&
+	    ticks >= c->amb_lo && ticks <= c->amb_hi)
+		u = 1; /* an earlier epoch read these ticks too (5.) */
 	if (untrusted != NULL)
 		*untrusted = u;
 	return ns;

@@ -17,6 +17,9 @@
  *     extrapolated from the nearest piece (or the reader's own rate), never
  *     below 0.
  *  4. Non-decreasing in ticks.
+ *  5. Ticks the agent's earlier epochs read too (the block's amb_lo to
+ *     amb_hi: a counter that went back reads values again) are untrusted,
+ *     whatever the points say.
  */
 #ifndef ORBIT_FORMAT_SEGMENT_CLOCK_H
 #define ORBIT_FORMAT_SEGMENT_CLOCK_H
@@ -36,10 +39,11 @@ static inline uint64_t orbit__seg_clock_slack_ns(uint64_t gap_ns)
 }
 
 struct orbit__seg_conv {
-	uint32_t source; /* ORBIT__SEG_CLOCK_*; MONOTONIC converts nothing */
-	uint32_t n;      /* points in p */
-	uint32_t stored; /* of them, from the segment */
-	int now_agrees;  /* the last point is the reader's own, and agrees */
+	uint32_t source;         /* ORBIT__SEG_CLOCK_*; MONOTONIC converts nothing */
+	uint32_t n;              /* points in p */
+	uint32_t stored;         /* of them, from the segment */
+	uint64_t amb_lo, amb_hi; /* ticks an earlier epoch read too: 5. */
+	int now_agrees;          /* the last point is the reader's own, and agrees */
 	struct orbit__seg_point p[ORBIT__SEG_CLOCK_POINTS + 2];
 	uint64_t fallback_num, fallback_den; /* the reader's own rate, for 3.; 0: none */
 	struct orbit__seg_point fallback_at; /* and its pair */

@@ -426,6 +426,8 @@ int orbit__agent_start(struct orbit__agent *a, struct orbit__segment *seg, uint3
 	a->pass.sched = &a->sched;
 	a->pass.stage = NULL;
 	a->pass.nruns = 0;
+	if (a->new_segment)
+		a->pass.old_any = 0; /* no reset seen on this segment's clock yet */
 	uint64_t lapped = 0;
 	for (uint32_t i = 0; i < seg->layout.ring_count; i++)
 		lapped += a->drain.ring[i].lost_lapped;

@@ -330,12 +330,38 @@ static void restart(struct orbit__clock_conv *c, uint64_t floor_ns, int backward
 		                    : "jumped ahead",
 		        off_s < 0 ? -off_s : off_s);
 	uint32_t source = c->source;
-	uint64_t resets = c->resets, untrusted = c->untrusted;
+	uint64_t resets = c->resets, untrusted = c->untrusted, amb_lo = c->amb_lo,
+	         amb_hi = c->amb_hi;
 	orbit__clock_init(c, source);
 	c->resets = resets + 1;
 	c->untrusted = untrusted;
+	c->amb_lo = amb_lo;
+	c->amb_hi = amb_hi;
 	c->floor_ns = floor_ns;
 	c->said = 1;
+}
+
+/* Guarantee 4: the ticks both counters may have read around the reset
+ * between last and p: the old one up to last plus the time between them,
+ * the new one from p less it (at rate, ticks per second; the pairs alone
+ * without one), joined to what earlier resets left. */
+static void ambiguous(struct orbit__clock_conv *c, struct orbit__clock_pair last,
+                      struct orbit__clock_pair p, uint64_t rate)
+{
+	unsigned __int128 d = (unsigned __int128)(p.ns - last.ns) * rate / 1000000000u;
+	uint64_t dt = d > UINT64_MAX ? UINT64_MAX : (uint64_t)d;
+	uint64_t old_hi = last.ticks > UINT64_MAX - dt ? UINT64_MAX : last.ticks + dt;
+	uint64_t new_lo = p.ticks > dt ? p.ticks - dt : 0;
+	uint64_t old_first = at(c, 0).ticks; /* the epoch ending read nothing below */
+	new_lo = new_lo > old_first ? new_lo : old_first;
+	if (new_lo > old_hi)
+		return; /* a jump ahead past all the old counter read: none */
+	if (c->amb_hi > c->amb_lo) {
+		new_lo = new_lo < c->amb_lo ? new_lo : c->amb_lo;
+		old_hi = old_hi > c->amb_hi ? old_hi : c->amb_hi;
+	}
+	c->amb_lo = new_lo;
+	c->amb_hi = old_hi > new_lo ? old_hi : new_lo + 1;
 }
 
 int orbit__clock_add_pair(struct orbit__clock_conv *c, struct orbit__clock_pair p)
@@ -353,6 +379,7 @@ int orbit__clock_add_pair(struct orbit__clock_conv *c, struct orbit__clock_pair 
 			uint64_t rate = orbit__clock_rate(c);
 			if (backwards && rate != 0)
 				off_s = -(double)(last.ticks - p.ticks) / (double)rate;
+			ambiguous(c, last, p, rate);
 			restart(c, last.ns, backwards, off_s);
 			ret = ORBIT__CLOCK_RESET;
 		}
@@ -503,19 +530,28 @@ void orbit__clock_cursor_init(struct orbit__clock_cursor *c, struct orbit__clock
 	c->conv = conv;
 }
 
+/* Ticks both an earlier epoch and this one read (guarantee 4). */
+static int ambiguous_at(const struct orbit__clock_conv *v, uint64_t ticks)
+{
+	return v->amb_hi > v->amb_lo && ticks >= v->amb_lo && ticks <= v->amb_hi;
+}
+
 uint64_t orbit__clock_cursor_to_ns(struct orbit__clock_cursor *c, uint64_t ticks)
 {
 	struct orbit__clock_conv *v = c->conv;
 	c->untrusted = 0;
 	if (v->source == ORBIT__CLOCK_MONOTONIC)
 		return ticks;
-	if (!c->valid || ticks < c->lo || ticks >= c->hi) {
+	if (!c->valid || ticks < c->lo || ticks >= c->hi ||
+	    (c->maybe_old && ambiguous_at(v, ticks))) {
 		uint32_t n = total(v);
 		struct orbit__clock_pair last = n ? at(v, n - 1) : (struct orbit__clock_pair){0, 0};
-		if (n == 0 || ticks < at(v, 0).ticks || ticks > last.ticks) {
+		if (n == 0 || ticks < at(v, 0).ticks || ticks > last.ticks ||
+		    (c->maybe_old && ambiguous_at(v, ticks))) {
 			/* Outside the epoch (guarantee 4): read before it began,
 			 * or, past the newest pair, not by this counter as it
-			 * runs now. Kept between the epoch's bounds. */
+			 * runs now; or ticks an earlier epoch read too. Kept
+			 * between the epoch's bounds. */
 			c->untrusted = 1;
 			v->untrusted++;
 			return orbit__clock_to_ns(v, ticks > last.ticks ? last.ticks : ticks);

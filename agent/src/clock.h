@@ -41,7 +41,16 @@
  *     honestly: the cursor counts it (orbit__clock_untrusted), says so
  *     (orbit__clock_cursor_untrusted) and keeps it between the epoch's
  *     bounds: not before the last pair of the epoch before, not after the
- *     newest pair.
+ *     newest pair. So is a time whose ticks both epochs used, when the
+ *     caller says the record may be from before the reset (the cursor's
+ *     maybe_old: drain_pass.c sets it for claims below each ring's cursor
+ *     at the reset): a counter that went back (or fell behind) reads again
+ *     values the epoch before read, and a record read then and drained
+ *     later, when the new epoch's pairs reach its ticks, cannot say which
+ *     epoch it is from. At each reset the ticks the earlier epoch can have
+ *     read (from its first pair, or the new pair less the time since the
+ *     last pair if later, to the last pair plus that time, at the old rate)
+ *     join that range (amb_lo, amb_hi), for the agent's life.
  *  5. When the history fills, its older vertices are thinned again with twice
  *     the tolerance, level by level of age (still only raising the map):
  *     memory is bounded, and the error bound doubles per level for the
@@ -87,10 +96,11 @@ struct orbit__clock_conv {
 	uint32_t thin_ns;                    /* ORBIT__CLOCK_THIN_NS */
 	uint32_t level[ORBIT__CLOCK_LEVELS]; /* vertices per level, newest (0) last in hist */
 	/* trouble */
-	uint64_t resets;    /* epochs started again: counter backwards or jumped */
-	uint64_t untrusted; /* times the cursor converted outside the epoch */
-	uint64_t floor_ns;  /* the last pair of the epoch before (0: none) */
-	int said;           /* the first reset was said: the count says the rest */
+	uint64_t resets;         /* epochs started again: counter backwards or jumped */
+	uint64_t untrusted;      /* times the cursor converted outside the epoch */
+	uint64_t floor_ns;       /* the last pair of the epoch before (0: none) */
+	uint64_t amb_lo, amb_hi; /* ticks an earlier epoch read too (amb_hi > amb_lo): 4. */
+	int said;                /* the first reset was said: the count says the rest */
 };
 
 /* The clock producers should read on this machine, honouring ORBIT_CLOCK
@@ -136,6 +146,7 @@ struct orbit__clock_cursor {
 	int exact;         /* a chord of the history, or the open one */
 	int valid;
 	int untrusted; /* the last time converted was outside the epoch */
+	int maybe_old; /* the caller's: the next times may predate a reset (4.) */
 };
 void orbit__clock_cursor_init(struct orbit__clock_cursor *c, struct orbit__clock_conv *conv);
 uint64_t orbit__clock_cursor_to_ns(struct orbit__clock_cursor *c, uint64_t ticks);

@@ -38,10 +38,20 @@ static void collect(void *ctx, uint32_t ring, uint64_t first, const uint8_t *rec
 	    (struct orbit__pass_run){.ring = ring, .n = n, .first = first, .records = recs};
 }
 
+/* A reset was found: every claim handed out so far may have read the clock
+ * before it. */
+static void note_reset(struct orbit__pass *p)
+{
+	for (uint32_t r = 0; r < p->seg->layout.ring_count; r++)
+		p->old_until[r] = orbit__ring_claimed(p->seg, r);
+	p->old_any = 1;
+}
+
 void orbit__pass_calibrate(struct orbit__pass *p)
 {
 	struct orbit__clock_conv *c = p->clock;
-	orbit__clock_calibrate(c);
+	if (orbit__clock_calibrate(c) == ORBIT__CLOCK_RESET)
+		note_reset(p);
 	if (c->source == ORBIT__CLOCK_MONOTONIC)
 		return;
 	/* A rate from two pairs a few µs apart would be far off. Bounded: a
@@ -54,8 +64,18 @@ void orbit__pass_calibrate(struct orbit__pass *p)
 	     tries++) {
 		struct timespec ts = {0, 500000};
 		nanosleep(&ts, NULL);
-		orbit__clock_calibrate(c);
+		if (orbit__clock_calibrate(c) == ORBIT__CLOCK_RESET)
+			note_reset(p);
 	}
+}
+
+/* Whether a ring's drain is still below its bound of note_reset. */
+static void old_done(struct orbit__pass *p)
+{
+	int any = 0;
+	for (uint32_t r = 0; r < p->seg->layout.ring_count; r++)
+		any |= p->drain->ring[r].next < p->old_until[r];
+	p->old_any = any;
 }
 
 static uint64_t page_to_ns(void *ctx, uint64_t ticks)
@@ -112,15 +132,26 @@ static int drain_once(struct orbit__pass *p, const struct orbit__sink *sink,
 		p->stage_used_ns = now;
 		struct orbit__clock_cursor cur;
 		orbit__clock_cursor_init(&cur, p->clock);
-		uint8_t *r = p->stage, *end = p->stage + n * ORBIT_RECORD_SIZE;
-		for (; r < end; r += ORBIT_RECORD_SIZE) {
-			uint64_t t;
-			memcpy(&t, r, 8);
-			t = orbit__clock_cursor_to_ns(&cur, t);
-			memcpy(r, &t, 8);
-			if (orbit__clock_cursor_untrusted(&cur)) /* flags: byte 21 (format.md) */
-				r[21] |= ORBIT__FLAG_TIME_UNTRUSTED;
+		for (size_t i = 0; i < p->nruns; i++) { /* what goes out: the runs */
+			const struct orbit__pass_run *run = &p->runs[i];
+			uint8_t *r = (uint8_t *)run->records;
+			/* Claims from old_until on took their ticks after the
+			 * reset was found; below it they may be older. */
+			uint64_t old = p->old_any && run->first < p->old_until[run->ring]
+			                   ? p->old_until[run->ring] - run->first
+			                   : 0;
+			for (uint32_t k = 0; k < run->n; k++, r += ORBIT_RECORD_SIZE) {
+				uint64_t t;
+				memcpy(&t, r, 8);
+				cur.maybe_old = k < old;
+				t = orbit__clock_cursor_to_ns(&cur, t);
+				memcpy(r, &t, 8);
+				if (orbit__clock_cursor_untrusted(&cur)) /* flags: byte 21 */
+					r[21] |= ORBIT__FLAG_TIME_UNTRUSTED;
+			}
 		}
+		if (p->old_any)
+			old_done(p);
 	}
 	for (size_t i = 0; i < p->nruns; i++) {
 		const struct orbit__pass_run *r = &p->runs[i];

@@ -59,6 +59,11 @@ struct orbit__pass {
 	uint64_t stage_used_ns; /* when the staging area last held records */
 	struct orbit__pass_run runs[ORBIT__PASS_STAGE / 16 + ORBIT_MAX_RINGS];
 	size_t nruns;
+	/* Claims below old_until[ring] may have read the clock before the
+	 * last reset (clock.h guarantee 4): each ring's cursor when it was
+	 * found. old_any: some ring's drain is still below its bound. */
+	uint64_t old_until[ORBIT_MAX_RINGS];
+	int old_any;
 };
 
 /* Takes a calibration pair now; two pairs at least 2 ms apart the first

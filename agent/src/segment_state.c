@@ -62,6 +62,8 @@ void orbit__segment_state_clock(struct orbit__state_writer *w, const struct orbi
 	begin(&b->gen_begin, g);
 	b->source = c->source;
 	b->resets = orbit__clock_resets(c);
+	b->amb_lo = c->amb_lo;
+	b->amb_hi = c->amb_hi;
 	b->count =
 	    orbit__clock_points(c, (struct orbit__clock_pair *)b->point, ORBIT__SEG_CLOCK_POINTS);
 	end(&b->gen_end, g);

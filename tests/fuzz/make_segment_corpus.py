@@ -16,7 +16,7 @@ MAGIC = 0x314745535442524F  # "ORBTSEG1"
 HEADER = struct.Struct("<Q8I4Q2IQ" "3Q4I4Q16s2I")
 RING_HEADER = 128
 SLOT = 64
-STATE_SIZE = 32768  # sizeof(struct orbit__seg_state) = 28800, to whole pages
+STATE_SIZE = 32768  # sizeof(struct orbit__seg_state) = 28832, to whole pages
 RINGS_AT = 2 * PAGE + STATE_SIZE
 OUT = os.path.join(os.path.dirname(os.path.abspath(__file__)), "corpus", "segment")
 

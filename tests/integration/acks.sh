@@ -6,7 +6,7 @@
 # complete streams by their equation, streams that died by the account the
 # next stream carries, the last one by the agent's end-of-run line),
 # claimed == what examples/emit emitted == delivered + lost. And the program
-# is never held beyond its flush timeout: it exits within 2 x
+# is never held beyond its flush timeout: it exits within
 # ORBIT_FLUSH_TIMEOUT_MS + 3 s of its untraced time (a loose bound, not a
 # measurement).
 #   clean       straight to the collector: one complete stream, nothing lost,
@@ -23,6 +23,10 @@
 #               last Ack says exactly which frames it kept
 #   silent      a link that passes nothing from the start: no answer, one line,
 #               every event counted not delivered, no capture
+#   lost_unread no collector, one small ring, and a program that writes ten
+#               times the ring at once, then waits 1.5 s: the loss is said
+#               while it waits, once, before the end-of-run line, and no more
+#               than that line says was not delivered
 #   peer_close  a listener that accepts and closes: a 3 s run prints at most 3
 #               lines, naming the address and what it did, and backs off
 #   peer_http   a web server: the line says it sent HTTP
@@ -134,7 +138,6 @@ throttle)
 	account
 	grep -q "acknowledged [0-9]* of [0-9]* frames of the last stream within 750 ms" "$dir/agent.err" ||
 		fail "no count of what was not acknowledged"
-	said_while_lost
 	[ "$(lines "$dir/agent.err")" -le 3 ] || fail "more than three lines"
 	echo "elapsed $elapsed_ms ms, untraced $base ms"
 	;;
@@ -149,7 +152,6 @@ blackhole)
 	account
 	grep -q "lost (nothing acknowledged or taken for 700 ms); reconnecting" "$dir/agent.err" ||
 		fail "the stalled connection was not dropped"
-	said_while_lost
 	[ "$(captures | wc -l)" -ge 2 ] || fail "no reconnection: $(captures)"
 	echo "elapsed $elapsed_ms ms, untraced $base ms, $(captures | wc -l) captures"
 	;;
@@ -215,6 +217,18 @@ silent)
 	grep -q "^orbit: $emitted event(s) were not delivered: collector $target not reached within 750 ms (no answer within 500 ms)$" \
 		"$dir/agent.err" || fail "the end line does not count everything"
 	[ "$(lines "$dir/agent.err")" -eq 2 ] || fail "want two lines"
+	;;
+lost_unread)
+	env ORBIT_COLLECTOR=127.0.0.1:1 ORBIT_FLUSH_TIMEOUT_MS=500 ORBIT_RINGS=1 ORBIT_RING_BUDGET=256K \
+		"$host" wait 1500 20000 >"$dir/out" 2>"$dir/agent.err" || fail "the program failed"
+	grep -q "^done 20000$" "$dir/out" || fail "the program's output: $(cat "$dir/out")"
+	said_while_lost
+	n=$(sed -n 's/^orbit: events are being lost: \([0-9]*\) so far.*/\1/p' "$dir/agent.err")
+	all=$(sed -n 's/^orbit: \([0-9]*\) event(s) were not delivered.*/\1/p' "$dir/agent.err")
+	# 40000 records into 4096 slots: at least 35904 overwritten
+	[ "$n" -ge 35904 ] && [ "$n" -le "$all" ] ||
+		fail "the loss line says $n, the end line $all: $(cat "$dir/agent.err")"
+	echo "said while it waited: $n lost; at the end: $all not delivered"
 	;;
 peer_close | peer_http)
 	rm -f "$dir/pfifo"

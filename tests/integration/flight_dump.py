@@ -434,7 +434,7 @@ def log_lines(capture):
 
 
 def case_busy_page():
-    n = 3000
+    n = 300  # a few pages, well within the page rings: none is lost
     rc, pid, err = run([VICTIM, "logs", str(n)], env=env(ORBIT_FLIGHT="4M", ORBIT_DRAIN_MS="60000"))
     check(rc == -signal.SIGKILL, "the victim exited %d (%r)" % (rc, err))
     seg = segments(pid)
@@ -445,19 +445,23 @@ def case_busy_page():
     lines = log_lines(whole)
     check(len(lines) == n, "%d log lines from the pages, want %d" % (len(lines), n))
     h = SEG_HEADER.unpack(open(seg[0], "rb").read(SEG_HEADER.size))
-    pages_at, rings, pages, page_size = h[18], h[19], h[20], h[21]
+    pages_at, rings, pages, page_size, stride = h[18], h[19], h[20], h[21], h[23]
     check(rings >= 1 and pages >= 2, "no log pages in the segment: %r" % (h,))
-    # The first page of ring 0 that holds lines: a writer inside it.
+    # The first page that holds lines (in the thread's page ring): a writer
+    # inside it.
     with open(seg[0], "r+b") as f:
         m = mmap.mmap(f.fileno(), 0)
-        states = pages_at + pages * page_size
         busy = None
-        for i in range(pages):
-            if struct.unpack_from("<Q", m, states + 64 * i)[0] & ((1 << 17) - 1):
-                busy = i
+        for r in range(rings):
+            states = pages_at + r * stride + pages * page_size
+            for i in range(pages):
+                if struct.unpack_from("<Q", m, states + 64 * i)[0] & ((1 << 17) - 1):
+                    busy = (r, i)
+                    break
+            if busy is not None:
                 break
-        check(busy is not None, "no page of ring 0 holds records")
-        at = states + 64 * busy + 16
+        check(busy is not None, "no page holds records")
+        at = states + 64 * busy[1] + 16
         struct.pack_into("<I", m, at, struct.unpack_from("<I", m, at)[0] | 1)
         m.close()
     out = os.path.join(TMP, "busy.orbit.zst")
@@ -466,7 +470,8 @@ def case_busy_page():
     left = log_lines(out)
     check(0 < len(left) < n, "%d of %d lines with one page left out" % (len(left), n))
     check(set(left) <= set(lines), "a line the process never wrote: %r" % (set(left) - set(lines)))
-    print("busy_page: %d lines, %d with page %d (a writer inside) left out" % (n, len(left), busy))
+    print("busy_page: %d lines, %d with page %d of ring %d (a writer inside) left out" %
+          (n, len(left), busy[1], busy[0]))
 
 
 def case_damaged_live():

@@ -12,6 +12,10 @@
  *                detected, recalibrated, the times around it flagged and
  *                counted, and the times after it exact (3, 4); NTP-like
  *                slewing and odd pair spacing are no jump
+ *   step_back    the counter steps back by 2 s (ticks still rising): a tick
+ *                read before the step and converted once the new epoch's
+ *                pairs have passed it is untrusted, never trusted 2 s off;
+ *                one read 3 s after the step is exact and trusted (4)
  *   error        a value emitted between two clock_gettime reads converts to
  *                a time within 1 µs of them
  *   monotonic    two threads emit flat out across many drains: each thread's
@@ -613,6 +617,47 @@ static void case_refill(void)
 	history(3, 3, 200000);
 }
 
+/* Guarantee 4 for ticks both epochs read: a step back of X = 2 s. */
+static void step_back(void)
+{
+	struct orbit__clock_conv *c = &conv;
+	orbit__clock_init(c, ORBIT__CLOCK_TSC);
+	const uint64_t step = 100000000ull, x = 2000000000ull, boot = 5000000000ull;
+	uint64_t ns = boot;
+	for (; ns < boot + 10 * 1000000000ull; ns += step) /* 10 s at 3 ticks per ns */
+		orbit__clock_add_pair(c, (struct orbit__clock_pair){3 * ns, ns});
+	const uint64_t step_ns = ns - step / 2;         /* the counter steps back by x here */
+	const uint64_t old_tick = 3 * (step_ns - 1000); /* read before it, drained late */
+	int first = ORBIT__CLOCK_ADDED;
+	for (uint64_t i = 0; i < 50; i++, ns += step) /* 5 s after it */
+		first |= orbit__clock_add_pair(c, (struct orbit__clock_pair){3 * (ns - x), ns});
+	CHECK(first & ORBIT__CLOCK_RESET);
+	CHECK_EQ_U64(orbit__clock_resets(c), 1);
+	struct orbit__clock_cursor cur;
+	orbit__clock_cursor_init(&cur, c);
+	/* A claim below the cursor at the reset (drain_pass.c): maybe old. */
+	cur.maybe_old = 1;
+	uint64_t before = orbit__clock_untrusted(c);
+	uint64_t v_old = orbit__clock_cursor_to_ns(&cur, old_tick);
+	int u_old = orbit__clock_cursor_untrusted(&cur);
+	uint64_t late = step_ns + 3000000000ull; /* a tick read 3 s after the step */
+	uint64_t v_late = orbit__clock_cursor_to_ns(&cur, 3 * (late - x));
+	int u_late = orbit__clock_cursor_untrusted(&cur);
+	printf("step back of 2 s: a tick read 1 µs before it converts to %+.3f s from its truth, "
+	       "untrusted %d; one 3 s after it %+lld ns, untrusted %d\n",
+	       ((double)v_old - (double)(step_ns - 1000)) / 1e9, u_old,
+	       (long long)v_late - (long long)late, u_late);
+	CHECK(u_old);
+	CHECK_EQ_U64(orbit__clock_untrusted(c), before + 1);
+	CHECK(!u_late);
+	CHECK(v_late <= late && v_late + 1 >= late);
+	/* A claim made after the reset was found read its ticks after it:
+	 * the same ticks are the new epoch's, trusted. */
+	cur.maybe_old = 0;
+	orbit__clock_cursor_to_ns(&cur, old_tick);
+	CHECK(!orbit__clock_cursor_untrusted(&cur));
+}
+
 static const char *late_seconds; /* late's S, for a longer run by hand */
 
 static void case_late(void)
@@ -621,13 +666,10 @@ static void case_late(void)
 }
 
 static const struct test_case cases[] = {
-    {"interpolate", interpolate},
-    {"history", case_history},
-    {"refill", case_refill},
-    {"reset", reset},
-    {"error", error},
-    {"monotonic", monotonic},
-    {"late", case_late},
+    {"interpolate", interpolate}, {"history", case_history},
+    {"refill", case_refill},      {"reset", reset},
+    {"step_back", step_back},     {"error", error},
+    {"monotonic", monotonic},     {"late", case_late},
 };
 
 TEST_MAIN_WITH(cases, .args = "[S]", .arg = &late_seconds)

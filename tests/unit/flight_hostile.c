@@ -218,7 +218,7 @@ static struct orbit__seg_clock *clock_block(uint32_t n, uint64_t t0, uint64_t ns
 }
 
 /* Interpolation between the stored points, the reader's own pair, and
- * what is untrusted (segment_clock.h, guarantees 1 to 4). */
+ * what is untrusted (segment_clock.h, guarantees 1 to 5). */
 static void case_clock(void)
 {
 	/* 2.5 ticks per ns, a point every 10 ms. */
@@ -243,6 +243,17 @@ static void case_clock(void)
 	CHECK(u == 0);
 	orbit__seg_conv_ns(&c, now.ticks + 1, &u);
 	CHECK(u == 1);
+	/* Ticks an earlier epoch read too (the agent's amb_lo..amb_hi):
+	 * untrusted whatever the points say (5.). */
+	b->amb_lo = 1000000000 + 25000000 * 3;
+	b->amb_hi = b->amb_lo + 25000000;
+	struct orbit__seg_conv ca;
+	CHECK_EQ_U64(orbit__seg_conv_init(&ca, b, NULL), 0);
+	orbit__seg_conv_ns(&ca, b->amb_lo + 2500, &u);
+	CHECK(u == 1);
+	orbit__seg_conv_ns(&ca, b->amb_hi + 2500, &u);
+	CHECK(u == 0);
+	b->amb_lo = b->amb_hi = 0;
 	/* A pair off the rate by a jump (a counter reset, another host). */
 	struct orbit__seg_point jumped = {now.ticks, now.ns + 50000000};
 	CHECK(orbit__seg_conv_now(&c, earlier, jumped) == 0);
@@ -263,7 +274,7 @@ static void case_clock(void)
 	struct orbit__seg_problem why;
 	b->point[50].ticks = b->point[49].ticks;
 	CHECK_EQ_U64(orbit__seg_conv_init(&c, b, &why), (uint64_t)(int64_t)ORBIT__SEG_EBADSEG);
-	CHECK_EQ_U64(why.offset, 24 + 16 * 50);
+	CHECK_EQ_U64(why.offset, 40 + 16 * 50);
 	b->point[50].ticks = b->point[49].ticks + 1;
 	b->point[50].ns = b->point[49].ns - 1;
 	CHECK_EQ_U64(orbit__seg_conv_init(&c, b, &why), (uint64_t)(int64_t)ORBIT__SEG_EBADSEG);
