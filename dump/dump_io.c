@@ -1,0 +1,57 @@
+/* dump_io.c — how orbit-dump reads the segment file and says what is wrong
+ * with it (dump.h): bounded preads, and one problem line per dump. Below
+ * dump_read.c and dump_rings.c, which both read through it. */
+#include <errno.h>
+#include <stdarg.h>
+#include <stdio.h>
+#include <string.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+#include "dump.h"
+
+void orbit__dump_problem(struct orbit_dump *d, uint64_t offset, const char *fmt, ...)
+{
+	char what[200];
+	va_list ap;
+	va_start(ap, fmt);
+	vsnprintf(what, sizeof what, fmt, ap);
+	va_end(ap);
+	if (!d->damaged)
+		snprintf(d->problem, sizeof d->problem, "offset %llu: %s",
+		         (unsigned long long)offset, what);
+	/* One line per dump: the first problem; later ones follow from it. */
+	if (!d->damaged)
+		fprintf(d->err, "orbit-dump: %s: offset %llu: %s\n", d->name,
+		        (unsigned long long)offset, what);
+	d->damaged = 1;
+}
+
+int orbit__dump_pread(struct orbit_dump *d, void *buf, uint64_t len, uint64_t off)
+{
+	uint8_t *p = buf;
+	uint64_t got = 0;
+	while (got < len) {
+		ssize_t n = pread(d->fd, p + got, len - got, (off_t)(off + got));
+		if (n < 0 && errno == EINTR)
+			continue;
+		if (n < 0) {
+			orbit__dump_problem(d, off + got, "cannot read the segment: %s",
+			                    strerror(errno));
+			return -1;
+		}
+		if (n == 0) {
+			struct stat st;
+			uint64_t now = fstat(d->fd, &st) == 0 ? (uint64_t)st.st_size : 0;
+			orbit__dump_problem(
+			    d, off + got,
+			    "the segment ends at %llu bytes (its header says %llu): "
+			    "cut%s",
+			    (unsigned long long)now, (unsigned long long)d->l.total_size,
+			    now < d->file_size ? ", shrunk while it was read" : "");
+			return -1;
+		}
+		got += (uint64_t)n;
+	}
+	return 0;
+}
