@@ -12,6 +12,21 @@
 
 #include "guest_checks.h"
 
+/* ThreadSanitizer tracks descriptors by number, process-wide: the same
+ * number in the agent's table and the host's would read to it as one
+ * descriptor used by two threads without order, a race that is not one. A
+ * build under it keeps the process's table (5.). */
+#if defined(__SANITIZE_THREAD__)
+#define OWN_TABLE 0
+#elif defined(__has_feature)
+#if __has_feature(thread_sanitizer)
+#define OWN_TABLE 0
+#endif
+#endif
+#ifndef OWN_TABLE
+#define OWN_TABLE 1
+#endif
+
 /* Descriptors lo to hi closed: close_range, or one by one where the kernel
  * has none (before 5.9), up to the descriptor limit. */
 static void close_from_to(unsigned lo, unsigned hi)
@@ -46,7 +61,7 @@ static void close_inherited(int keep)
 int orbit__guest_files_own(struct orbit__guest_files *g, int keep)
 {
 	g->tid = (int)syscall(SYS_gettid);
-	g->own = unshare(CLONE_FILES) == 0; /* 5.: refused, the process's table */
+	g->own = OWN_TABLE && unshare(CLONE_FILES) == 0; /* 5.: refused, the process's table */
 	if (g->own) {
 		close_inherited(keep);
 		g->pidfd = (int)syscall(SYS_pidfd_open, getpid(), 0);

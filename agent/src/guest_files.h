@@ -26,9 +26,11 @@
  *     the agent thread's wake pipe by its /proc/self/task name for one
  *     write and close it at once; if that cannot be done, the agent finds
  *     the request at its next pass (agent.c).
- *  5. Where unshare is refused (a seccomp filter), the agent shares the
- *     process's table as any library's thread does, and says nothing: a
- *     host that closes the agent's descriptors then stops its tracing.
+ *  5. Where unshare is refused (a seccomp filter), and in a build under
+ *     ThreadSanitizer (which tracks descriptors by number, process-wide),
+ *     the agent shares the process's table as any library's thread does,
+ *     and says nothing: a host that closes the agent's descriptors then
+ *     stops its tracing.
  *
  * A forked child has a copy of the forking thread's table: with a table of
  * its own the agent left no copies of its descriptors in it (own), and
