@@ -152,9 +152,9 @@ static void timer_off(struct orbit__agent *a)
 static int now_and_then(struct orbit__agent *a)
 {
 	uint64_t now = orbit__monotonic_ns();
-	if (now - a->alone_checked_ns < SLOW_CHECK_NS)
+	if (now - a->slow_checked_ns < SLOW_CHECK_NS)
 		return 0;
-	a->alone_checked_ns = now;
+	a->slow_checked_ns = now;
 	orbit__guest_files_follow(&a->files);
 	orbit__agent_loss_line(&a->stop, now);
 	if (!orbit__guest_alone())
@@ -291,7 +291,7 @@ static int loop_failed(int err)
 /* On the agent thread, in its own descriptor table: the loop, its timers,
  * the wake pipe's watcher, the outputs and the stream. 0, or a negative
  * errno after one stderr line. */
-static int setup(struct orbit__agent *a, uint64_t lapped)
+static int setup(struct orbit__agent *a)
 {
 	int err = orbit__guest_files_own(&a->files, a->seg->fd);
 	if (err)
@@ -304,7 +304,7 @@ static int setup(struct orbit__agent *a, uint64_t lapped)
 	a->stop = (struct orbit__agent_stop){.cfg = &a->cfg,
 	                                     .sched = &a->sched,
 	                                     .drain = &a->drain,
-	                                     .lapped_at_start = lapped,
+	                                     .lapped_at_start = orbit__drain_lapped(&a->drain),
 	                                     .ev = &a->stop_ev};
 	a->stop_ev =
 	    (struct orbit__stop_events){.ctx = a, .final_pass = final_pass, .done = stop_done};
@@ -351,7 +351,7 @@ static void *agent_main(void *arg)
 	pthread_setname_np(pthread_self(), "orbit-agent"); /* for top and perf */
 	/* This thread's timers wake it within 10 µs, not the default 50. */
 	prctl(PR_SET_TIMERSLACK, TIMER_SLACK_NS, 0, 0, 0);
-	int err = setup(a, a->stop.lapped_at_start);
+	int err = setup(a);
 	pthread_mutex_lock(&a->mu);
 	a->set_up = 1;
 	a->set_up_err = err;
@@ -428,10 +428,6 @@ int orbit__agent_start(struct orbit__agent *a, struct orbit__segment *seg, uint3
 	a->pass.nruns = 0;
 	if (a->new_segment)
 		a->pass.old_any = 0; /* no reset seen on this segment's clock yet */
-	uint64_t lapped = 0;
-	for (uint32_t i = 0; i < seg->layout.ring_count; i++)
-		lapped += a->drain.ring[i].lost_lapped;
-	a->stop.lapped_at_start = lapped; /* for the thread's setup */
 	int err = orbit__guest_check_fds();
 	if (err == 0)
 		err = libuv_shared_state();
@@ -442,7 +438,7 @@ int orbit__agent_start(struct orbit__agent *a, struct orbit__segment *seg, uint3
 	a->stopped = 0;
 	a->set_up = 0;
 	a->alone = 0;
-	a->alone_checked_ns = 0;
+	a->slow_checked_ns = 0;
 	/* The thread inherits the mask: set it for the creation, then give
 	 * the caller its own back. */
 	sigset_t mask, old;

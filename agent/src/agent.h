@@ -68,9 +68,9 @@ struct orbit__agent {
 	int new_segment;                 /* the start is the segment's first */
 	int planned;                     /* a pass is armed */
 	int alone;                       /* the process's last thread: it stops, then exits */
-	uint64_t alone_checked_ns;
-	uint64_t flushing;        /* the flush request being completed */
-	struct orbit__config cfg; /* as the start was given it */
+	uint64_t slow_checked_ns;        /* now_and_then's last look */
+	uint64_t flushing;               /* the flush request being completed */
+	struct orbit__config cfg;        /* as the start was given it */
 	struct orbit__segment *seg;
 	struct orbit__drain drain;
 	struct orbit__clock_conv clock;

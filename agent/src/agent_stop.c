@@ -82,12 +82,9 @@ static void say_at_end(struct orbit__agent_stop *s)
 		        (unsigned long long)left, why);
 	}
 	const struct orbit__segment *seg = s->drain->seg;
-	uint64_t lapped = 0, claimed = 0;
-	for (uint32_t i = 0; i < seg->layout.ring_count; i++) {
-		lapped += s->drain->ring[i].lost_lapped;
+	uint64_t lapped = orbit__drain_lapped(s->drain) - s->lapped_at_start, claimed = 0;
+	for (uint32_t i = 0; i < seg->layout.ring_count; i++)
 		claimed += orbit__ring_claimed(seg, i);
-	}
-	lapped -= s->lapped_at_start;
 	if (lapped > 0) {
 		uint64_t budget =
 		    (uint64_t)seg->layout.ring_count * seg->layout.slots_per_ring * 64;
@@ -106,16 +103,13 @@ void orbit__agent_loss_line(struct orbit__agent_stop *s, uint64_t now_ns)
 	if (s->stopping || (s->said_loss_ns != 0 && now_ns - s->said_loss_ns < LOSS_LINE_NS))
 		return;
 	const struct orbit__segment *seg = s->drain->seg;
-	uint64_t over = 0;
+	uint64_t over = orbit__drain_lapped(s->drain) - s->lapped_at_start;
 	for (uint32_t i = 0; i < seg->layout.ring_count; i++) {
-		const struct orbit__ring_state *r = &s->drain->ring[i];
-		uint64_t claimed = orbit__ring_claimed(seg, i);
-		uint64_t ahead = claimed > r->next ? claimed - r->next : 0;
-		over += r->lost_lapped;
+		uint64_t claimed = orbit__ring_claimed(seg, i), next = s->drain->ring[i].next;
+		uint64_t ahead = claimed > next ? claimed - next : 0;
 		if (ahead > seg->layout.slots_per_ring) /* overwritten already, not yet counted */
 			over += ahead - seg->layout.slots_per_ring;
 	}
-	over -= over >= s->lapped_at_start ? s->lapped_at_start : over;
 	struct orbit__stream_report r = {0};
 	if (s->stream != NULL)
 		orbit__stream_report(s->stream, &r);

@@ -154,6 +154,14 @@ uint64_t orbit__ring_claimed(const struct orbit__segment *seg, uint32_t ring)
 	return atomic_load_explicit(&orbit__segment_ring(seg, ring)->cursor, memory_order_relaxed);
 }
 
+uint64_t orbit__drain_lapped(const struct orbit__drain *d)
+{
+	uint64_t n = 0;
+	for (uint32_t i = 0; i < d->seg->layout.ring_count; i++)
+		n += d->ring[i].lost_lapped;
+	return n;
+}
+
 uint64_t orbit__drain_unread(const struct orbit__drain *d)
 {
 	uint64_t n = 0;

@@ -75,6 +75,8 @@ uint64_t orbit__drain_ring(struct orbit__drain *d, uint32_t ring, orbit__drain_f
 /* The ring's cursor: how many events were ever claimed on it. */
 uint64_t orbit__ring_claimed(const struct orbit__segment *seg, uint32_t ring);
 
+/* Claims the drain found overwritten, every ring's, since it began. */
+uint64_t orbit__drain_lapped(const struct orbit__drain *d);
 /* Claims still in the rings that the drain never read (cursors now). */
 uint64_t orbit__drain_unread(const struct orbit__drain *d);
 
