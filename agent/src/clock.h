@@ -9,9 +9,10 @@
  * ORBIT_CLOCK=monotonic, they call clock_gettime(CLOCK_MONOTONIC).
  *
  * Conversion: the agent takes calibration pairs (ticks, CLOCK_MONOTONIC ns),
- * each the narrowest of a few (ticks, ns, ticks) readings, at every drain,
- * after copying the records it will convert, so every record copied lies
- * before the newest pair. A time is interpolated between the pairs around
+ * each the narrowest of a few (ticks, ns, ticks) readings, at every pass
+ * (one that drains takes it after copying the records it will convert, so
+ * every record copied lies before the newest pair; one that cannot send
+ * takes it all the same). A time is interpolated between the pairs around
  * it, however old it is (a record may be published long after its clock
  * read). The map is one polyline:
  *

@@ -173,9 +173,14 @@ int orbit__pass_run(struct orbit__pass *p, const struct orbit__sink *sink, int f
 	mirror_capture_flag(p->seg);
 	orbit__segment_state_names(p->state, orbit__monotonic_ns());
 	/* With no stream, or a full queue, the rings are left alone: producers
-	 * lap them and the loss is counted when draining resumes. */
-	if (p->stream != NULL && !orbit__stream_ready(p->stream, final))
+	 * lap them and the loss is counted when draining resumes. The clock is
+	 * followed all the same, so an outage is not one long chord (a jump
+	 * inside it would hide in the chord's slack, clock.h guarantee 3). */
+	if (p->stream != NULL && !orbit__stream_ready(p->stream, final)) {
+		orbit__pass_calibrate(p);
+		orbit__segment_state_clock(p->state, p->clock); /* for a dump */
 		return 0;
+	}
 	struct orbit__drain_result res;
 	/* A flush or a final pass reads everything there was when it began,
 	 * staging area after staging area (not what producers add meanwhile:

@@ -27,6 +27,10 @@
 #               times the ring at once, then waits 1.5 s: the loss is said
 #               once, before the end-of-run line, and no more than that line
 #               says was not delivered
+#   calibrate   a link that passes nothing, with the counter as the clock: the
+#               agent goes on taking calibration pairs while it cannot send
+#               (the segment's clock block, which orbit-dump converts with,
+#               keeps up with the run)
 #   peer_close  a listener that accepts and closes: a 3 s run prints at most 3
 #               lines, naming the address and what it did, and backs off
 #   peer_http   a web server: the line says it sent HTTP
@@ -51,6 +55,32 @@ start_proxy() {
 	read -r line <"$dir/pfifo" || fail "the proxy did not start"
 	paddr=${line#listening on }
 	cat "$dir/pfifo" >/dev/null &
+}
+
+# newest_pair PID: the CLOCK_MONOTONIC ns of the newest calibration point in
+# the segment's clock block (struct orbit__seg_clock, format/segment.h), or
+# "skip: ..." when the producers do not read a counter
+newest_pair() {
+	python3 - "$1" <<'EOF'
+import glob, struct, sys
+seg = glob.glob("/dev/shm/orbit-%s-*" % sys.argv[1])
+if len(seg) != 1:
+    sys.exit("segments of %s: %r" % (sys.argv[1], seg))
+data = open(seg[0], "rb").read()
+source, = struct.unpack_from("<I", data, 76)
+if source == 0:
+    print("skip: no invariant counter here (producers read CLOCK_MONOTONIC)")
+    sys.exit(0)
+state, = struct.unpack_from("<Q", data, 88)
+best = 0
+for k in range(2):  # two blocks of 40 + 256 * 16 + 8 bytes, by generation
+    at = state + k * 4144
+    gen_begin, _, count = struct.unpack_from("<QII", data, at)
+    gen_end, = struct.unpack_from("<Q", data, at + 40 + 256 * 16)
+    if gen_begin == gen_end and 0 < count <= 256:
+        best = max(best, struct.unpack_from("<QQ", data, at + 40 + 16 * (count - 1))[1])
+print(best)
+EOF
 }
 
 now_ms() {
@@ -217,6 +247,26 @@ silent)
 	grep -q "^orbit: $emitted event(s) were not delivered: collector $target not reached within 750 ms (no answer within 500 ms)$" \
 		"$dir/agent.err" || fail "the end line does not count everything"
 	[ "$(lines "$dir/agent.err")" -eq 2 ] || fail "want two lines"
+	;;
+calibrate)
+	start_collector 127.0.0.1:0
+	start_proxy --blackhole-after 0
+	target=$paddr
+	env ORBIT_COLLECTOR="$target" ORBIT_CLOCK=tsc ORBIT_FLUSH_TIMEOUT_MS=500 \
+		ORBIT_ACK_TIMEOUT_MS=500 "$host" wait 3000 1000 >"$dir/out" 2>"$dir/agent.err" &
+	hpid=$!
+	sleep 0.8
+	a=$(newest_pair "$hpid")
+	sleep 1.5
+	b=$(newest_pair "$hpid")
+	wait "$hpid" || fail "the program failed: $(cat "$dir/agent.err")"
+	stop_collector
+	case $a in skip*) echo "$a" && exit 77 ;; esac
+	# 1.5 s apart, the agent's passes every few ms: the newest pair moved
+	# by more than a second (frozen, it would not move at all)
+	[ $((b - a)) -gt 1000000000 ] ||
+		fail "the newest calibration pair moved $((b - a)) ns in 1.5 s without a collector"
+	echo "without a collector the newest calibration pair moved $((b - a)) ns in 1.5 s"
 	;;
 lost_unread)
 	env ORBIT_COLLECTOR=127.0.0.1:1 ORBIT_FLUSH_TIMEOUT_MS=500 ORBIT_RINGS=1 ORBIT_RING_BUDGET=256K \
