@@ -228,7 +228,22 @@ struct orbit__segment {
 	struct orbit__seg_layout layout;
 	int owner; /* created by this process */
 	int fd;    /* the owner's descriptor, holding the liveness lock; -1 */
+	/* The owner's mapping of a segment whose scope rings get their memory
+	 * when a thread first takes one (agent/src/segment_create.h): which
+	 * have it. 0 (every other mapping): all have. */
+	int lazy;
+	_Atomic uint8_t ring_ready[ORBIT_MAX_RINGS];
+	_Atomic uint32_t no_room_said; /* the line for a ring without room */
 };
+
+/* Whether ring i's slots may be read through this mapping: in a lazy one,
+ * not before its memory is reserved (a read fault on a tmpfs hole takes a
+ * page, and with none left it is a SIGBUS). Acquire: pairs with the release
+ * store in orbit__segment_ring_reserve, after its memory is there. */
+static inline int orbit__segment_ring_usable(const struct orbit__segment *seg, uint32_t i)
+{
+	return !seg->lazy || atomic_load_explicit(&seg->ring_ready[i], memory_order_acquire);
+}
 
 /* Why a segment was refused, and where (for a reader's one line). */
 struct orbit__seg_problem {

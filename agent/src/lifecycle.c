@@ -41,6 +41,7 @@
 #include "logs.h"
 #include "orbit.h"
 #include "producers.h"
+#include "sched_tracefs.h"
 #include "segment_create.h"
 
 static struct orbit__root {
@@ -108,9 +109,12 @@ static void leader_ends(void *arg)
 		exit(0);
 }
 
-/* This process's segment, made with the configuration read now. */
+/* This process's segment, made with the configuration read now. First the
+ * tracefs instances dead processes left go, whether this one records the
+ * kernel's scheduling or not (sched_tracefs.h guarantee 8). */
 static int make_segment(void)
 {
+	orbit__sched_remove_stale(NULL, NULL);
 	const struct orbit__config *c = &root.config;
 	struct orbit__seg_params p = {
 	    .ring_count = c->rings, .slots_per_ring = c->slots_per_ring, .flight_size = c->flight};

@@ -16,6 +16,7 @@
 #include "orbit.h"
 #include "producers.h"
 #include "record.h"
+#include "segment_create.h"
 
 /* The kinds and flags the write path (orbit/internal.h) stores are the
  * record's (format/record.h, docs/format.md): one set of numbers, named
@@ -152,6 +153,21 @@ static void make_thread_key(void)
 	P.thread_key_ok = pthread_key_create(&P.thread_key, thread_end) == 0;
 }
 
+/* A ring without memory: tracing goes off for every thread (the agent
+ * mirrors the control word into the flag), said once. A reader that turns
+ * capture on again makes threads try again. */
+static void no_room(struct orbit__segment *seg, uint32_t ring, int err)
+{
+	atomic_store_explicit(&seg->control->capture, 0, memory_order_relaxed);
+	atomic_store_explicit(&orbit__capture_flag, 0, memory_order_relaxed);
+	if (atomic_exchange_explicit(&seg->no_room_said, 1, memory_order_relaxed) == 0)
+		fprintf(stderr,
+		        "orbit: cannot reserve the memory of ring %u (%llu bytes) in %s: %s; "
+		        "tracing is off\n",
+		        ring, (unsigned long long)seg->layout.ring_stride, ORBIT__SEG_DIR,
+		        strerror(-err));
+}
+
 struct orbit__thread *orbit__thread_attach(void)
 {
 	struct orbit__segment *seg = atomic_load_explicit(&P.segment, memory_order_acquire);
@@ -160,7 +176,13 @@ struct orbit__thread *orbit__thread_attach(void)
 	struct orbit__thread *t = &orbit__thread_self;
 	t->tid = orbit__producers_tid();
 	t->mask = seg->layout.slots_per_ring - 1;
-	t->ring = orbit__segment_ring(seg, orbit__ring_of_tid(t->tid, seg->layout.ring_count));
+	uint32_t ring = orbit__ring_of_tid(t->tid, seg->layout.ring_count);
+	int err = orbit__segment_ring_reserve(seg, ring);
+	if (err != 0) {
+		no_room(seg, ring, err);
+		return NULL;
+	}
+	t->ring = orbit__segment_ring(seg, ring);
 	pthread_once(&P.thread_key_once, make_thread_key);
 	if (P.thread_key_ok) /* without a key, readers fall back on scope ids */
 		pthread_setspecific(P.thread_key, t);

@@ -32,6 +32,9 @@
 #include "output.h"
 #include "record.h" /* orbit__le32 and kin */
 #include "segment.h"
+#include "segment_create.h" /* orbit__segment_reserve */
+
+#define GROW_BY (1ull << 20) /* the ring's memory is reserved this much ahead */
 
 struct flight_output {
 	struct orbit__output o;
@@ -41,8 +44,31 @@ struct flight_output {
 	uint64_t ring_size;
 	struct orbit__flight_meta m; /* what the next publish says */
 	uint64_t gen;                /* of the last block written */
-	int said;
+	uint64_t ready;              /* ring bytes [0, ready) have their memory */
+	int said, said_room;
 };
+
+/* Ring bytes [0, end) get their memory (a lazy segment reserves them as
+ * they are first written): 0, or -ENOSPC with one line the first time. */
+static int ensure_ready(struct flight_output *f, uint64_t end)
+{
+	if (end <= f->ready)
+		return 0;
+	uint64_t to = end + GROW_BY < f->ring_size ? end + GROW_BY : f->ring_size;
+	uint64_t at = f->seg->layout.flight_offset + ORBIT__FLIGHT_RING_AT;
+	int err = orbit__segment_reserve(f->seg, at + f->ready, to - f->ready);
+	if (err != 0) {
+		if (!f->said_room++)
+			fprintf(
+			    stderr,
+			    "orbit: cannot reserve more of the flight ring's memory in %s (%s): "
+			    "frames that need it are not kept\n",
+			    ORBIT__SEG_DIR, strerror(-err));
+		return err;
+	}
+	f->ready = to;
+	return 0;
+}
 
 static void publish(struct flight_output *f)
 {
@@ -206,6 +232,14 @@ static int flight_send(struct orbit__output *o, struct orbit__frame *fr)
 	}
 	uint64_t pos = f->m.tail, room = f->ring_size - pos % f->ring_size;
 	uint64_t start = need <= room ? pos : pos + room;
+	uint64_t last = start % f->ring_size + need; /* the wrap header lies below it */
+	if (ensure_ready(f, start != pos ? f->ring_size : last) != 0) {
+		note_stream(f, fr); /* as a frame too big: overwritten, never found */
+		f->m.refused_frames++;
+		publish(f);
+		o->ev->settled(o->ev->ctx, o, fr->seq, 1);
+		return 0;
+	}
 	if (start + need > f->ring_size)
 		evict(f, start + need - f->ring_size);
 	publish(f); /* 2: nothing below head is read from now on */

@@ -17,6 +17,9 @@
  *   set_event_pid                            every /proc/self/task entry,
  *                                            until a pass finds no new one
  *   events/<system>/<name>/enable 1          the events of ORBIT__SCHED_EVENTS
+ *   events/sched/sched_process_exec/         filter "pid == 0" (never
+ *     filter, trigger, enable                recorded), trigger "traceoff if
+ *                                            pid == <pid>": off at our exec
  *   per_cpu/cpuN/trace_pipe_raw              opened O_NONBLOCK, kept open
  *   tracing_on 1
  *
@@ -507,6 +510,20 @@ static int enable_events(struct orbit__sched *s, char *why, size_t why_len)
 	return 0;
 }
 
+/* Guarantee 8: an exec of this process turns the instance off. The kernel
+ * runs an event's triggers on the record before its filter discards it, so
+ * the event is enabled with a filter no record passes. Best effort: an old
+ * kernel without the event or triggers keeps recording until the next
+ * start removes the instance. */
+static void off_at_exec(struct orbit__sched *s)
+{
+	char trigger[64];
+	snprintf(trigger, sizeof trigger, "traceoff if pid == %d", (int)s->owner);
+	if (put(s->dirfd, "events/sched/sched_process_exec/filter", "pid == 0", 1) == 0 &&
+	    put(s->dirfd, "events/sched/sched_process_exec/trigger", trigger, 1) == 0)
+		put(s->dirfd, "events/sched/sched_process_exec/enable", "1", 1);
+}
+
 /* Undoes open, whatever part of it was done, but for the handle's memory.
  * Called with s->live->lock held. */
 static void teardown_locked(struct orbit__sched *s)
@@ -614,6 +631,8 @@ static int setup(struct orbit__sched *s, uint32_t kb, char *why, size_t why_len)
 	err = read_formats(s, why, why_len);
 	if (err == 0)
 		err = enable_events(s, why, why_len);
+	if (err == 0)
+		off_at_exec(s);
 	if (err == 0)
 		err = open_cpus(s, why, why_len);
 	if (err < 0)

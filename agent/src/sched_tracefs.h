@@ -49,6 +49,15 @@
  *     disables its events, closes every descriptor and removes the
  *     directory. A forked child's copy of the handle closes only its
  *     descriptors: the instance belongs to the process that created it.
+ *  8. It does not outlive what it traces for long: an exec of the process
+ *     turns the instance off in the kernel (a traceoff trigger on
+ *     sched_process_exec, for the process's own pid only: a child followed
+ *     by event-fork execs freely; the event itself is filtered out and never
+ *     recorded), so an image it execs into, traced or not, is not recorded
+ *     by it; and every orbit_init, with ORBIT_SCHED or without, removes the
+ *     leftovers of 4 (orbit__sched_remove_stale), so one of a killed or
+ *     crashed process goes at the next traced start. Where the kernel has
+ *     no such event or trigger, the instance records on until then.
  *
  * Threads. A handle is used by one thread at a time (the agent thread).
  * open and close take the mutex of the opener's list of live instances

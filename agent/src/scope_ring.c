@@ -258,6 +258,8 @@ static int stall(struct orbit__drain *d, struct orbit__ring_state *s, struct orb
 uint64_t orbit__drain_ring(struct orbit__drain *d, uint32_t ring, orbit__drain_fn fn, void *ctx,
                            struct orbit__drain_result *res)
 {
+	if (!orbit__segment_ring_usable(d->seg, ring))
+		return 0; /* no thread has taken it: no claim can be there */
 	struct orbit__ring *r = orbit__segment_ring(d->seg, ring);
 	struct orbit__ring_state *s = &d->ring[ring];
 	const uint64_t slots = d->seg->layout.slots_per_ring, mask = slots - 1;

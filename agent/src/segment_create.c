@@ -16,9 +16,11 @@
 #include <sys/random.h>
 #include <sys/resource.h>
 #include <sys/stat.h>
+#include <sys/statvfs.h>
 #include <time.h>
 #include <unistd.h>
 
+#include "flight.h"
 #include "record.h"
 #include "scope_slot.h"
 
@@ -76,7 +78,10 @@ _Static_assert(ORBIT_EBADSEG == ORBIT__SEG_EBADSEG && ORBIT_ENOTINIT == ORBIT__S
 
 struct dead {
 	char file[96];
-	uint64_t size;
+	char comm[16];
+	uint32_t pid;
+	uint64_t held;       /* bytes of memory it holds (blocks) */
+	uint64_t created_ns; /* CLOCK_REALTIME */
 	uint64_t age_s;
 };
 
@@ -90,15 +95,20 @@ struct dead_list {
 	int dfd;
 };
 
-/* The header's creation time, else the file's: seconds since 1970. */
-static uint64_t created_s(int fd, uint64_t mtime_s)
+/* The header's creation time, else the file's (ns since 1970), and the
+ * process's name if the header has one. */
+static uint64_t created_ns(int fd, uint64_t mtime_s, char comm[16])
 {
 	struct orbit__seg_header h;
+	memset(comm, 0, 16);
 	if (pread(fd, &h, sizeof h, 0) == (ssize_t)sizeof h &&
 	    atomic_load_explicit(&h.magic, memory_order_relaxed) == ORBIT__SEG_MAGIC &&
-	    h.created_ns != 0)
-		return h.created_ns / 1000000000ull;
-	return mtime_s;
+	    h.created_ns != 0) {
+		for (size_t i = 0; i < 15 && h.comm[i] >= ' ' && h.comm[i] < 127; i++)
+			comm[i] = h.comm[i];
+		return h.created_ns;
+	}
+	return mtime_s * 1000000000ull;
 }
 
 static int note_dead(void *ctx, const struct orbit__seg_entry *e)
@@ -112,7 +122,10 @@ static int note_dead(void *ctx, const struct orbit__seg_entry *e)
 	/* Never remove what cannot be proven dead: the lock free *and* /proc
 	 * saying the process is gone (no /proc: it stays). */
 	int life = orbit__segment_life(fd, e->pid, e->start);
-	uint64_t created = created_s(fd, e->mtime_s);
+	char comm[16];
+	uint64_t created = created_ns(fd, e->mtime_s, comm);
+	struct stat st;
+	uint64_t held = fstat(fd, &st) == 0 ? (uint64_t)st.st_blocks * 512 : e->size;
 	close(fd);
 	if (life != ORBIT__SEG_DEAD)
 		return 0;
@@ -126,22 +139,26 @@ static int note_dead(void *ctx, const struct orbit__seg_entry *e)
 	}
 	struct dead *d = &l->v[l->n++];
 	snprintf(d->file, sizeof d->file, "%s", e->file);
-	d->size = e->size;
-	d->age_s = l->now_s > created ? l->now_s - created : 0;
+	memcpy(d->comm, comm, sizeof d->comm);
+	d->pid = e->pid;
+	d->held = held;
+	d->created_ns = created;
+	d->age_s = l->now_s > created / 1000000000ull ? l->now_s - created / 1000000000ull : 0;
 	return 0;
 }
 
 static int younger_first(const void *a, const void *b)
 {
 	const struct dead *x = a, *y = b;
-	return x->age_s < y->age_s ? -1 : x->age_s > y->age_s;
+	return x->created_ns > y->created_ns ? -1 : x->created_ns < y->created_ns;
 }
 
 /*
  * Keeps this user's dead segments within the bounds (segment_create.h):
- * the youngest first, as long as each bound holds; the rest are removed.
- * A file is judged by its lock and /proc (orbit__segment_life), never by
- * its name alone, and only files of this user are ever judged.
+ * the youngest first, as long as each bound holds; the rest are removed,
+ * each with one line that says which and why (it was a dead process's
+ * evidence). A file is judged by its lock and /proc (orbit__segment_life),
+ * never by its name alone, and only files of this user are ever judged.
  */
 static void keep_dead_bounded(uint32_t self_pid, uint64_t self_start)
 {
@@ -158,11 +175,28 @@ static void keep_dead_bounded(uint32_t self_pid, uint64_t self_start)
 		qsort(l.v, l.n, sizeof *l.v, younger_first);
 	uint64_t bytes = 0;
 	for (size_t i = 0; i < l.n; i++) {
-		bytes += l.v[i].size;
-		if (i < ORBIT__SEG_KEEP_DEAD && bytes <= ORBIT__SEG_KEEP_BYTES &&
-		    l.v[i].age_s <= ORBIT__SEG_KEEP_AGE_S)
+		const struct dead *v = &l.v[i];
+		bytes += v->held;
+		char why[80];
+		if (v->age_s > ORBIT__SEG_KEEP_AGE_S)
+			snprintf(why, sizeof why, "it is older than %u days",
+			         ORBIT__SEG_KEEP_AGE_S / 86400u);
+		else if (i >= ORBIT__SEG_KEEP_DEAD)
+			snprintf(why, sizeof why, "the %u younger ones are kept",
+			         ORBIT__SEG_KEEP_DEAD);
+		else if (bytes > ORBIT__SEG_KEEP_BYTES)
+			snprintf(why, sizeof why,
+			         "with the younger ones it holds more than %llu MiB",
+			         (unsigned long long)(ORBIT__SEG_KEEP_BYTES >> 20));
+		else
 			continue;
-		unlinkat(l.dfd, l.v[i].file, 0);
+		if (unlinkat(l.dfd, v->file, 0) != 0)
+			continue;
+		fprintf(stderr,
+		        "orbit: removed %s/%s, the segment of dead process %u (%s, %.1f MiB held), "
+		        "which orbit-dump could still read: %s\n",
+		        ORBIT__SEG_DIR, v->file, v->pid, v->comm[0] ? v->comm : "?",
+		        (double)v->held / 1048576.0, why);
 	}
 	closedir(d);
 	free(l.v);
@@ -184,8 +218,12 @@ static uint64_t nonce(void)
 	return v ^ (v >> 29);
 }
 
-/* One step smaller; 0 when nothing is left to give up. */
-static int shrink(struct orbit__seg_params *p)
+/* One step smaller (asked: what the configuration asked for); 0 when
+ * nothing is left to give up. The flight ring halves down to 1 MiB, the
+ * scope rings' slots down to ORBIT__SEG_SLOTS_FLOOR, then the log page rings
+ * leave the segment (and the slots start again from what was asked), then
+ * the slots halve down to 16. */
+static int shrink(struct orbit__seg_params *p, const struct orbit__seg_params *asked)
 {
 	if (p->flight_size > ORBIT__SEG_MIN_FLIGHT) {
 		p->flight_size = p->flight_size / 2 / ORBIT__SEG_MIN_FLIGHT * ORBIT__SEG_MIN_FLIGHT;
@@ -193,13 +231,15 @@ static int shrink(struct orbit__seg_params *p)
 			p->flight_size = ORBIT__SEG_MIN_FLIGHT;
 		return 1;
 	}
-	if (p->slots_per_ring > ORBIT__SEG_MIN_SLOTS) {
+	uint32_t floor = p->page_ring_count > 0 ? ORBIT__SEG_SLOTS_FLOOR : ORBIT__SEG_MIN_SLOTS;
+	if (p->slots_per_ring > floor) {
 		p->slots_per_ring /= 2;
 		return 1;
 	}
 	if (p->page_ring_count > 0) {
 		p->page_ring_count = 0;
 		p->page_ring_pages = 0;
+		p->slots_per_ring = asked->slots_per_ring;
 		return 1;
 	}
 	return 0;
@@ -229,12 +269,63 @@ static uint64_t size_limit(void)
 	return (uint64_t)r.rlim_cur;
 }
 
-/* Sizes the file and reserves every byte. SIGXFSZ is blocked on this
- * thread meanwhile and, if one of our calls raised it, taken back, so the
- * host never sees it (the size limit is checked before, this is the second
- * line). Returns 0 or a positive errno. */
-static int reserve(int fd, uint64_t total)
+/* Whether this kernel populates a range on request and says so when it
+ * cannot (MADV_POPULATE_WRITE, Linux 5.14): then a scope ring's memory is
+ * reserved when a thread first takes it, never a SIGBUS; otherwise all of
+ * it is reserved at once. */
+static int populate_works(void)
 {
+	size_t page = (size_t)sysconf(_SC_PAGESIZE);
+	void *p = mmap(NULL, page, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
+	if (p == MAP_FAILED)
+		return 0;
+	int ok = madvise(p, page, MADV_POPULATE_WRITE) == 0;
+	munmap(p, page);
+	return ok;
+}
+
+static uint64_t page_up(uint64_t v, uint64_t page)
+{
+	return (v + page - 1) / page * page;
+}
+
+/* What is reserved when the segment is made: every byte, or (lazy) every
+ * byte but the scope rings' slots past each ring's first page (which holds
+ * its header: the drain reads every ring's cursor) and the flight ring's
+ * entries past its header and handshake (output_flight.c reserves them as
+ * it writes). The rest must fit in the file system's free room now, as the
+ * whole did. Returns 0 or a positive errno. */
+static int reserve_parts(int fd, const struct orbit__seg_layout *l, int lazy)
+{
+	if (!lazy)
+		return posix_fallocate(fd, 0, (off_t)l->total_size);
+	const uint64_t P = l->page_size;
+	int err = posix_fallocate(fd, 0, (off_t)l->rings_offset);
+	for (uint32_t i = 0; err == 0 && i < l->ring_count; i++) {
+		uint64_t at = l->rings_offset + (uint64_t)i * l->ring_stride;
+		uint64_t from = at / P * P, to = page_up(at + ORBIT__RING_HEADER, P);
+		err = posix_fallocate(fd, (off_t)from, (off_t)(to - from));
+	}
+	uint64_t eager_end = l->flight_size > 0
+	                         ? page_up(l->flight_offset + ORBIT__FLIGHT_RING_AT, P)
+	                         : l->total_size;
+	if (err == 0 && eager_end > l->pages_offset)
+		err = posix_fallocate(fd, (off_t)l->pages_offset,
+		                      (off_t)(eager_end - l->pages_offset));
+	uint64_t later = (l->pages_offset - l->rings_offset) + (l->total_size - eager_end);
+	struct statvfs vfs;
+	if (err == 0 && fstatvfs(fd, &vfs) == 0 && (uint64_t)vfs.f_bavail * vfs.f_frsize < later)
+		err = ENOSPC;
+	return err;
+}
+
+/* Sizes the file and reserves it (reserve_parts). SIGXFSZ is blocked on
+ * this thread meanwhile and, if one of our calls raised it, taken back, so
+ * the host never sees it (the size limit is checked before, this is the
+ * second line). Returns 0 or a positive errno. */
+static int reserve(int fd, const struct orbit__seg_layout *l, int lazy)
+{
+	const uint64_t total = l->total_size;
 	sigset_t xfsz, old, pending;
 	sigemptyset(&xfsz);
 	sigaddset(&xfsz, SIGXFSZ);
@@ -245,7 +336,7 @@ static int reserve(int fd, uint64_t total)
 	if (ftruncate(fd, (off_t)total) != 0)
 		err = errno;
 	else
-		err = posix_fallocate(fd, 0, (off_t)total); /* returns the error */
+		err = reserve_parts(fd, l, lazy);
 	if (!was_pending && !sigismember(&old, SIGXFSZ)) {
 		sigpending(&pending);
 		if (sigismember(&pending, SIGXFSZ)) {
@@ -313,7 +404,7 @@ int orbit__segment_create(struct orbit__seg_params *p, struct orbit__segment *se
 	/* The file size limit first: no call below may pass it. */
 	const uint64_t limit = size_limit();
 	while (l.total_size > limit) {
-		if (!shrink(p)) {
+		if (!shrink(p, &asked)) {
 			*p = asked;
 			fprintf(stderr,
 			        "orbit: the file size limit (ulimit -f, %llu bytes) is below the "
@@ -338,14 +429,15 @@ int orbit__segment_create(struct orbit__seg_params *p, struct orbit__segment *se
 	if (err)
 		goto fail;
 	int why = 0, first_why = 0;
-	while ((why = reserve(fd, l.total_size)) != 0) {
+	const int lazy = populate_works();
+	while ((why = reserve(fd, &l, lazy)) != 0) {
 		if (why != ENOSPC && why != EFBIG && why != ENOMEM && why != EDQUOT) {
 			err = -why;
 			goto fail;
 		}
 		if (!first_why)
 			first_why = why;
-		if (!shrink(p)) {
+		if (!shrink(p, &asked)) {
 			fprintf(stderr,
 			        "orbit: %s has no room for the smallest segment (%s); tracing is "
 			        "off\n",
@@ -414,6 +506,7 @@ int orbit__segment_create(struct orbit__seg_params *p, struct orbit__segment *se
 	seg->control = (struct orbit__seg_control *)((uint8_t *)base + page);
 	seg->owner = 1;
 	seg->fd = fd;
+	seg->lazy = lazy;
 	err = orbit__segment_validate(base, l.total_size, &seg->layout, NULL);
 	if (err) {
 		munmap(base, l.total_size);
@@ -426,6 +519,32 @@ fail:
 	seg->fd = -1;
 	shm_unlink(seg->name);
 	return err;
+}
+
+int orbit__segment_reserve(const struct orbit__segment *seg, uint64_t offset, uint64_t len)
+{
+	if (!seg->lazy || len == 0)
+		return 0;
+	const uint64_t P = seg->layout.page_size;
+	const uint64_t from = offset / P * P, to = page_up(offset + len, P);
+	if (madvise(seg->base + from, to - from, MADV_POPULATE_WRITE) != 0)
+		return errno == EFAULT ? -ENOSPC : -errno; /* EFAULT: it would have been a SIGBUS */
+	return 0;
+}
+
+int orbit__segment_ring_reserve(struct orbit__segment *seg, uint32_t i)
+{
+	if (orbit__segment_ring_usable(seg, i))
+		return 0;
+	const struct orbit__seg_layout *l = &seg->layout;
+	int err = orbit__segment_reserve(seg, l->rings_offset + (uint64_t)i * l->ring_stride,
+	                                 l->ring_stride);
+	if (err != 0)
+		return err;
+	/* Release: pairs with the acquire load in orbit__segment_ring_usable;
+	 * the pages are there before any claim of this thread. */
+	atomic_store_explicit(&seg->ring_ready[i], 1, memory_order_release);
+	return 0;
 }
 
 void orbit__segment_unlink(struct orbit__segment *seg)

@@ -62,8 +62,12 @@ start_proxy() {
 # "skip: ..." when the producers do not read a counter
 newest_pair() {
 	python3 - "$1" <<'EOF'
-import glob, struct, sys
-seg = glob.glob("/dev/shm/orbit-%s-*" % sys.argv[1])
+import glob, struct, sys, time
+for _ in range(200):  # the process may still be starting (10 s at most)
+    seg = glob.glob("/dev/shm/orbit-%s-*" % sys.argv[1])
+    if seg:
+        break
+    time.sleep(0.05)
 if len(seg) != 1:
     sys.exit("segments of %s: %r" % (sys.argv[1], seg))
 data = open(seg[0], "rb").read()
@@ -253,9 +257,9 @@ calibrate)
 	start_proxy --blackhole-after 0
 	target=$paddr
 	env ORBIT_COLLECTOR="$target" ORBIT_CLOCK=tsc ORBIT_FLUSH_TIMEOUT_MS=500 \
-		ORBIT_ACK_TIMEOUT_MS=500 "$host" wait 3000 1000 >"$dir/out" 2>"$dir/agent.err" &
+		ORBIT_ACK_TIMEOUT_MS=500 "$host" wait 4000 1000 >"$dir/out" 2>"$dir/agent.err" &
 	hpid=$!
-	sleep 0.8
+	sleep 0.3
 	a=$(newest_pair "$hpid")
 	sleep 1.5
 	b=$(newest_pair "$hpid")

@@ -40,6 +40,9 @@ usage: flight_dump.py CASE VICTIM ORBIT_DUMP ORBIT_REPLAY
                real segment
   noproc       a traced process that cannot see /proc starts: the live
                segment of another process, and a dead one, stay
+  keep_bounded nine crashed processes' segments, then a traced start (a
+               /dev/shm of its own): the eight youngest stay, and one line
+               names the one removed
   list         --list shows pid, command, alive/dead, size; --remove removes
                a dead one and refuses a live one
 Exits 0 (pass), 1 (fail) or 77 (skip)."""
@@ -48,6 +51,7 @@ import json
 import mmap
 import os
 import random
+import re
 import shutil
 import signal
 import struct
@@ -621,6 +625,30 @@ def case_noproc():
     live.kill()
     live.wait()
     print("noproc: the live and the dead segment stayed")
+
+
+def case_keep_bounded():
+    # Nine crashed processes in a /dev/shm of the test's own, then a tenth
+    # traced process: it keeps the eight youngest and says which it removed.
+    script = ("mount -t tmpfs tmpfs /dev/shm && for i in 1 2 3 4 5 6 7 8 9; do "
+              "%s crash >/dev/null 2>&1 & wait $!; echo crashed $!; done; "
+              "%s emit 100 && ls /dev/shm" % (VICTIM, VICTIM))
+    p = in_namespace(script, ORBIT_FLIGHT="1M")
+    out = p.stdout.decode().split()
+    err = p.stderr.decode(errors="replace")
+    check(p.returncode == 0, "exit %d: %s" % (p.returncode, err))
+    crashed = [int(out[i + 1]) for i, w in enumerate(out) if w == "crashed"]
+    left = [w for w in out if w.startswith("orbit-")]
+    check(len(crashed) == 9, "crashed: %r" % out)
+    said = [l for l in err.splitlines() if l.startswith("orbit: removed ")]
+    check(len(said) == 1, "want one line for the one removed: %r" % err)
+    check(re.match(r"orbit: removed /dev/shm/orbit-%d-\S+, the segment of dead process %d "
+                   r"\(flight_victim, [0-9.]+ MiB held\), which orbit-dump could still read: "
+                   r"the 8 younger ones are kept$" % (crashed[0], crashed[0]), said[0]),
+          "the line: %s" % said[0])
+    check(sorted(int(f.split("-")[1]) for f in left) == sorted(crashed[1:]),
+          "left: %r, crashed %r" % (left, crashed))
+    print("keep_bounded: " + said[0])
 
 
 def case_list():

@@ -40,6 +40,24 @@
 #                       exactly what it wrote, nothing is said, and each capture
 #                       holds every record, before the closes and after
 #   close_loop          the same with close() of 3 to 1023
+#   memory              a segment holds memory for the rings its threads use:
+#                       with 1 and with 6 writing threads, its blocks in
+#                       /dev/shm are the parts reserved at once plus the rings
+#                       used (by their cursors), not the whole segment; with
+#                       a 64 MiB flight ring, what was written of it
+#   shm_full            /dev/shm fills (another file takes every free byte)
+#                       after the segment is made: the first write finds no room
+#                       for its ring: one line, tracing off, the program runs
+#                       on as untraced, no SIGBUS (a tmpfs of its own, root)
+#   shm_small_logs      a 16 MiB /dev/shm and log page rings bigger than it: the
+#                       log pages leave the segment before the scope rings
+#                       shrink below 1024 slots (one line says what it got), and
+#                       the capture is complete
+#   sched_exec          ORBIT_SCHED=1, then an exec into an untraced program: the
+#                       instance stops recording at the exec, and the next
+#                       traced start (without ORBIT_SCHED) removes it
+#   sched_killed        ORBIT_SCHED=1 and SIGKILL: the next traced start, without
+#                       ORBIT_SCHED, removes the instance left recording
 set -eu
 build=$1
 case_=$2
@@ -72,7 +90,157 @@ traced() {
 	cmp -s "$dir/want.rc" "$dir/got.rc" || fail "exit status $(cat "$dir/got.rc"), untraced $(cat "$dir/want.rc"); stderr: $(cat "$dir/got.err")"
 }
 
+# in_small_shm SIZE ENV... PROGRAM ARGS: runs it with a tmpfs of SIZE of its
+# own at /dev/shm (a mount namespace), stdout and stderr in got.out, got.err;
+# fails unless it exits 0, skips without root or namespaces
+in_small_shm() {
+	{ [ "$(id -u)" -eq 0 ] && command -v unshare >/dev/null; } ||
+		{ echo "needs root and unshare(1) for a tmpfs of its own"; exit 77; }
+	size=$1
+	shift
+	set +e
+	unshare -m --propagation private sh -c 'mount -t tmpfs -o size="$0" tmpfs /dev/shm &&
+		exec env "$@"' "$size" "$@" >"$dir/got.out" 2>"$dir/got.err"
+	rc=$?
+	set -e
+	if [ "$rc" -ne 0 ] && grep -q "unshare failed" "$dir/got.err"; then
+		echo "no mount namespace here"
+		exit 77
+	fi
+	[ "$rc" -eq 0 ] || fail "exit status $rc: $(cat "$dir/got.err")"
+}
+
+# need_tracefs: root and a tracefs with instances, or skip
+need_tracefs() {
+	tracefs=/sys/kernel/tracing
+	{ [ "$(id -u)" -eq 0 ] && [ -d "$tracefs/instances" ]; } ||
+		{ echo "needs root and tracefs at $tracefs"; exit 77; }
+}
+
+# instance_of PID: waits (10 s at most) for PID's instance to record; sets inst
+instance_of() {
+	inst=
+	for _ in $(seq 200); do
+		inst=$(ls -d "$tracefs/instances/orbit-$1-"* 2>/dev/null | head -n 1)
+		[ -n "$inst" ] && [ "$(cat "$inst/tracing_on" 2>/dev/null)" = 1 ] && return 0
+		sleep 0.05
+	done
+	fail "no recording instance of $1: $(ls "$tracefs/instances")"
+}
+
+# seg_memory PID THREADS: checks the segment's blocks against its rings used
+seg_memory() {
+	python3 - "$1" "$2" <<'EOF'
+import glob, os, struct, sys
+pid, threads = sys.argv[1], int(sys.argv[2])
+seg = glob.glob("/dev/shm/orbit-%s-*" % pid)
+if len(seg) != 1:
+    sys.exit("segments of %s: %r" % (pid, seg))
+with open(seg[0], "rb") as f:
+    data = f.read(184)
+    page, = struct.unpack_from("<I", data, 16)
+    rings, slots = struct.unpack_from("<II", data, 32)
+    rings_off, stride, total = struct.unpack_from("<QQQ", data, 48)
+    pages_off, = struct.unpack_from("<Q", data, 104)
+    flight_off, flight_size = struct.unpack_from("<QQ", data, 136)
+    used = 0
+    for i in range(rings):
+        f.seek(rings_off + i * stride)
+        used += struct.unpack("<Q", f.read(8))[0] > 0
+    held = os.fstat(f.fileno()).st_blocks * 512
+# the flight ring: its header and handshake area (80 KiB) at once, its
+# entries as they are written (a few frames here) and 1 MiB ahead
+flight = 80 * 1024 + (3 << 20) if flight_size else 0
+at_once = rings_off + rings * page + (flight_off - pages_off)
+most = at_once + used * (stride + page) + flight
+least = used * slots * 64
+print("%d thread(s): %d of %d rings used, %d bytes held of %d (at most %d)" %
+      (threads, used, rings, held, total, most))
+if used < 1 or not least <= held <= most:
+    sys.exit("the segment holds %d bytes, want %d to %d for %d rings used" %
+             (held, least, most, used))
+EOF
+}
+
 case $case_ in
+memory)
+	for t in 1 6 flight; do
+		flight=
+		[ "$t" = flight ] && t=1 flight=ORBIT_FLIGHT=64M
+		env ORBIT_CAPTURE="$dir/m$t.orbit.zst" $flight "$host" spread "$t" 3000 20000 \
+			>"$dir/got.out" 2>"$dir/got.err" &
+		hpid=$!
+		sleep 0.7
+		seg_memory "$hpid" "$t" || fail "$t thread(s)"
+		wait "$hpid" || fail "the program failed: $(cat "$dir/got.err")"
+		[ "$(cat "$dir/got.out")" = "done $((t * 20000))" ] || fail "$(cat "$dir/got.out")"
+		[ ! -s "$dir/got.err" ] || fail "said: $(cat "$dir/got.err")"
+	done
+	;;
+shm_full)
+	in_small_shm 16M ORBIT_RING_BUDGET=8M ORBIT_CAPTURE="$dir/full.orbit.zst" "$host" fill_shm 1000
+	[ "$(cat "$dir/got.out")" = "done 1000" ] || fail "stdout: $(cat "$dir/got.out")"
+	grep -q "^orbit: cannot reserve the memory of ring [0-9]* ([0-9]* bytes) in /dev/shm: No space left on device; tracing is off$" \
+		"$dir/got.err" || fail "no line for the full /dev/shm: $(cat "$dir/got.err")"
+	[ "$(lines "$dir/got.err")" -eq 1 ] || fail "want one line: $(cat "$dir/got.err")"
+	echo "$(cat "$dir/got.err")"
+	;;
+sched_exec)
+	need_tracefs
+	rm -f "$dir/pfifo"
+	mkfifo "$dir/pfifo"
+	env ORBIT_SCHED=1 ORBIT_CAPTURE="$dir/e.orbit.zst" "$host" exec 1000 1000 /bin/sleep 2 \
+		>"$dir/pfifo" 2>"$dir/got.err" &
+	hpid=$!
+	exec 3<"$dir/pfifo"
+	instance_of "$hpid"
+	read -r line <&3 || fail "the program did not reach its exec"
+	[ "$line" = exec ] || fail "the program said $line"
+	off=
+	for _ in $(seq 100); do
+		[ "$(readlink "/proc/$hpid/exe")" = /usr/bin/sleep ] ||
+			[ "$(readlink "/proc/$hpid/exe")" = /bin/sleep ] || { sleep 0.02; continue; }
+		[ "$(cat "$inst/tracing_on")" = 0 ] && off=1 && break
+		sleep 0.02
+	done
+	[ -n "$off" ] || fail "$inst still records the untraced image after the exec"
+	wait "$hpid" || fail "the program failed: $(cat "$dir/got.err")"
+	exec 3<&-
+	rm -f /dev/shm/orbit-"$hpid"-* # the image before the exec left its segment
+	[ -d "$inst" ] || fail "the instance went with its process (nothing removes it then)"
+	env ORBIT_CAPTURE="$dir/n.orbit.zst" "$host" plain 10 >/dev/null 2>"$dir/next.err" ||
+		fail "the next start failed"
+	[ ! -d "$inst" ] || fail "the next traced start left $inst"
+	echo "$inst stopped at the exec and went at the next start"
+	;;
+sched_killed)
+	need_tracefs
+	env ORBIT_SCHED=1 ORBIT_CAPTURE="$dir/k.orbit.zst" "$host" wait 10000 100 \
+		>/dev/null 2>"$dir/got.err" &
+	hpid=$!
+	instance_of "$hpid"
+	kill -KILL "$hpid"
+	wait "$hpid" || true
+	rm -f /dev/shm/orbit-"$hpid"-* # its segment, evidence no test reads
+	[ "$(cat "$inst/tracing_on")" = 1 ] || fail "the killed process's instance stopped by itself"
+	env ORBIT_CAPTURE="$dir/n.orbit.zst" "$host" plain 10 >/dev/null 2>"$dir/next.err" ||
+		fail "the next start failed"
+	[ ! -d "$inst" ] || fail "the next traced start, without ORBIT_SCHED, left $inst"
+	echo "$inst left recording by SIGKILL went at the next start"
+	;;
+shm_small_logs)
+	in_small_shm 16M ORBIT_PAGE_RING_PAGES=4096 ORBIT_CAPTURE="$dir/small.orbit.zst" \
+		"$host" plain 5000
+	[ "$(cat "$dir/got.out")" = "done 5000" ] || fail "stdout: $(cat "$dir/got.out")"
+	[ "$(lines "$dir/got.err")" -eq 1 ] || fail "want one line: $(cat "$dir/got.err")"
+	slots=$(sed -n 's/^orbit: \/dev\/shm has no room for a segment of [0-9]* bytes (No space left on device); using [0-9]* bytes: [0-9]* rings of \([0-9]*\) slots, log pages outside the segment$/\1/p' \
+		"$dir/got.err")
+	[ -n "$slots" ] || fail "the line: $(cat "$dir/got.err")"
+	[ "$slots" -ge 1024 ] || fail "the rings shrank to $slots slots before the log pages left"
+	"$dump" "$dir/small.orbit.zst" | grep -q "^records 10000, delivered 10000, lost 0" ||
+		fail "the capture: $("$dump" "$dir/small.orbit.zst" | tail -n 2)"
+	cat "$dir/got.err"
+	;;
 capture_symlink)
 	printf 'precious bytes of another user\n' >"$dir/victim"
 	cp "$dir/victim" "$dir/victim.orig"
@@ -277,6 +445,7 @@ pthread_exit_term)
 		rc=$?
 		set -e
 		kill "$watchdog" 2>/dev/null || true
+		rm -f /dev/shm/orbit-"$pid"-* # its segment, evidence no test reads
 		echo "$rc"
 	}
 	want=$(status_of -u ORBIT_CAPTURE -u ORBIT_COLLECTOR)

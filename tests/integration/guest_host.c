@@ -37,6 +37,13 @@
  *                             means to, N more scopes over about 300 ms, and
  *                             checks that its descriptors hold exactly that:
  *                             "done N" and "files intact", or what differed
+ *   guest_host spread T MS N  T threads write N scopes each, then the process
+ *                             sleeps MS ms, then "done T*N"
+ *   guest_host exec N MS PROG ARGS...  N scopes, sleeps MS ms, prints "exec"
+ *                             and execs PROG (which inherits the environment)
+ *   guest_host fill_shm N     fills /dev/shm with a file of its own (run it on
+ *                             a small tmpfs of its own), then N scopes, then
+ *                             removes the file: "done N"
  */
 #include <dirent.h>
 #include <errno.h>
@@ -51,6 +58,7 @@
 #include <sys/eventfd.h>
 #include <sys/resource.h>
 #include <sys/stat.h>
+#include <sys/statvfs.h>
 #include <sys/syscall.h>
 #include <time.h>
 #include <unistd.h>
@@ -62,6 +70,50 @@ static void scopes(long n)
 	for (long i = 0; i < n; i++) {
 		ORBIT_SCOPE("guest work");
 	}
+}
+
+static void *spread_worker(void *arg)
+{
+	scopes(*(const long *)arg);
+	return NULL;
+}
+
+static int spread(int t, long ms, long n)
+{
+	pthread_t w[64];
+	if (t < 1 || t > 64)
+		return 2;
+	for (int i = 0; i < t; i++)
+		if (pthread_create(&w[i], NULL, spread_worker, &n) != 0)
+			return 1;
+	for (int i = 0; i < t; i++)
+		pthread_join(w[i], NULL);
+	struct timespec ts = {ms / 1000, ms % 1000 * 1000000};
+	nanosleep(&ts, NULL);
+	printf("done %ld\n", t * n);
+	return 0;
+}
+
+/* Takes every free byte of /dev/shm (as another program could), then writes. */
+static int fill_shm(long n)
+{
+	char path[64];
+	snprintf(path, sizeof path, "/dev/shm/guest-fill-%d", (int)getpid());
+	int fd = open(path, O_CREAT | O_EXCL | O_RDWR | O_CLOEXEC, 0600);
+	struct statvfs v;
+	if (fd < 0 || fstatvfs(fd, &v) != 0) {
+		perror(path);
+		return 1;
+	}
+	off_t at = 0;
+	for (off_t chunk = (off_t)v.f_bavail * (off_t)v.f_frsize; chunk >= 4096; chunk /= 2)
+		while (posix_fallocate(fd, at, chunk) == 0)
+			at += chunk;
+	scopes(n);
+	close(fd);
+	unlink(path);
+	printf("done %ld\n", n);
+	return 0;
 }
 
 static int open_fds(void)
@@ -432,7 +484,22 @@ int main(int argc, char **argv)
 		const char *dir = getenv("GUEST_DIR");
 		return closes(argv[2], atol(argv[3]), dir != NULL ? dir : "/tmp");
 	}
+	if (strcmp(mode, "spread") == 0 && argc > 4)
+		return spread(atoi(argv[2]), atol(argv[3]), atol(argv[4]));
+	if (strcmp(mode, "fill_shm") == 0 && argc > 2)
+		return fill_shm(atol(argv[2]));
+	if (strcmp(mode, "exec") == 0 && argc > 4) {
+		scopes(atol(argv[2]));
+		struct timespec ts = {atol(argv[3]) / 1000, atol(argv[3]) % 1000 * 1000000};
+		nanosleep(&ts, NULL);
+		printf("exec\n");
+		fflush(stdout);
+		execv(argv[4], argv + 4);
+		perror(argv[4]);
+		return 1;
+	}
 	fprintf(stderr, "usage: guest_host plain N | fds K N | signals N | threads | wait MS N | "
-	                "pthread_exit N | pthread_exit_forever | close closefrom|loop N\n");
+	                "pthread_exit N | pthread_exit_forever | close closefrom|loop N | "
+	                "spread T MS N | fill_shm N | exec N MS PROG ARGS...\n");
 	return 2;
 }

@@ -326,6 +326,7 @@ static void run_case(const void *entry)
 	struct orbit__seg_params p = {.ring_count = 1, .slots_per_ring = SLOTS, .clock_source = 0};
 	CHECK(orbit__segment_create(&p, &seg) == 0);
 	orbit__segment_unlink(&seg);
+	CHECK(orbit__segment_ring_reserve(&seg, 0) == 0); /* as a thread's attach does */
 	struct orbit__ring *r = orbit__segment_ring(&seg, 0);
 	tm = (struct orbit__thread){
 	    .ring = r, .mask = SLOTS - 1, .tid = (uint32_t)syscall(SYS_gettid)};

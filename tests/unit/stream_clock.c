@@ -139,6 +139,7 @@ static void case_end_of_stream(void)
 	untrusted_conversion(&c, 3 * 4000000001ull);
 	/* One scope through the rings, so that replay has something to show
 	 * beside it and the stream's equation holds. */
+	CHECK(orbit__segment_ring_reserve(&seg, 0) == 0); /* as a thread's attach does */
 	struct orbit__ring *ring = orbit__segment_ring(&seg, 0);
 	struct orbit__thread t = {.ring = ring, .mask = 15, .tid = 4242};
 	uint64_t base3 = ns - 20 * STEP - 2000000, claim;
