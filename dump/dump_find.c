@@ -20,6 +20,7 @@
 #include <unistd.h>
 
 #include "dump_find.h"
+#include "tracefs_leftovers.h"
 
 static int ours(uint32_t uid)
 {
@@ -293,5 +294,10 @@ int orbit__dump_remove(const char *target, FILE *out, FILE *err)
 		return 1;
 	}
 	fprintf(out, "removed %s (process %u, dead)\n", path, (unsigned)pid);
+	/* Its tracefs instance, if it recorded the kernel's scheduling and was
+	 * killed: that goes too (an instance records until removed). */
+	int gone = orbit__tracefs_remove_dead(NULL, (int)pid);
+	if (gone > 0)
+		fprintf(out, "removed %d tracefs instance(s) of process %u\n", gone, (unsigned)pid);
 	return 0;
 }

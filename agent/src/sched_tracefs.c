@@ -44,23 +44,20 @@
 #include <stdlib.h>
 #include <string.h>
 #include <sys/stat.h>
-#include <sys/statfs.h>
 #include <sys/types.h>
 #include <time.h>
 #include <unistd.h>
 
 #include "ftrace_page.h"
-#include "segment.h"     /* orbit__process_alive, orbit__process_start_time */
+#include "segment.h" /* orbit__process_start_time */
+#include "tracefs_leftovers.h"
 #include "wire_limits.h" /* ORBIT_KERNEL_MAX_CPUS: per_cpu/cpuN beyond are ignored */
 
-#define TRACEFS_MAGIC_VALUE 0x74726163 /* "trac", linux/magic.h TRACEFS_MAGIC */
-#define MAX_TEXT (64u << 10)           /* longest format file we keep */
-#define MAX_TIDS (1u << 20)            /* threads written to set_event_pid */
-#define TID_ROUNDS 16                  /* /proc/self/task passes until stable */
-#define PID_CHUNK 1024u                /* bytes of pids per write() */
+#define MAX_TEXT (64u << 10) /* longest format file we keep */
+#define MAX_TIDS (1u << 20)  /* threads written to set_event_pid */
+#define TID_ROUNDS 16        /* /proc/self/task passes until stable */
+#define PID_CHUNK 1024u      /* bytes of pids per write() */
 #define NAME_TRIES 64
-
-static const char *const TRACEFS_PATHS[] = {"/sys/kernel/tracing", "/sys/kernel/debug/tracing"};
 
 struct event_desc {
 	const char *system, *name;
@@ -125,19 +122,9 @@ static void say(char *why, size_t n, const char *fmt, ...)
 	va_end(ap);
 }
 
-static int is_tracefs(const char *path)
-{
-	struct statfs st;
-
-	return statfs(path, &st) == 0 && (unsigned long)st.f_type == TRACEFS_MAGIC_VALUE;
-}
-
 const char *orbit__sched_tracefs(void)
 {
-	for (size_t i = 0; i < sizeof TRACEFS_PATHS / sizeof TRACEFS_PATHS[0]; i++)
-		if (is_tracefs(TRACEFS_PATHS[i]))
-			return TRACEFS_PATHS[i];
-	return NULL;
+	return orbit__tracefs_path();
 }
 
 /* Writes val to dirfd/rel in one write(). Returns 0 or -errno. */
@@ -321,47 +308,6 @@ static int filter_threads(struct orbit__sched *s)
 	return 0;
 }
 
-static int parse_instance(const char *name, int *pid, unsigned long long *start)
-{
-	unsigned n;
-	char tail;
-
-	return sscanf(name, "orbit-%d-%llu-%u%c", pid, start, &n, &tail) == 3 && *pid > 0;
-}
-
-/* Called with the opener's live->lock held. */
-static int remove_stale_locked(const char *tracefs)
-{
-	char dir[512], path[800];
-	pid_t self = getpid();
-	uint64_t self_start = orbit__process_start_time(self);
-	DIR *d;
-	struct dirent *e;
-	int removed = 0;
-
-	snprintf(dir, sizeof dir, "%s/instances", tracefs);
-	d = opendir(dir);
-	if (d == NULL)
-		return -errno;
-	while ((e = readdir(d)) != NULL) {
-		int pid;
-		unsigned long long start;
-
-		if (!parse_instance(e->d_name, &pid, &start))
-			continue;
-		/* Another image of this process (before an exec) is tried too:
-		 * rmdir fails with EBUSY while anyone holds one of its files,
-		 * and this process's open instances hold theirs. */
-		if (!(pid == self && start == self_start) && orbit__process_alive(pid, start))
-			continue;
-		snprintf(path, sizeof path, "%s/%s", dir, e->d_name);
-		if (rmdir(path) == 0)
-			removed++;
-	}
-	closedir(d);
-	return removed;
-}
-
 int orbit__sched_remove_stale(struct orbit__sched_live *live, const char *tracefs)
 {
 	int r;
@@ -372,7 +318,7 @@ int orbit__sched_remove_stale(struct orbit__sched_live *live, const char *tracef
 		return -ENOENT;
 	if (live != NULL)
 		pthread_mutex_lock(&live->lock);
-	r = remove_stale_locked(tracefs);
+	r = orbit__tracefs_remove_dead(tracefs, 0);
 	if (live != NULL)
 		pthread_mutex_unlock(&live->lock);
 	return r;
@@ -675,7 +621,7 @@ int orbit__sched_open(const struct orbit__sched_params *p, struct orbit__sched *
 	}
 	if (tracefs == NULL)
 		tracefs = orbit__sched_tracefs();
-	if (tracefs == NULL || !is_tracefs(tracefs)) {
+	if (tracefs == NULL || !orbit__tracefs_is(tracefs)) {
 		say(why, why_len, "no tracefs mounted at %s",
 		    p != NULL && p->tracefs != NULL
 		        ? p->tracefs
@@ -699,7 +645,7 @@ int orbit__sched_open(const struct orbit__sched_params *p, struct orbit__sched *
 	if (s->live == &s->own)
 		pthread_mutex_init(&s->own.lock, NULL);
 	pthread_mutex_lock(&s->live->lock);
-	remove_stale_locked(tracefs);
+	orbit__tracefs_remove_dead(tracefs, 0);
 	err = make_instance(s, tracefs, why, why_len);
 	if (err == 0)
 		err = setup(s, kb, why, why_len);

@@ -56,8 +56,10 @@
  *     recorded), so an image it execs into, traced or not, is not recorded
  *     by it; and every orbit_init, with ORBIT_SCHED or without, removes the
  *     leftovers of 4 (orbit__sched_remove_stale), so one of a killed or
- *     crashed process goes at the next traced start. Where the kernel has
- *     no such event or trigger, the instance records on until then.
+ *     crashed process goes at the next traced start, or at orbit-dump
+ *     --remove of its process (format/tracefs_leftovers.h, the one removal
+ *     for both). Where the kernel has no such event or trigger, the
+ *     instance records on until then.
  *
  * Threads. A handle is used by one thread at a time (the agent thread).
  * open and close take the mutex of the opener's list of live instances

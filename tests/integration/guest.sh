@@ -56,8 +56,9 @@
 #   sched_exec          ORBIT_SCHED=1, then an exec into an untraced program: the
 #                       instance stops recording at the exec, and the next
 #                       traced start (without ORBIT_SCHED) removes it
-#   sched_killed        ORBIT_SCHED=1 and SIGKILL: the next traced start, without
-#                       ORBIT_SCHED, removes the instance left recording
+#   sched_killed        ORBIT_SCHED=1 and SIGKILL: orbit-dump --remove PID, and
+#                       (for another) the next traced start without
+#                       ORBIT_SCHED, remove the instance left recording
 set -eu
 build=$1
 case_=$2
@@ -215,14 +216,26 @@ sched_exec)
 	;;
 sched_killed)
 	need_tracefs
-	env ORBIT_SCHED=1 ORBIT_CAPTURE="$dir/k.orbit.zst" "$host" wait 10000 100 \
-		>/dev/null 2>"$dir/got.err" &
-	hpid=$!
-	instance_of "$hpid"
-	kill -KILL "$hpid"
-	wait "$hpid" || true
+	# killed: a leftover, still recording
+	killed() {
+		env ORBIT_SCHED=1 ORBIT_CAPTURE="$dir/k.orbit.zst" "$host" wait 10000 100 \
+			>/dev/null 2>"$dir/got.err" &
+		hpid=$!
+		instance_of "$hpid"
+		kill -KILL "$hpid"
+		wait "$hpid" || true
+		[ "$(cat "$inst/tracing_on")" = 1 ] ||
+			fail "the killed process's instance stopped by itself"
+	}
+	killed
+	"$build/dump/orbit-dump" --remove "$hpid" >"$dir/remove.out" 2>&1 ||
+		fail "orbit-dump --remove: $(cat "$dir/remove.out")"
+	grep -q "^removed 1 tracefs instance(s) of process $hpid$" "$dir/remove.out" ||
+		fail "orbit-dump --remove said: $(cat "$dir/remove.out")"
+	[ ! -d "$inst" ] || fail "orbit-dump --remove left $inst"
+	echo "orbit-dump --remove $hpid removed $inst"
+	killed
 	rm -f /dev/shm/orbit-"$hpid"-* # its segment, evidence no test reads
-	[ "$(cat "$inst/tracing_on")" = 1 ] || fail "the killed process's instance stopped by itself"
 	env ORBIT_CAPTURE="$dir/n.orbit.zst" "$host" plain 10 >/dev/null 2>"$dir/next.err" ||
 		fail "the next start failed"
 	[ ! -d "$inst" ] || fail "the next traced start, without ORBIT_SCHED, left $inst"
