@@ -313,8 +313,11 @@ static int reserve_parts(int fd, const struct orbit__seg_layout *l, int lazy)
 		err = posix_fallocate(fd, (off_t)l->pages_offset,
 		                      (off_t)(eager_end - l->pages_offset));
 	uint64_t later = (l->pages_offset - l->rings_offset) + (l->total_size - eager_end);
+	/* A tmpfs mounted without a size (size=0) says f_blocks 0: no bound
+	 * but memory, which the reservation as rings are taken still meets. */
 	struct statvfs vfs;
-	if (err == 0 && fstatvfs(fd, &vfs) == 0 && (uint64_t)vfs.f_bavail * vfs.f_frsize < later)
+	if (err == 0 && fstatvfs(fd, &vfs) == 0 && vfs.f_blocks != 0 &&
+	    (uint64_t)vfs.f_bavail * vfs.f_frsize < later)
 		err = ENOSPC;
 	return err;
 }
