@@ -52,6 +52,7 @@ struct orbit_dump_out {
 /* One dump of one segment. */
 struct orbit_dump {
 	const char *name; /* as given, for messages */
+	int out_replace;  /* the output was named (-o): a file of the caller's there is replaced */
 	int fd;
 	uint64_t file_size;
 	FILE *err;
@@ -117,8 +118,12 @@ void orbit__dump_rings(struct orbit_dump *d, const uint64_t *cursor, struct orbi
 
 /* ---- the capture (dump_write.c) ---- */
 /* Opens the file and the writer its frames come from (o->sw: frames cut
- * at ORBIT_FRAME_TARGET, as the agent's); 0, or -1 after one line. */
-int orbit__dump_out_open(struct orbit_dump_out *o, const char *path, FILE *err);
+ * at ORBIT_FRAME_TARGET, as the agent's); 0, or -1 after one line. The file
+ * is new (O_EXCL, never through a link); with replace, a path that is a
+ * regular file of the caller's is replaced by a new file renamed over it
+ * (its inode, and any other name it has, untouched); anything else there
+ * (a FIFO, a link, another user's file) is refused. */
+int orbit__dump_out_open(struct orbit_dump_out *o, const char *path, int replace, FILE *err);
 /* The last frame out, then the file closed: 0, or -1 if anything failed. */
 int orbit__dump_out_close(struct orbit_dump_out *o);
 

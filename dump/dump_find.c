@@ -6,8 +6,13 @@
  * The lookup by pid trusts no name: a file named for a live process counts
  * only if the process's user owns it (another user may create any name in
  * /dev/shm), and of a dead process only the caller's own files (or, for
- * root, anyone's). Alive or dead is the owner's lock first, /proc second
- * (orbit__segment_life); a segment is removed only when both say dead.
+ * root, anyone's); either way only when its header names the same pid and
+ * start time as its name (a file renamed to another process's name is not
+ * that process's segment). Alive or dead is the owner's
+ * lock first, /proc second (orbit__segment_life); a segment is removed only
+ * when both say dead. Nothing that is not a regular file is ever opened
+ * for reading without O_NONBLOCK (a FIFO would block), and names from
+ * segments are printed with anything but printable ASCII replaced.
  */
 #include <dirent.h>
 #include <errno.h>
@@ -27,11 +32,40 @@ static int ours(uint32_t uid)
 	return geteuid() == 0 || uid == (uint32_t)geteuid();
 }
 
+/* Opens a regular file for reading: without blocking on a FIFO or a
+ * device, which it refuses (-1, errno ENODEV... as open would say, or
+ * EINVAL for what is not a regular file). */
+static int open_regular(const char *path)
+{
+	int fd = open(path, O_RDONLY | O_NOFOLLOW | O_CLOEXEC | O_NONBLOCK);
+	if (fd < 0)
+		return -1;
+	struct stat st;
+	if (fstat(fd, &st) != 0 || !S_ISREG(st.st_mode) ||
+	    fcntl(fd, F_SETFL, fcntl(fd, F_GETFL) & ~O_NONBLOCK) != 0) {
+		close(fd);
+		errno = EINVAL;
+		return -1;
+	}
+	return fd;
+}
+
 static int open_in_dir(const char *file)
 {
 	char path[160];
 	snprintf(path, sizeof path, "%s/%s", ORBIT__SEG_DIR, file);
-	return open(path, O_RDONLY | O_NOFOLLOW | O_CLOEXEC);
+	return open_regular(path);
+}
+
+/* s with everything but printable ASCII as '?' (a name from a segment may
+ * hold terminal escapes). */
+static const char *printable(const char *s, char *buf, size_t len)
+{
+	size_t i = 0;
+	for (; s[i] != '\0' && i + 1 < len; i++)
+		buf[i] = s[i] >= ' ' && s[i] < 127 ? s[i] : '?';
+	buf[i] = '\0';
+	return buf;
 }
 
 /* What the header says, when it can be read (else zeros). */
@@ -58,6 +92,19 @@ struct by_pid {
 	int foreign; /* files named for it that its user does not own */
 };
 
+/* Whether the file's header says what its name does: the segment of that
+ * pid and start time. */
+static int header_agrees(const struct orbit__seg_entry *e)
+{
+	int fd = open_in_dir(e->file);
+	if (fd < 0)
+		return 0;
+	struct orbit__seg_header h;
+	header_of(fd, &h);
+	close(fd);
+	return h.pid == e->pid && h.start_time == e->start;
+}
+
 static int pick(void *ctx, const struct orbit__seg_entry *e)
 {
 	struct by_pid *b = ctx;
@@ -70,6 +117,10 @@ static int pick(void *ctx, const struct orbit__seg_entry *e)
 	}
 	if (!live && !ours(e->uid))
 		return 0;
+	if (!header_agrees(e)) {
+		b->foreign++; /* renamed, or a header another file's */
+		return 0;
+	}
 	b->n++;
 	if (b->n == 1 || live > b->best_live ||
 	    (live == b->best_live && e->mtime_s >= b->best_mtime)) {
@@ -111,8 +162,8 @@ int orbit__dump_resolve(const char *target, char *path, size_t len, FILE *err)
 			fprintf(err, "orbit-dump: no segment of process %s in %s%s\n", target,
 			        ORBIT__SEG_DIR,
 			        b.foreign
-			            ? " (a file with its name belongs to another user: not its "
-			              "segment)"
+			            ? " (a file with its name belongs to another user, or its "
+			              "header names another process: not its segment)"
 			            : "");
 			return -1;
 		}
@@ -133,14 +184,15 @@ int orbit__dump_resolve(const char *target, char *path, size_t len, FILE *err)
 
 int orbit__dump_open(const char *path, FILE *err)
 {
-	int fd = open(path, O_RDONLY | O_NOFOLLOW | O_CLOEXEC);
+	int fd = open_regular(path);
 	if (fd < 0) {
-		fprintf(err, "orbit-dump: %s: %s\n", path, strerror(errno));
+		fprintf(err, "orbit-dump: %s: %s\n", path,
+		        errno == EINVAL ? "not a regular file" : strerror(errno));
 		return -1;
 	}
 	struct stat st;
-	if (fstat(fd, &st) != 0 || !S_ISREG(st.st_mode)) {
-		fprintf(err, "orbit-dump: %s: not a regular file\n", path);
+	if (fstat(fd, &st) != 0) {
+		fprintf(err, "orbit-dump: %s: %s\n", path, strerror(errno));
 		close(fd);
 		return -1;
 	}
@@ -251,9 +303,10 @@ int orbit__dump_list(FILE *out, FILE *err)
 		                    : w->life == ORBIT__SEG_ALIVE ? "alive"
 		                    : w->life == ORBIT__SEG_DEAD  ? "dead"
 		                                                  : "unknown";
+		char comm[sizeof w->h.comm];
 		fprintf(out, "%8u  %-15s  %-7s  %7s  %7s  %7s  %s%s\n", (unsigned)w->e.pid,
-		        w->h.comm[0] ? w->h.comm : "?", state, size, flight, age, w->e.file,
-		        w->readable ? "" : " (another user's)");
+		        w->h.comm[0] ? printable(w->h.comm, comm, sizeof comm) : "?", state, size,
+		        flight, age, w->e.file, w->readable ? "" : " (another user's)");
 	}
 	free(r.v);
 	return 0;

@@ -108,6 +108,7 @@ int main(int argc, char **argv)
 	d.fd = fd;
 	d.err = stderr;
 	d.life = ORBIT__SEG_UNKNOWN; /* until the segment's header is read */
+	d.out_replace = out != NULL;
 	char def[200];
 	if (out == NULL) {
 		struct orbit__seg_header h;

@@ -486,7 +486,7 @@ int orbit__dump_run(struct orbit_dump *d, const char *out_path)
 	d->life = orbit__segment_life(d->fd, d->l.pid, d->l.start_time);
 	d->now_mono = clock_ns(CLOCK_MONOTONIC);
 	d->now_real = clock_ns(CLOCK_REALTIME);
-	if (orbit__dump_out_open(&d->out, out_path, d->err) != 0)
+	if (orbit__dump_out_open(&d->out, out_path, d->out_replace, d->err) != 0)
 		return ORBIT_DUMP_OUTPUT;
 
 	uint64_t cursor[ORBIT_MAX_RINGS];

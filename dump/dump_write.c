@@ -1,12 +1,17 @@
 /* dump_write.c — orbit-dump's capture file: the stream writer's frames
  * (format/stream_writer.h), the flight ring's as they are and its own
- * (docs/format.md 3.3: one stream, a plain zstd stream). A path given with
- * -o is written as asked (created, or truncated, never through a symbolic
- * link); the default name is created and never replaces a file. */
+ * (docs/format.md 3.3: one stream, a plain zstd stream). Root may run it
+ * in a directory others can write, so a file is created new (O_EXCL,
+ * O_NOFOLLOW: never someone else's file, a FIFO or a link's target); a path
+ * given with -o that is a regular file of the caller's is replaced by a
+ * new file renamed over it, as the agent replaces a capture; the default
+ * name never replaces anything. */
 #include <errno.h>
 #include <fcntl.h>
 #include <stdio.h>
+#include <stdlib.h>
 #include <string.h>
+#include <sys/stat.h>
 #include <unistd.h>
 
 #include "dump.h"
@@ -49,18 +54,58 @@ static void on_lost(void *ctx, const uint64_t *records, uint32_t rings)
 	o->failed = 1;
 }
 
-int orbit__dump_out_open(struct orbit_dump_out *o, const char *path, FILE *err)
+/* A new file at path, or (replace) over a regular file of the caller's
+ * there: a new file beside it, renamed over it. The descriptor, or -1
+ * after one line. */
+static int create_new(const char *path, int replace, FILE *err)
+{
+	int fd = open(path, O_WRONLY | O_CREAT | O_EXCL | O_NOFOLLOW | O_CLOEXEC, 0644);
+	if (fd >= 0 || errno != EEXIST) {
+		if (fd < 0)
+			fprintf(err, "orbit-dump: cannot create %s: %s\n", path, strerror(errno));
+		return fd;
+	}
+	struct stat st;
+	if (lstat(path, &st) != 0) {
+		fprintf(err, "orbit-dump: cannot create %s: %s\n", path, strerror(errno));
+		return -1;
+	}
+	const char *why = !replace                 ? "it exists (name one with -o)"
+	                  : !S_ISREG(st.st_mode)   ? "it is not a regular file"
+	                  : st.st_uid != geteuid() ? "it belongs to another user"
+	                                           : NULL;
+	if (why != NULL) {
+		fprintf(err, "orbit-dump: %s: %s; not written\n", path, why);
+		return -1;
+	}
+	char tmp[4200];
+	for (int tries = 0; tries < 16; tries++) {
+		snprintf(tmp, sizeof tmp, "%s.orbit-dump-%d-%d", path, (int)getpid(), tries);
+		fd = open(tmp, O_WRONLY | O_CREAT | O_EXCL | O_NOFOLLOW | O_CLOEXEC, 0644);
+		if (fd >= 0 || errno != EEXIST)
+			break;
+	}
+	if (fd < 0 || rename(tmp, path) != 0) {
+		fprintf(err, "orbit-dump: cannot replace %s: %s\n", path, strerror(errno));
+		if (fd >= 0) {
+			unlink(tmp);
+			close(fd);
+		}
+		return -1;
+	}
+	return fd;
+}
+
+int orbit__dump_out_open(struct orbit_dump_out *o, const char *path, int replace, FILE *err)
 {
 	memset(o, 0, sizeof o[0]);
 	o->path = path;
 	if (strcmp(path, "-") == 0) {
 		o->fd = 1;
 	} else {
-		o->fd = open(path, O_WRONLY | O_CREAT | O_TRUNC | O_NOFOLLOW | O_CLOEXEC, 0644);
-		if (o->fd < 0) {
-			fprintf(err, "orbit-dump: cannot create %s: %s\n", path, strerror(errno));
+		o->fd = create_new(path, replace, err);
+		if (o->fd < 0)
 			return -1;
-		}
 	}
 	const struct orbit__sw_sink sink = {.ctx = o, .frame = on_frame, .lost = on_lost};
 	o->sw = orbit__sw_new(-1, ORBIT_FRAME_TARGET, &sink);

@@ -43,6 +43,12 @@ usage: flight_dump.py CASE VICTIM ORBIT_DUMP ORBIT_REPLAY
   keep_bounded nine crashed processes' segments, then a traced start (a
                /dev/shm of its own): the eight youngest stay, and one line
                names the one removed
+  planted      another user's segment renamed to a dead process's name:
+               root's orbit-dump PID refuses it (its header names another)
+  fifo         a FIFO as the segment, for --remove and as -o: refused at once
+  output       the default output name planted by another user, a named one
+               too: refused; the caller's own file replaced, its inode kept
+  list_escapes a command name with terminal escapes: --list prints it tamed
   list         --list shows pid, command, alive/dead, size; --remove removes
                a dead one and refuses a live one
 Exits 0 (pass), 1 (fail) or 77 (skip)."""
@@ -649,6 +655,114 @@ def case_keep_bounded():
     check(sorted(int(f.split("-")[1]) for f in left) == sorted(crashed[1:]),
           "left: %r, crashed %r" % (left, crashed))
     print("keep_bounded: " + said[0])
+
+
+NOBODY = 65534
+
+
+def need_root():
+    if os.geteuid() != 0:
+        skip("needs root (files of another user)")
+
+
+def dead_pid():
+    """A pid whose process is gone (a child that has ended)."""
+    p = subprocess.Popen(["true"])
+    p.wait()
+    return p.pid
+
+
+def case_planted():
+    # Another user's killed segment, renamed to the name of a dead process
+    # root asks for: not that process's segment.
+    need_root()
+    _, pid, _ = run([VICTIM, "crash"], env=env(ORBIT_FLIGHT="1M"))
+    seg = segments(pid)
+    check(len(seg) == 1, "segments: %r" % seg)
+    other = dead_pid()
+    start = os.path.basename(seg[0]).split("-")[2]
+    planted = "/dev/shm/orbit-%d-%s-00000000deadbeef" % (other, start)
+    PIDS.append(other)
+    shutil.copyfile(seg[0], planted)
+    os.chown(planted, NOBODY, NOBODY)
+    out = os.path.join(TMP, "planted.orbit.zst")
+    rc, err = dump(other, out, want=1)
+    check("its header names another process: not its segment" in err, "said: %s" % err)
+    check(not os.path.exists(out), "a capture was written")
+    print("planted: %s" % err.strip())
+
+
+def case_fifo():
+    # A FIFO given as a segment, and as the output: refused at once.
+    fifo = os.path.join(TMP, "segment.fifo")
+    os.mkfifo(fifo)
+    for args in ([DUMP, fifo], [DUMP, "--remove", fifo]):
+        try:
+            p = subprocess.run(args, capture_output=True, timeout=10)
+        except subprocess.TimeoutExpired:
+            fail("%s hung on a FIFO" % " ".join(args))
+        err = p.stderr.decode(errors="replace")
+        check(p.returncode == 1 and "not a regular file" in err,
+              "%s: exit %d: %s" % (" ".join(args), p.returncode, err))
+    _, pid, _ = run([VICTIM, "crash"], env=env(ORBIT_FLIGHT="1M"))
+    try:
+        p = subprocess.run([DUMP, "-o", fifo, str(pid)], capture_output=True, timeout=10)
+    except subprocess.TimeoutExpired:
+        fail("orbit-dump -o FIFO hung")
+    err = p.stderr.decode(errors="replace")
+    check(p.returncode == 3 and "it is not a regular file; not written" in err,
+          "-o FIFO: exit %d: %s" % (p.returncode, err))
+    print("fifo: refused as a segment, by --remove and as the output")
+
+
+def case_output():
+    # Outputs planted by another user: the default name taken in advance,
+    # and a named one; a file of the caller's is replaced, its inode kept.
+    need_root()
+    _, pid, _ = run([VICTIM, "crash"], env=env(ORBIT_FLIGHT="1M"))
+    shared = os.path.join(TMP, "shared")
+    os.mkdir(shared)
+    os.chmod(shared, 0o1777)
+    now = time.time()
+    planted = []
+    for s in range(-1, 6):
+        stamp = time.strftime("%Y%m%dT%H%M%SZ", time.gmtime(now + s))
+        f = os.path.join(shared, "orbit-dump-%d-%s.orbit.zst" % (pid, stamp))
+        open(f, "w").close()
+        os.chown(f, NOBODY, NOBODY)
+        os.chmod(f, 0o666)
+        planted.append(f)
+    p = subprocess.run([DUMP, str(pid)], capture_output=True, cwd=shared)
+    err = p.stderr.decode(errors="replace")
+    check(p.returncode == 3 and "it exists (name one with -o); not written" in err,
+          "the default name taken: exit %d: %s" % (p.returncode, err))
+    check(all(os.path.getsize(f) == 0 for f in planted), "a planted file was written")
+    rc, err = dump(pid, planted[0], want=3)
+    check("it belongs to another user; not written" in err, "said: %s" % err)
+    mine = os.path.join(TMP, "mine.orbit.zst")
+    open(mine, "w").write("old")
+    os.link(mine, mine + ".other")
+    dump(pid, mine)
+    check(open(mine + ".other").read() == "old", "the other name of the old file changed")
+    check_stream(replay_json(mine), "gone")
+    print("output: the planted names refused, the caller's own file replaced")
+
+
+def case_list_escapes():
+    # A segment whose command name holds terminal escapes: printed tamed.
+    _, pid, _ = run([VICTIM, "crash"], env=env(ORBIT_FLIGHT="1M"))
+    seg = segments(pid)
+    check(len(seg) == 1, "segments: %r" % seg)
+    blob = bytearray(open(seg[0], "rb").read(4096))
+    blob[160:176] = b"\x1b]0;owned\x07\x1b[2J\x00\x00\x00"
+    with open(seg[0], "r+b") as f:
+        f.write(bytes(blob))
+    p = subprocess.run([DUMP, "--list"], capture_output=True)
+    check(p.returncode == 0, "--list exited %d" % p.returncode)
+    line = [l for l in p.stdout.split(b"\n") if l.split()[:1] == [str(pid).encode()]]
+    check(len(line) == 1, "--list: %r" % p.stdout)
+    check(all(32 <= c < 127 for c in line[0]), "--list printed %r" % line[0])
+    print("list_escapes: %s" % line[0].decode())
 
 
 def case_list():
