@@ -55,6 +55,7 @@ struct orbit_dump {
 	int out_replace;  /* the output was named (-o): a file of the caller's there is replaced */
 	int fd;
 	uint64_t file_size;
+	uint64_t held; /* bytes the file holds (its blocks): what a copy may cost */
 	FILE *err;
 	int damaged;       /* a problem was said: exit 2 */
 	char problem[260]; /* the first one, for the Dump packet */
@@ -92,6 +93,11 @@ void orbit__dump_problem(struct orbit_dump *d, uint64_t offset, const char *fmt,
 /* pread exactly len bytes at off: 0, or -1 after saying that the segment
  * ends before (it shrank, or was cut) or that it could not be read. */
 int orbit__dump_pread(struct orbit_dump *d, void *buf, uint64_t len, uint64_t off);
+/* Whether a private copy of len bytes of the area at off (what: its name)
+ * may be made: at most what the file holds, whatever its header declares
+ * (a sparse file of a lying header would otherwise cost its declared size
+ * in memory). 0, or -1 after saying so. */
+int orbit__dump_affords(struct orbit_dump *d, uint64_t len, uint64_t off, const char *what);
 
 /* Reads the segment open on d->fd and writes its capture to out_path ("-":
  * stdout). Returns an enum orbit_dump_status. */

@@ -27,6 +27,18 @@ void orbit__dump_problem(struct orbit_dump *d, uint64_t offset, const char *fmt,
 	d->damaged = 1;
 }
 
+int orbit__dump_affords(struct orbit_dump *d, uint64_t len, uint64_t off, const char *what)
+{
+	if (len <= d->held)
+		return 0;
+	orbit__dump_problem(d, off,
+	                    "%s: %llu bytes to copy, more than the segment holds (%llu bytes of "
+	                    "%llu): not read",
+	                    what, (unsigned long long)len, (unsigned long long)d->held,
+	                    (unsigned long long)d->file_size);
+	return -1;
+}
+
 int orbit__dump_pread(struct orbit_dump *d, void *buf, uint64_t len, uint64_t off)
 {
 	uint8_t *p = buf;

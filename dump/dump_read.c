@@ -235,6 +235,8 @@ static void read_flight(struct orbit_dump *d, struct kept *k)
 	/* The entries, then the metadata again: what moved below its head
 	 * meanwhile may be torn. */
 	uint64_t n = m1.tail - m1.head;
+	if (orbit__dump_affords(d, n, base, "flight ring") != 0)
+		goto out;
 	uint8_t *buf = malloc(n ? n : 1);
 	if (buf == NULL || copy_ring(d, buf, m1.head, n, ring_size) != 0) {
 		free(buf);
@@ -348,6 +350,8 @@ static void read_pages(struct orbit_dump *d)
 	if (d->l.page_ring_count == 0)
 		return;
 	uint64_t bytes = (uint64_t)d->l.page_ring_pages * (d->l.page_ring_page_size + 64);
+	if (orbit__dump_affords(d, bytes, d->l.pages_offset, "log page ring") != 0)
+		return;
 	uint8_t *mem = malloc(bytes), *page = malloc(d->l.page_ring_page_size);
 	for (uint32_t r = 0; mem != NULL && page != NULL && r < d->l.page_ring_count; r++) {
 		if (orbit__dump_pread(d, mem, bytes,
@@ -469,6 +473,7 @@ int orbit__dump_run(struct orbit_dump *d, const char *out_path)
 		return ORBIT_DUMP_USAGE;
 	}
 	d->file_size = (uint64_t)st.st_size;
+	d->held = (uint64_t)st.st_blocks * 512;
 	d->l.total_size = d->file_size;
 	struct orbit__seg_header h;
 	memset(&h, 0, sizeof h);

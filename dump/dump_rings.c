@@ -121,12 +121,12 @@ static void walk(struct orbit_dump *d, uint32_t ring, const struct orbit__seg_sl
 void orbit__dump_rings(struct orbit_dump *d, const uint64_t *cursor, struct orbit_dump_ring *res)
 {
 	const uint64_t slots = d->l.slots_per_ring;
-	struct orbit__seg_slot *copy = aligned_alloc(64, slots * ORBIT__SLOT_SIZE);
-	int cut = 0;
+	struct orbit__seg_slot *copy = NULL; /* made for the first ring with claims to read */
+	int cut = 0, nomem = 0;
 	for (uint32_t r = 0; r < d->l.ring_count; r++) {
 		struct orbit_dump_ring *rr = &res[r];
 		*rr = (struct orbit_dump_ring){.end = cursor[r], .next = d->from[r]};
-		if (copy == NULL || cut)
+		if (nomem || cut)
 			continue; /* not read: at_end */
 		uint64_t lo = rr->end > slots ? rr->end - slots : 0;
 		if (rr->next < lo) { /* not resident any more (1.) */
@@ -135,6 +135,17 @@ void orbit__dump_rings(struct orbit_dump *d, const uint64_t *cursor, struct orbi
 		}
 		if (rr->next >= rr->end)
 			continue;
+		if (copy == NULL) {
+			if (orbit__dump_affords(d, slots * ORBIT__SLOT_SIZE, d->l.rings_offset,
+			                        "scope rings") != 0) {
+				cut = 1;
+				continue;
+			}
+			copy = aligned_alloc(64, slots * ORBIT__SLOT_SIZE);
+			nomem = copy == NULL;
+			if (nomem)
+				continue;
+		}
 		uint64_t cursor2 = 0;
 		if (read_slots(d, r, rr->next, rr->end, copy) != 0 ||
 		    orbit__dump_pread(d, &cursor2, 8, d->l.rings_offset + r * d->l.ring_stride) !=
@@ -146,7 +157,7 @@ void orbit__dump_rings(struct orbit_dump *d, const uint64_t *cursor, struct orbi
 			cursor2 = rr->end; /* a cursor does not go back: hostile */
 		walk(d, r, copy, cursor2, rr);
 	}
-	if (copy == NULL)
+	if (nomem)
 		orbit__dump_problem(d, d->l.rings_offset, "out of memory for the scope rings");
 	free(copy);
 }

@@ -48,6 +48,8 @@ usage: flight_dump.py CASE VICTIM ORBIT_DUMP ORBIT_REPLAY
   fifo         a FIFO as the segment, for --remove and as -o: refused at once
   output       the default output name planted by another user, a named one
                too: refused; the caller's own file replaced, its inode kept
+  lying        a 48 KB segment whose header declares 2^24 slots, or 2^19-page
+               log rings: orbit-dump's peak RSS stays under 64 MiB
   list_escapes a command name with terminal escapes: --list prints it tamed
   list         --list shows pid, command, alive/dead, size; --remove removes
                a dead one and refuses a live one
@@ -763,6 +765,56 @@ def case_list_escapes():
     check(len(line) == 1, "--list: %r" % p.stdout)
     check(all(32 <= c < 127 for c in line[0]), "--list printed %r" % line[0])
     print("list_escapes: %s" % line[0].decode())
+
+
+def case_lying():
+    # A 48 KB segment whose header declares huge rings (a sparse file of the
+    # size it declares): orbit-dump's memory stays bounded by what the file
+    # holds, whatever the header says.
+    _, pid, _ = run([VICTIM, "crash"], env=env(ORBIT_CAPTURE=os.path.join(TMP, "v.orbit.zst")))
+    seg = segments(pid)
+    check(len(seg) == 1, "segments: %r" % seg)
+    head = bytearray(open(seg[0], "rb").read(49152))
+    page, = struct.unpack_from("<I", head, 16)
+    rings, = struct.unpack_from("<I", head, 32)
+    rings_off, = struct.unpack_from("<Q", head, 48)
+    count, pages, psize = struct.unpack_from("<III", head, 112)
+    check(count > 0, "the victim's segment has no log page rings")
+    up = lambda v: (v + page - 1) // page * page
+    peaks = []
+    for what, slots, npages in (("slots", 1 << 24, pages), ("pages", None, 1 << 19)):
+        blob = bytearray(head)
+        if slots is None:
+            slots, = struct.unpack_from("<I", head, 36)
+        stride = 128 + slots * 64
+        pages_off = up(rings_off + rings * stride)
+        pstride = up(npages * (psize + 64))
+        total = pages_off + count * pstride
+        struct.pack_into("<I", blob, 36, slots)
+        struct.pack_into("<QQ", blob, 56, stride, total)
+        struct.pack_into("<Q", blob, 104, pages_off)
+        struct.pack_into("<I", blob, 116, npages)
+        struct.pack_into("<QQ", blob, 128, pstride, total)
+        struct.pack_into("<Q", blob, 144, 0)
+        # ring 0 full of holes, or (pages) empty, so that the log pages are
+        # what would be copied
+        struct.pack_into("<Q", blob, rings_off, slots if what == "slots" else 0)
+        lying = os.path.join(TMP, "lying-%s" % what)
+        with open(lying, "wb") as f:  # 48 KB of data, the rest a hole
+            f.write(bytes(blob))
+            f.truncate(total)
+        out = os.path.join(TMP, "lying-%s.orbit.zst" % what)
+        p = subprocess.Popen([DUMP, "-o", out, lying], stdout=subprocess.DEVNULL,
+                             stderr=subprocess.PIPE)
+        err = p.stderr.read().decode(errors="replace")
+        _, status, use = os.wait4(p.pid, 0)
+        rc = os.waitstatus_to_exitcode(status)
+        peaks.append("%s %d MiB (exit %d)" % (what, use.ru_maxrss // 1024, rc))
+        check(use.ru_maxrss < 64 * 1024, "%s: orbit-dump's peak RSS %d KiB on a 48 KB segment"
+              % (what, use.ru_maxrss))
+        check(rc == 2, "%s: exit %d, want 2 (damaged)\n%s" % (what, rc, err))
+        one_line(err, what)
+    print("lying: peak RSS %s; %s" % (", ".join(peaks), err.strip()))
 
 
 def case_list():
