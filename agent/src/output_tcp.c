@@ -147,8 +147,9 @@ struct tcp_output {
 	uint32_t last_end;
 	struct sent *head, *tail;
 	uint64_t frames_sent, bytes_sent, frames_acked, bytes_acked;
-	uint64_t progress_ms; /* the last Ack, or bytes leaving the write queue */
-	uint64_t last_taken;  /* bytes the kernel had taken at the last tick */
+	uint64_t synced_acked; /* the last Ack's synced_frames */
+	uint64_t progress_ms;  /* the last Ack, or bytes leaving the write queue */
+	uint64_t last_taken;   /* bytes the kernel had taken at the last tick */
 	uint8_t reply[ORBIT_REPLY_MAX];
 	size_t reply_len;
 	uint64_t reply_total; /* bytes the peer sent on this connection */
@@ -429,6 +430,21 @@ static int on_ack(struct tcp_output *t, const struct orbit_ack *a)
 		     (unsigned long long)a->frames, (unsigned long long)t->frames_sent);
 		return -1;
 	}
+	/* docs/format.md 7.2, guarantee 2: synced_frames never decreases, and
+	 * two Acks in a row that go on never say the same.
+	 * A peer that repeats itself (at any rate: each costs a parse) is not
+	 * keeping the protocol; the connection goes, and backs off. */
+	if (a->synced_frames < t->synced_acked) { /* reply.c checks it is <= frames */
+		lost(t, 1, "it acknowledged %llu frames synced, after %llu",
+		     (unsigned long long)a->synced_frames, (unsigned long long)t->synced_acked);
+		return -1;
+	}
+	if (t->answered && a->end == ORBIT_ACK_GOES_ON && a->frames == t->frames_acked &&
+	    a->synced_frames == t->synced_acked) {
+		lost(t, 1, "it repeated an acknowledgement (frames %llu, %llu synced)",
+		     (unsigned long long)a->frames, (unsigned long long)a->synced_frames);
+		return -1;
+	}
 	uint64_t seq = 0, end_bytes = t->bytes_acked;
 	int settles = a->frames > t->frames_acked;
 	for (uint64_t n = a->frames - t->frames_acked; n > 0; n--) {
@@ -447,6 +463,7 @@ static int on_ack(struct tcp_output *t, const struct orbit_ack *a)
 	}
 	t->frames_acked = a->frames;
 	t->bytes_acked = a->bytes;
+	t->synced_acked = a->synced_frames;
 	t->progress_ms = uv_now(t->o.loop);
 	if (!t->answered)
 		answered(t);
@@ -604,6 +621,7 @@ static void on_connect(uv_connect_t *req, int status)
 	t->answered = t->ending = t->complete = t->got_last = 0;
 	t->last_end = 0;
 	t->frames_sent = t->bytes_sent = t->frames_acked = t->bytes_acked = 0;
+	t->synced_acked = 0;
 	t->reply_len = 0;
 	t->reply_total = 0;
 	t->progress_ms = uv_now(t->o.loop);

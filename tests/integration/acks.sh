@@ -34,6 +34,9 @@
 #   peer_close  a listener that accepts and closes: a 3 s run prints at most 3
 #               lines, naming the address and what it did, and backs off
 #   peer_http   a web server: the line says it sent HTTP
+#   repeat      a peer that repeats one valid Ack as fast as it can: a protocol
+#               violation, one line, a reconnect; the program's CPU stays
+#               under 10 % of a core
 set -eu
 build=$1
 case_=$2
@@ -316,6 +319,34 @@ peer_close | peer_http)
 	n=${count#connections }
 	[ "$n" -ge 3 ] && [ "$n" -le 12 ] || fail "$n connections in 3 s"
 	echo "$n connections; $(cat "$dir/agent.err")"
+	;;
+repeat)
+	rm -f "$dir/pfifo"
+	mkfifo "$dir/pfifo"
+	"$peer" --repeat >"$dir/pfifo" &
+	ppid_=$!
+	exec 3<"$dir/pfifo"
+	read -r line <&3 || fail "fake_peer did not start"
+	target=${line#listening on }
+	# the program's CPU time (user + system, all its threads) over a 3 s run
+	cpu=$(ERR="$dir/agent.err" python3 -c '
+import os, subprocess, sys
+p = subprocess.Popen(sys.argv[1:], stdout=open(os.devnull, "w"), stderr=open(os.environ["ERR"], "w"))
+_, st, ru = os.wait4(p.pid, 0)
+print("%d %.3f" % (os.waitstatus_to_exitcode(st), ru.ru_utime + ru.ru_stime))' \
+		env ORBIT_COLLECTOR="$target" ORBIT_FLUSH_TIMEOUT_MS=200 "$host" wait 3000 1000)
+	kill -TERM "$ppid_"
+	read -r count <&3 || fail "fake_peer said nothing"
+	wait "$ppid_" || true
+	ppid_=
+	[ "${cpu% *}" -eq 0 ] || fail "the program exited ${cpu% *}: $(cat "$dir/agent.err")"
+	grep -q "^orbit: connection to collector $target lost (it repeated an acknowledgement (frames 1, 0 synced)); reconnecting$" \
+		"$dir/agent.err" || fail "no line for the repeated Ack: $(cat "$dir/agent.err")"
+	# Under 10 % of a core over the 3 s (a peer answered at every Ack would
+	# hold the agent's thread at 100 %)
+	python3 -c 'import sys; sys.exit(0 if float(sys.argv[1]) < 0.3 else 1)' "${cpu#* }" ||
+		fail "the program used ${cpu#* } s of CPU in a 3 s run against a repeating peer"
+	echo "${cpu#* } s of CPU in 3 s, ${count}; $(head -n 1 "$dir/agent.err")"
 	;;
 *)
 	fail "unknown case"

@@ -7,6 +7,10 @@
  *                        "HTTP/1.0 400 Bad Request" and closes, as a web
  *                        server does with bytes that are not a request
  *   fake_peer --silent   accepts and never reads, writes nor closes
+ *   fake_peer --repeat   reads the agent's Handshake frame, acknowledges it
+ *                        (frames 1, its bytes), then sends that same Ack
+ *                        again as fast as the connection takes it: a peer
+ *                        breaking docs/format.md 7.2's "never the same twice"
  *
  * The first stdout line is "listening on 127.0.0.1:PORT", flushed. On
  * SIGTERM it prints "connections N" (accepted so far) on stdout and exits 0.
@@ -21,8 +25,45 @@
 #include <string.h>
 #include <sys/socket.h>
 #include <unistd.h>
+#include <zstd.h>
+
+#include "frame.h"
+#include "reply.h"
 
 #define MAX_CONNS 1024
+
+/* --repeat: what a connection has read, and the Ack it repeats. */
+struct repeater {
+	uint8_t in[1 << 16];
+	size_t in_len;
+	uint8_t ack[ORBIT_ACK_FRAME_MAX];
+	size_t ack_len; /* 0 until the Handshake frame is in */
+	size_t off;     /* of the Ack being sent, already sent */
+};
+
+static struct repeater rep[MAX_CONNS];
+
+/* Reads what came; once the first frame is whole, makes the Ack. */
+static void repeat_read(int fd, struct repeater *r)
+{
+	ssize_t n;
+	while (r->in_len < sizeof r->in &&
+	       (n = recv(fd, r->in + r->in_len, sizeof r->in - r->in_len, MSG_DONTWAIT)) > 0)
+		r->in_len += (size_t)n;
+	if (r->in_len == sizeof r->in) /* the rest is not needed */
+		r->in_len = 0;
+	if (r->ack_len != 0)
+		return;
+	size_t first = ZSTD_findFrameCompressedSize(r->in, r->in_len);
+	if (ZSTD_isError(first))
+		return;
+	struct orbit_frame_writer w;
+	struct orbit_ack a = {.frames = 1, .bytes = first};
+	if (orbit__frame_writer_init(&w, 1) == 0) {
+		r->ack_len = orbit__reply_ack_encode(&w, &a, r->ack);
+		orbit__frame_writer_free(&w);
+	}
+}
 
 static volatile sig_atomic_t stop;
 
@@ -36,8 +77,9 @@ int main(int argc, char **argv)
 {
 	const char *mode = argc > 1 ? argv[1] : "";
 	int close_now = strcmp(mode, "--close") == 0, http = strcmp(mode, "--http") == 0;
-	if (!close_now && !http && strcmp(mode, "--silent") != 0) {
-		fprintf(stderr, "usage: fake_peer --close | --http | --silent\n");
+	int repeat = strcmp(mode, "--repeat") == 0;
+	if (!close_now && !http && !repeat && strcmp(mode, "--silent") != 0) {
+		fprintf(stderr, "usage: fake_peer --close | --http | --silent | --repeat\n");
 		return 2;
 	}
 	struct sigaction sa = {.sa_handler = on_term};
@@ -60,7 +102,10 @@ int main(int argc, char **argv)
 		struct pollfd p[1 + MAX_CONNS];
 		p[0] = (struct pollfd){lfd, POLLIN, 0};
 		for (int i = 0; i < n; i++)
-			p[1 + i] = (struct pollfd){conns[i], http ? POLLIN : 0, 0};
+			p[1 + i] = (struct pollfd){conns[i],
+			                           (short)(http || repeat ? POLLIN : 0) |
+			                               (repeat && rep[i].ack_len ? POLLOUT : 0),
+			                           0};
 		if (poll(p, (nfds_t)(1 + n), 100) < 0)
 			continue;
 		if (p[0].revents & POLLIN) {
@@ -69,11 +114,28 @@ int main(int argc, char **argv)
 				accepted++;
 				if (close_now)
 					close(c);
-				else if (n < MAX_CONNS)
+				else if (n < MAX_CONNS) {
+					memset(&rep[n], 0, sizeof rep[n]);
 					conns[n++] = c;
-				else
+				} else
 					close(c);
 			}
+		}
+		for (int i = 0; repeat && i < n; i++) {
+			if (p[1 + i].revents & (POLLHUP | POLLERR)) {
+				close(conns[i]);
+				rep[i] = rep[n - 1];
+				conns[i--] = conns[--n];
+				continue;
+			}
+			if (p[1 + i].revents & POLLIN)
+				repeat_read(conns[i], &rep[i]);
+			/* The same Ack, whole, as long as the socket takes it. */
+			struct repeater *r = &rep[i];
+			ssize_t k;
+			while (r->ack_len != 0 && (k = send(conns[i], r->ack + r->off,
+			                                    r->ack_len - r->off, MSG_DONTWAIT)) > 0)
+				r->off = (r->off + (size_t)k) % r->ack_len;
 		}
 		for (int i = 0; http && i < n; i++) {
 			if (!(p[1 + i].revents & (POLLIN | POLLHUP | POLLERR)))
