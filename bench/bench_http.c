@@ -103,7 +103,7 @@ static int with_loader(const char *body, size_t len, int batches)
 	char url[64];
 	snprintf(url, sizeof url, "http://127.0.0.1:%u/?database=orbit", port);
 	struct orbit_rp_ch_error e = {0};
-	struct orbit_rp_ch_http *h = orbit__rp_ch_http_new(url, &e);
+	struct orbit_rp_ch_http *h = orbit__rp_ch_http_new(url, ORBIT_RP_CH_TIMEOUT_S, &e);
 	char *sql = orbit__rp_ch_insert_sql(ORBIT_RP_CH_SCOPES);
 	if (h == NULL || sql == NULL)
 		return -1;

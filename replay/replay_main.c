@@ -61,6 +61,10 @@ static const char usage_text[] =
     "                   rows per INSERT (default 262144, at most 1048576)\n"
     "  --clickhouse-retries N\n"
     "                   attempts after a failure that may pass (default 4)\n"
+    "  --clickhouse-timeout S\n"
+    "                   the longest one request may take, whole, in seconds\n"
+    "                   (default 300): a server that trickles or never answers\n"
+    "                   fails it\n"
     "\n"
     "Filters (statistics and every output):\n"
     "  --thread TID     only this thread\n"
@@ -97,6 +101,7 @@ enum {
 	OPT_CH_CLUSTER,
 	OPT_CH_BATCH,
 	OPT_CH_RETRIES,
+	OPT_CH_TIMEOUT,
 };
 
 static const struct option long_opts[] = {
@@ -126,6 +131,7 @@ static const struct option long_opts[] = {
     {"clickhouse-cluster", required_argument, NULL, OPT_CH_CLUSTER},
     {"clickhouse-batch", required_argument, NULL, OPT_CH_BATCH},
     {"clickhouse-retries", required_argument, NULL, OPT_CH_RETRIES},
+    {"clickhouse-timeout", required_argument, NULL, OPT_CH_TIMEOUT},
     {NULL, 0, NULL, 0},
 };
 
@@ -188,6 +194,12 @@ static int option(struct orbit_replay_options *o, int c, const char *arg)
 		if (number(arg, 0, 100, &v))
 			return usage("--clickhouse-retries takes 0 to 100, not '%s'", arg);
 		ch.retries = (uint32_t)v;
+		return 0;
+	case OPT_CH_TIMEOUT:
+		if (number(arg, 1, 86400, &v))
+			return usage("--clickhouse-timeout takes 1 to 86400 seconds, not '%s'",
+			             arg);
+		ch.timeout_s = (uint32_t)v;
 		return 0;
 	case OPT_TOP:
 		if (number(arg, 0, 1000000000, &v))

@@ -41,6 +41,7 @@
 #define ORBIT_RP_CH_BATCH_BYTES (64u << 20) /* a batch is sent at this size too */
 #define ORBIT_RP_CH_RETRIES_DEFAULT 4u
 #define ORBIT_RP_CH_BACKOFF_MS 500u /* first wait; doubles */
+#define ORBIT_RP_CH_TIMEOUT_S 300u  /* a request's whole time, at most */
 #define ORBIT_RP_CH_BACKOFF_MAX_MS 30000u
 
 struct orbit_rp_ch_load;
@@ -53,6 +54,7 @@ struct orbit_rp_ch_options {
 	uint32_t batch_rows; /* rows per INSERT, 1 .. ORBIT_RP_CH_BATCH_MAX */
 	uint32_t retries;    /* attempts after the first, per capture file */
 	uint32_t backoff_ms; /* first wait between attempts */
+	uint32_t timeout_s;  /* --clickhouse-timeout: one request, whole, at most */
 	/* Set by the loader for each replay run, for the exporter. */
 	struct orbit_rp_ch_load *load;
 };
@@ -83,7 +85,8 @@ struct orbit_rp_ch_reply {
 
 /* Checks the URL (http:// or https://); NULL with e filled when it is bad
  * or memory is short. */
-struct orbit_rp_ch_http *orbit__rp_ch_http_new(const char *url, struct orbit_rp_ch_error *e);
+struct orbit_rp_ch_http *orbit__rp_ch_http_new(const char *url, uint32_t timeout_s,
+                                               struct orbit_rp_ch_error *e);
 void orbit__rp_ch_http_free(struct orbit_rp_ch_http *h);
 /* host:port of the server, for messages (never the credentials). */
 const char *orbit__rp_ch_http_server(const struct orbit_rp_ch_http *h);

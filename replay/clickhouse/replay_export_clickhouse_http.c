@@ -6,7 +6,9 @@
  *
  *   - the server cannot be reached (connection refused, name unknown,
  *     timeout, connection cut): "cannot reach ClickHouse at HOST:PORT: ...",
- *     transient;
+ *     transient; every request has a deadline for the whole of it
+ *     (--clickhouse-timeout), so a server that trickles its reply or never
+ *     answers fails the request instead of holding the load forever;
  *   - ClickHouse answered with an error: its own text on one line, with the
  *     HTTP status, transient only for the codes that say a server may come
  *     back (a shard down, a timeout, too many parts or queries);
@@ -52,6 +54,7 @@ struct orbit_rp_ch_http {
 	char server[256];
 	char *database;
 	char errbuf[CURL_ERROR_SIZE];
+	long timeout_ms; /* a request's whole time */
 };
 
 static int global_ready;
@@ -103,7 +106,8 @@ static int split_database(CURLU *u, CURLU *nodb, char **db)
 	return rc == CURLUE_OK ? 0 : -1;
 }
 
-struct orbit_rp_ch_http *orbit__rp_ch_http_new(const char *url, struct orbit_rp_ch_error *e)
+struct orbit_rp_ch_http *orbit__rp_ch_http_new(const char *url, uint32_t timeout_s,
+                                               struct orbit_rp_ch_error *e)
 {
 	if (!global_ready) {
 		if (curl_global_init(CURL_GLOBAL_DEFAULT) != CURLE_OK) {
@@ -117,6 +121,7 @@ struct orbit_rp_ch_http *orbit__rp_ch_http_new(const char *url, struct orbit_rp_
 		say(e, 0, "out of memory");
 		return NULL;
 	}
+	h->timeout_ms = (long)(timeout_s ? timeout_s : ORBIT_RP_CH_TIMEOUT_S) * 1000L;
 	h->url = curl_url();
 	char *scheme = NULL, *host = NULL, *port = NULL;
 	if (h->url == NULL || curl_url_set(h->url, CURLUPART_URL, url, 0) != CURLUE_OK ||
@@ -393,6 +398,7 @@ int orbit__rp_ch_http_run(struct orbit_rp_ch_http *h, const char *sql, const str
 	curl_easy_setopt(c, CURLOPT_CONNECTTIMEOUT_MS, CONNECT_TIMEOUT_MS);
 	curl_easy_setopt(c, CURLOPT_LOW_SPEED_LIMIT, 1L);
 	curl_easy_setopt(c, CURLOPT_LOW_SPEED_TIME, STALL_SECONDS);
+	curl_easy_setopt(c, CURLOPT_TIMEOUT_MS, h->timeout_ms);
 	curl_easy_setopt(c, CURLOPT_NOSIGNAL, 1L);
 	curl_easy_setopt(c, CURLOPT_TCP_KEEPALIVE, 1L);
 	curl_easy_setopt(c, CURLOPT_USERAGENT, "orbit-replay/" ORBIT_VERSION);

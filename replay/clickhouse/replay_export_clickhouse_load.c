@@ -32,6 +32,7 @@ void orbit__rp_ch_defaults(struct orbit_rp_ch_options *c)
 	c->batch_rows = ORBIT_RP_CH_BATCH_DEFAULT;
 	c->retries = ORBIT_RP_CH_RETRIES_DEFAULT;
 	c->backoff_ms = ORBIT_RP_CH_BACKOFF_MS;
+	c->timeout_s = ORBIT_RP_CH_TIMEOUT_S;
 }
 
 static void sleep_ms(uint32_t ms)
@@ -160,7 +161,7 @@ int orbit__replay_clickhouse(const struct orbit_replay_options *o)
 	L.out = o->out ? o->out : stdout;
 	L.err = o->err ? o->err : stderr;
 	struct orbit_rp_ch_error e = {0};
-	L.h = orbit__rp_ch_http_new(L.c->url, &e);
+	L.h = orbit__rp_ch_http_new(L.c->url, L.c->timeout_s, &e);
 	if (L.h == NULL) {
 		fprintf(L.err, "orbit-replay: %s\n", e.text);
 		return ORBIT_REPLAY_USAGE;

@@ -27,6 +27,8 @@ case per run:
             the next run loads them
   queries   every query of docs/operations.md's fleet section runs on
             18.16, and the ones with a known answer give it
+  trickle   a server that trickles its reply, and one that never answers:
+            each request fails at --clickhouse-timeout (no ClickHouse)
 
     python3 replay_clickhouse.py CASE ORBIT_REPLAY CAPTURES DOCS [TCP_PROXY]
 
@@ -398,6 +400,65 @@ def case_errors(run):
         check(len(s.rows("SELECT * FROM captures")) == 0, "loaded into a wrong schema")
 
 
+def case_trickle(run):
+    # A server that trickles its reply (2 bytes a second, which the stall
+    # rule alone takes as alive) and one that never answers: each request
+    # fails at --clickhouse-timeout, and the load ends.
+    import socket
+    import threading
+    demo = run.files[0]
+    for mode in ("trickle", "silent"):
+        lsock = socket.socket()
+        lsock.bind(("127.0.0.1", 0))
+        lsock.listen(8)
+        stop = threading.Event()
+
+        def serve():
+            lsock.settimeout(0.2)
+            conns = []
+            heads = set()
+            while not stop.is_set():
+                try:
+                    c, _ = lsock.accept()
+                    c.settimeout(0.2)
+                    conns.append(c)
+                except OSError:
+                    pass
+                for i, c in enumerate(conns):
+                    try:
+                        c.recv(65536)
+                    except OSError:
+                        pass
+                    if mode == "trickle":
+                        try:  # a valid head once, then the body 2 bytes at a time
+                            c.send(b"HTTP/1.1 200 OK\r\nContent-Length: 1000000\r\n\r\n"
+                                   if i not in heads else b"ok")
+                            heads.add(i)
+                        except OSError:
+                            pass
+                time.sleep(0.8 if mode == "trickle" else 0.2)
+            for c in conns:
+                c.close()
+        t = threading.Thread(target=serve)
+        t.start()
+        try:
+            t0 = time.monotonic()
+            p = run.replay("--clickhouse",
+                           "http://127.0.0.1:%d/?database=orbit" % lsock.getsockname()[1],
+                           "--clickhouse-timeout", "2", "--clickhouse-retries", "1",
+                           "--no-progress", demo, want=3)
+            took = time.monotonic() - t0
+        finally:
+            stop.set()
+            t.join()
+            lsock.close()
+        err = p.stderr.decode(errors="replace")
+        check("cannot reach ClickHouse at 127.0.0.1:" in err and "timed out" in err.lower(),
+              "%s: %s" % (mode, err))
+        check(took < 30, "%s: the load took %.1f s with a 2 s timeout" % (mode, took))
+        print("%s: ended after %.1f s: %s" % (mode, took, err.strip().splitlines()[0]))
+
+
 def cluster_create(run, servers):
     for s in servers:
         p = run.replay("--clickhouse", s.url(), "--clickhouse-create", "--clickhouse-cluster",
@@ -661,7 +722,7 @@ def run_csv(run, files):
 
 CASES = {"load": case_load, "twice": case_twice, "refused": case_refused,
          "errors": case_errors, "cluster": case_cluster, "shard_down": case_shard_down,
-         "shard_midway": case_shard_midway, "queries": case_queries}
+         "shard_midway": case_shard_midway, "queries": case_queries, "trickle": case_trickle}
 
 
 def main():
@@ -669,7 +730,7 @@ def main():
     if case == "captures":
         make_captures(*sys.argv[2:6])
         return
-    if not ch.available():
+    if case != "trickle" and not ch.available():
         skip("%s not found (Debian clickhouse-server)" % ch.SERVER)
     run = Run(sys.argv[2], sys.argv[3])
     run.docs = sys.argv[4]
