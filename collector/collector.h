@@ -150,6 +150,7 @@ struct orbit_conn {
 	/* size caps (caps.c) */
 	uint32_t cut;          /* ORBIT_ACK_CAPTURE_CAP or _DIR_CAP: no more frames */
 	int marker_done;       /* the cut frame is in the file */
+	int file_removed;      /* it held no frame and was removed */
 	uint64_t dir_reserved; /* counted in c->dir_used for the cut frame */
 
 	/* acknowledgements (ack.c) */

@@ -573,6 +573,9 @@ static void conn_report(struct orbit_conn *k)
 	else if (!k->handshaken)
 		orbit__log(c, k->error, "%s: %s%s", k->peer, k->error ? "refused: " : "",
 		           k->reason[0] ? k->reason : "closed before a handshake");
+	else if (k->file_error[0] != '\0' && k->file_removed)
+		orbit__log(c, 1, "%s/%s: %s; closed %s unanswered, the empty file removed", c->dir,
+		           k->file.name, k->file_error, k->peer);
 	else if (k->file_error[0] != '\0')
 		orbit__log(
 		    c, 1,
@@ -595,11 +598,19 @@ static void conn_maybe_free(struct orbit_conn *k)
 	free(k);
 }
 
-/* The file is closed: the last Ack, if the agent asked for them. */
+/* The file is closed: the last Ack, if the agent asked for them. A file
+ * that holds no frame (its Handshake could not be written: a full disk)
+ * is removed, and no Ack goes (one says frames >= 1, docs/format.md 7.2):
+ * the connection closes unanswered, which an agent takes as "retry later",
+ * not as a capture. */
 static void conn_done(struct orbit_conn *k)
 {
 	k->finished = 1;
-	if (k->handshaken && k->acks && !k->tcp_closing)
+	if (k->handshaken && k->file.frames == 0) {
+		if (unlinkat(k->c->dirfd, k->file.name, 0) == 0)
+			k->file_removed = 1;
+		orbit__conn_tcp_close(k);
+	} else if (k->handshaken && k->acks && !k->tcp_closing)
 		orbit__ack_last(k);
 	conn_maybe_free(k);
 }

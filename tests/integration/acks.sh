@@ -34,6 +34,9 @@
 #   peer_close  a listener that accepts and closes: a 3 s run prints at most 3
 #               lines, naming the address and what it did, and backs off
 #   peer_http   a web server: the line says it sent HTTP
+#   disk_full   the collector's directory is full: each stream's empty file is
+#               removed, no Ack says frames 0, and the agent retries (it does
+#               not call it "not an Orbit collector"); nothing is left behind
 #   repeat      a peer that repeats one valid Ack as fast as it can: a protocol
 #               violation, one line, a reconnect; the program's CPU stays
 #               under 10 % of a core
@@ -319,6 +322,41 @@ peer_close | peer_http)
 	n=${count#connections }
 	[ "$n" -ge 3 ] && [ "$n" -le 12 ] || fail "$n connections in 3 s"
 	echo "$n connections; $(cat "$dir/agent.err")"
+	;;
+disk_full)
+	{ [ "$(id -u)" -eq 0 ] && command -v unshare >/dev/null; } ||
+		{ echo "needs root and unshare(1) for a tmpfs of its own"; exit 77; }
+	# A collector whose directory is a full 256 KiB tmpfs of its own (a
+	# mount namespace); after it stops, what the directory holds
+	rm -f "$dir/cfifo"
+	mkfifo "$dir/cfifo"
+	unshare -m --propagation private sh -c '
+		mount -t tmpfs -o size=256k tmpfs "$1" || exit 1
+		head -c 1048576 /dev/zero >"$1/fill" 2>/dev/null
+		"$2" --listen 127.0.0.1:0 --dir "$1" --max-dir-size 16M &
+		c=$!
+		trap "kill -TERM $c" TERM
+		wait $c
+		wait $c
+		ls -A "$1" >"$3"' sh "$dir/full" "$collector" "$dir/left" \
+		>"$dir/cfifo" 2>>"$dir/collector.log" &
+	cpid=$!
+	mkdir -p "$dir/full"
+	read -r line <"$dir/cfifo" || fail "the collector did not start"
+	addr=${line#listening on }
+	cat "$dir/cfifo" >/dev/null &
+	env ORBIT_COLLECTOR="$addr" ORBIT_FLUSH_TIMEOUT_MS=300 "$host" wait 2000 100 \
+		>"$dir/out" 2>"$dir/agent.err" || fail "the program failed"
+	kill -TERM "$cpid"
+	wait "$cpid" || true
+	cpid=
+	grep -q "^done 100$" "$dir/out" || fail "the program's output: $(cat "$dir/out")"
+	grep -q "^orbit: $addr closed the connection without answering the handshake; retrying in the background$" \
+		"$dir/agent.err" || fail "the agent's line: $(cat "$dir/agent.err")"
+	! grep -q "not an Orbit collector" "$dir/agent.err" || fail "called no collector"
+	grep -q "the empty file removed" "$dir/collector.log" || fail "the collector said nothing"
+	[ "$(cat "$dir/left")" = fill ] || fail "the full directory holds: $(cat "$dir/left")"
+	echo "$(grep -c "the empty file removed" "$dir/collector.log") empty file(s) removed; $(head -n 1 "$dir/agent.err")"
 	;;
 repeat)
 	rm -f "$dir/pfifo"
