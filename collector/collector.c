@@ -12,6 +12,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/file.h>
 #include <sys/resource.h>
 #include <sys/stat.h>
 #include <unistd.h>
@@ -262,6 +263,19 @@ static int dir_open(struct orbit_collector *c)
 	if (c->dirfd < 0 || access(c->dir, W_OK | X_OK) != 0) {
 		fprintf(stderr, "orbit-collector: %s: cannot write capture files there: %s\n",
 		        c->dir, strerror(errno));
+		return -1;
+	}
+	/* One collector per directory: its caps (--max-dir-size) count what it
+	 * writes, and two would each count only their own. The lock is the
+	 * directory's own, held while the collector lives (the kernel drops it
+	 * with the process, however it ends). */
+	if (flock(c->dirfd, LOCK_EX | LOCK_NB) != 0) {
+		fprintf(stderr,
+		        "orbit-collector: %s: %s; one collector per directory (its "
+		        "--max-dir-size counts only its own files)\n",
+		        c->dir,
+		        errno == EWOULDBLOCK ? "in use by another orbit-collector"
+		                             : strerror(errno));
 		return -1;
 	}
 	return 0;

@@ -1255,8 +1255,13 @@ static void case_args(void)
 	coll_start(&h, exe, NULL, NULL);
 	char taken[128];
 	snprintf(taken, sizeof taken, "127.0.0.1:%d", h.port);
-	const char *const busy[] = {"--listen", taken, "--dir", h.dir, NULL};
+	char other[600];
+	snprintf(other, sizeof other, "%s/other", h.dir);
+	const char *const busy[] = {"--listen", taken, "--dir", other, NULL};
 	expect_bad(busy, taken);
+	/* the directory is taken: one collector per directory */
+	const char *const dir_busy[] = {"--listen", "127.0.0.1:0", "--dir", h.dir, NULL};
+	expect_bad(dir_busy, "in use by another orbit-collector; one collector per directory");
 	finish(&h);
 }
 
