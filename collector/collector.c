@@ -19,6 +19,7 @@
 
 #define STATUS_INTERVAL_MS 1000u
 #define SCRATCH_KEEP (8u << 20)
+#define LISTEN_BACKLOG 4096 /* the kernel caps it at net.core.somaxconn */
 
 /* ---- log lines ---- */
 
@@ -306,7 +307,7 @@ static int bind_first(struct orbit_collector *c, const struct addrinfo *ai)
 		uv_tcp_init(&c->loop, &c->server);
 		err = uv_tcp_bind(&c->server, ai->ai_addr, 0);
 		if (err == 0)
-			err = uv_listen((uv_stream_t *)&c->server, 511, on_connection);
+			err = uv_listen((uv_stream_t *)&c->server, LISTEN_BACKLOG, on_connection);
 		if (err == 0)
 			return 0;
 		uv_close((uv_handle_t *)&c->server, NULL);

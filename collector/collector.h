@@ -131,6 +131,7 @@ struct orbit_conn {
 	int pending;    /* counted in c->npending (no handshake yet, not closing) */
 	int stream;     /* counted in c->nstreams */
 	int closing;    /* conn_close ran: no more frames */
+	int talked;     /* pending: it sent something (pool.c) */
 	int tcp_closing, tcp_closed, finishing, finished;
 	int failed; /* a bad frame was seen: close once the write is done */
 	int error;  /* the closing line is an error, not info */

@@ -9,11 +9,16 @@
  *     is asked), at most --max-connections. Only these have a file.
  *
  * A new connection always gets a pending slot. When the pool is full, the
- * connection it replaces is the oldest pending one of the peer address that
- * holds the most pending connections: a flood from one address only ever
- * evicts itself, and an agent connecting from another address keeps its
- * place until its handshake arrives or its deadline passes. (Peers that share
- * an address, loopback for instance, evict one another oldest first.)
+ * connection it replaces is one that has said nothing: no byte read, and
+ * none waiting in its socket (an agent whose Handshake arrived in the same
+ * accept burst as a flood has bytes waiting that the loop has not read
+ * yet). Of those, the oldest of the peer address that holds the most
+ * pending connections: a flood from one address only ever evicts itself.
+ * Connections that have said something are evicted only when no silent
+ * one is left, by the same rule; so however many addresses a flood comes
+ * from, connections that send nothing never push out one whose Handshake
+ * is arriving. (Peers that share an address, loopback for instance, evict
+ * one another oldest first.)
  * A handshake that passes its checks while every stream slot is taken is
  * closed without a refusal line, so that the agent tries again later.
  */
@@ -23,6 +28,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/socket.h>
 
 static size_t addr_len(const char *peer)
 {
@@ -57,13 +63,45 @@ static struct addr_count *addr_slot(struct addr_count *t, size_t size, const str
 			return &t[i];
 }
 
-/* The oldest pending connection of the address with the most of them. */
+/* Whether a pending connection has said something: bytes read, or bytes
+ * waiting in its socket. Once it has, it stays so (k->talked), and its
+ * socket is not asked again. A peer that closed has said nothing. */
+static int talked(struct orbit_conn *k)
+{
+	uv_os_fd_t fd;
+	char b;
+	if (!k->talked && (k->len > 0 || (uv_fileno((uv_handle_t *)&k->tcp, &fd) == 0 &&
+	                                  recv(fd, &b, 1, MSG_PEEK | MSG_DONTWAIT) > 0)))
+		k->talked = 1;
+	return k->talked;
+}
+
+/* The oldest pending connection, of those that talked or not as asked, of
+ * the address with the most pending connections. */
+static struct orbit_conn *oldest_of_busiest(struct orbit_collector *c, struct addr_count *t,
+                                            size_t size, int talkers)
+{
+	struct orbit_conn *best = NULL;
+	unsigned most = 0;
+	/* The list is newest first: the last one kept is the oldest. */
+	for (struct orbit_conn *k = c->conns; k != NULL; k = k->next) {
+		if (!k->pending || k->talked != talkers)
+			continue;
+		unsigned n = t != NULL ? addr_slot(t, size, k)->count : 1;
+		if (n >= most) {
+			most = n;
+			best = k;
+		}
+	}
+	return best;
+}
+
+/* The connection to evict (see above): a silent one if there is one. Each
+ * round asks one socket, and the ones found talking drop out, so at most
+ * a few sockets are asked per eviction in a flood of silent ones. */
 static struct orbit_conn *victim(struct orbit_collector *c)
 {
 	size_t size = 16;
-	struct orbit_conn *best = NULL;
-	unsigned most = 0;
-
 	while (size < 2 * (size_t)c->npending)
 		size *= 2;
 	struct addr_count *t = calloc(size, sizeof *t);
@@ -74,16 +112,11 @@ static struct orbit_conn *victim(struct orbit_collector *c)
 		s->k = k;
 		s->count++;
 	}
-	/* The list is newest first: the last one kept is the oldest. */
-	for (struct orbit_conn *k = c->conns; k != NULL; k = k->next) {
-		if (!k->pending)
-			continue;
-		unsigned n = t != NULL ? addr_slot(t, size, k)->count : 1;
-		if (n >= most) {
-			most = n;
-			best = k;
-		}
-	}
+	struct orbit_conn *best;
+	while ((best = oldest_of_busiest(c, t, size, 0)) != NULL && talked(best))
+		;
+	if (best == NULL)
+		best = oldest_of_busiest(c, t, size, 1);
 	free(t);
 	return best;
 }

@@ -1589,6 +1589,51 @@ static void case_pending_pool(void)
 	finish(&h);
 }
 
+/* A flood of connections that send nothing, from 200 addresses, in one
+ * accept burst with an agent's (the collector stopped while they connect):
+ * the agent's Handshake waits unread in its socket, and it is never the
+ * one evicted, although it is the oldest of an address with as many
+ * pending connections as any. */
+static void case_flood_burst(void)
+{
+	const char *const args[] = {"--max-pending", "8", NULL};
+	enum { FLOOD = 200 };
+	struct coll h;
+	struct stream agent;
+	int f[FLOOD];
+
+	if (!harness_second_address())
+		SKIP("127.0.0.2 cannot be bound: no second peer address");
+	if (harness_files(FLOOD + 64) < FLOOD + 64)
+		SKIP("not enough file descriptors for the flood");
+	start(&h, args);
+	CHECK(kill(h.pid, SIGSTOP) == 0);
+	stream_init(&agent, "burst", 6);
+	agent.fd = client_connect_from(&h, "127.0.0.2");
+	agent.local_port = client_local_port(agent.fd);
+	stream_handshake(&agent, ORBIT_PROTOCOL_VERSION, NULL);
+	stream_flush(&agent);
+	for (int i = 0; i < FLOOD; i++) {
+		char from[32];
+		snprintf(from, sizeof from, "127.0.%d.%d", 1 + i / 250, 1 + i % 250);
+		f[i] = client_connect_from(&h, from);
+	}
+	CHECK(kill(h.pid, SIGCONT) == 0);
+	/* the flood's last connection made room too: the burst was taken */
+	char last[96];
+	snprintf(last, sizeof last,
+	         "8 connections without a handshake (--max-pending): made room for 127.0.%d.%d:",
+	         1 + (FLOOD - 1) / 250, 1 + (FLOOD - 1) % 250);
+	coll_expect_log(&h, last);
+	stream_good_frames(&agent, 3);
+	stream_close_wait(&agent, &h);
+	capture_verify_stream(&h, &agent);
+	for (int i = 0; i < FLOOD; i++)
+		close(f[i]);
+	stream_free(&agent);
+	finish(&h);
+}
+
 /* The first frame is a small Handshake: over ORBIT_HANDSHAKE_FRAME_MAX,
  * compressed or not, it is closed before any larger buffer is given. */
 static void attack_big_handshake(struct coll *h)
@@ -2150,6 +2195,7 @@ static const struct test_case cases[] = {
     {"strangers", case_strangers},
     {"strangers_agent", case_strangers_agent},
     {"pending_pool", case_pending_pool},
+    {"flood_burst", case_flood_burst},
     {"acks", case_acks},
     {"acks_bad_frame", case_acks_bad_frame},
     {"acks_stop", case_acks_stop},
