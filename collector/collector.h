@@ -71,6 +71,11 @@
 #define ORBIT_COLLECTOR_SYNC_INTERVAL_MS 1000u
 #define ORBIT_COLLECTOR_TICK_MAX_MS 250u
 #define ORBIT_COLLECTOR_LINGER_MS 2000u /* after a refusal or the last Ack */
+/* A full stream pool gives a waiting Handshake the place of a stream that
+ * delivered nothing (no record, log page or kernel page) since its
+ * Handshake this long ago, or none for the second bound (pool.c). */
+#define ORBIT_COLLECTOR_NEVER_MS 2000u
+#define ORBIT_COLLECTOR_QUIET_MS 60000u
 
 struct orbit_collector_options {
 	const char *listen; /* HOST:PORT */
@@ -144,6 +149,7 @@ struct orbit_conn {
 	char file_error[224];
 
 	uint64_t accepted_ms, last_byte_ms, partial_since_ms;
+	uint64_t handshake_ms, data_ms; /* its Handshake accepted; its last data packet (0: none) */
 	uint32_t pid;
 	struct orbit_capture_file file;
 	struct orbit__loss_account loss; /* the stream's, as every reader sums it */
@@ -220,6 +226,9 @@ void orbit__conn_read_start(struct orbit_conn *k);
 /* Timeouts; called by the periodic timer. */
 void orbit__conn_tick(struct orbit_conn *k, uint64_t now);
 /* The collector is stopping: finish what is whole, then close. */
+/* k, a stream, gives its place to peer (pool.c): its file ends as after
+ * an idle timeout (a last Ack with ORBIT_ACK_TIMEOUT), with a line. */
+void orbit__conn_give_way(struct orbit_conn *k, const char *why, const char *peer);
 void orbit__conn_stop(struct orbit_conn *k);
 /* Called once a connection is gone (unlinked and freed by the caller). */
 void orbit__collector_conn_gone(struct orbit_collector *c, struct orbit_conn *k);

@@ -136,6 +136,7 @@ static int handshake_accept(struct orbit_conn *k, const Orbit__Handshake *h, cha
 		return err;
 	}
 	k->handshaken = 1;
+	k->handshake_ms = uv_now(&c->loop);
 	k->pid = h->pid;
 	k->acks = h->acknowledgements == 1;
 	orbit__log(c, 0, "%s: pid %" PRIu32 " -> %s/%s", k->peer, h->pid, c->dir, k->file.name);
@@ -190,6 +191,10 @@ static int packets_check(struct orbit_conn *k, char *why, size_t n)
 			err = -EINVAL;
 		} else {
 			packet_account(k, p);
+			if (p->body_case == ORBIT__PACKET__BODY_RING_BATCH ||
+			    p->body_case == ORBIT__PACKET__BODY_FTRACE_PAGE ||
+			    p->body_case == ORBIT__PACKET__BODY_KERNEL_PAGE)
+				k->data_ms = uv_now(&k->c->loop);
 		}
 		if (p != NULL)
 			orbit__packet__free_unpacked(p, NULL);
@@ -692,6 +697,12 @@ void orbit__conn_close(struct orbit_conn *k, int error, const char *fmt, ...)
 	}
 	if (!k->writing)
 		orbit__conn_finish(k);
+}
+
+void orbit__conn_give_way(struct orbit_conn *k, const char *why, const char *peer)
+{
+	conn_end(k, ORBIT_ACK_TIMEOUT);
+	orbit__conn_close(k, 1, "%s: made room for %s (--max-connections)", why, peer);
 }
 
 void orbit__conn_stop(struct orbit_conn *k)

@@ -19,12 +19,21 @@
  * from, connections that send nothing never push out one whose Handshake
  * is arriving. (Peers that share an address, loopback for instance, evict
  * one another oldest first.)
- * A handshake that passes its checks while every stream slot is taken is
- * closed without a refusal line, so that the agent tries again later.
+ * A handshake that passes its checks while every stream slot is taken
+ * takes the place of a stream that delivers nothing: the one whose
+ * Handshake came longest ago of those that sent no data packet (records, a
+ * log page, a kernel page) in the ORBIT_COLLECTOR_NEVER_MS since, else the
+ * one quiet longest of those with none for ORBIT_COLLECTOR_QUIET_MS. So a
+ * local peer that opens every slot and sends empty frames cannot keep
+ * agents out for long (one that sends junk records can: a collector
+ * without a token trusts every local user, docs/collector.md). With no such
+ * stream it is closed without a refusal line, so that the agent tries
+ * again later.
  */
 #include "collector.h"
 
 #include <errno.h>
+#include <inttypes.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -146,10 +155,41 @@ void orbit__pool_leave_pending(struct orbit_conn *k)
 	}
 }
 
+/* The stream that gives way to a waiting Handshake, if one delivers
+ * nothing (see above); its reason in why. */
+static struct orbit_conn *idle_stream(struct orbit_collector *c, char *why, size_t n)
+{
+	const uint64_t now = uv_now(&c->loop);
+	struct orbit_conn *never = NULL, *quiet = NULL;
+	for (struct orbit_conn *k = c->conns; k != NULL; k = k->next) {
+		if (!k->stream || k->closing)
+			continue;
+		if (k->data_ms == 0 && now - k->handshake_ms >= ORBIT_COLLECTOR_NEVER_MS &&
+		    (never == NULL || k->handshake_ms <= never->handshake_ms))
+			never = k;
+		if (k->data_ms != 0 && now - k->data_ms >= ORBIT_COLLECTOR_QUIET_MS &&
+		    (quiet == NULL || k->data_ms <= quiet->data_ms))
+			quiet = k;
+	}
+	if (never != NULL)
+		snprintf(why, n, "no data in the %" PRIu64 " ms since its handshake",
+		         now - never->handshake_ms);
+	else if (quiet != NULL)
+		snprintf(why, n, "no data for %" PRIu64 " ms", now - quiet->data_ms);
+	return never != NULL ? never : quiet;
+}
+
 int orbit__pool_take_stream(struct orbit_conn *k, char *why, size_t n)
 {
 	struct orbit_collector *c = k->c;
-
+	char idle_why[96];
+	struct orbit_conn *idle = c->nstreams >= c->opt.max_connections
+	                              ? idle_stream(c, idle_why, sizeof idle_why)
+	                              : NULL;
+	if (idle != NULL) {
+		orbit__conn_give_way(idle, idle_why, k->peer);
+		orbit__pool_release(idle); /* its slot is the newcomer's now */
+	}
 	if (c->nstreams >= c->opt.max_connections) {
 		snprintf(why, n, "%u streams already open (--max-connections)", c->nstreams);
 		return -EBUSY;

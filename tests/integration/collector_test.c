@@ -938,6 +938,39 @@ static void case_max_connections(void)
 	finish(&h);
 }
 
+/* Every stream slot held by peers that sent a Handshake and nothing after
+ * (a local squatter on a collector without a token): an agent that comes
+ * later gets the place of the one that delivered nothing longest, and
+ * delivers; the squatter's file ends as after an idle timeout. */
+static void case_squatters(void)
+{
+	const char *const args[] = {"--max-connections", "3", NULL};
+	struct coll h;
+	struct stream sq[3], agent;
+	char path[512];
+
+	start(&h, args);
+	for (int i = 0; i < 3; i++) {
+		good_open(&sq[i], &h, "squatter", 10 + (uint32_t)i);
+		wait_file_size(&h, &sq[i], sq[i].len, 0);
+	}
+	usleep(2300 * 1000); /* ORBIT_COLLECTOR_NEVER_MS (collector/collector.h), and more */
+	good_open(&agent, &h, "agent", 20);
+	stream_good_frames(&agent, 3);
+	/* the oldest squatter made room */
+	CHECK_EQ_U64(wait_closed(sq[0].fd, HARNESS_WAIT_MS), 1);
+	coll_expect_log(&h, needle(":%d: closed (no data in the %s", sq[0].local_port, ""));
+	coll_expect_log(
+	    &h, needle("made room for 127.0.0.1:%d (--max-connections)", agent.local_port, ""));
+	stream_close_wait(&agent, &h);
+	capture_verify_stream(&h, &agent);
+	CHECK_EQ_U64(capture_find(&h, "squatter", 10, path, sizeof path), 1);
+	for (int i = 0; i < 3; i++)
+		stream_free(&sq[i]);
+	stream_free(&agent);
+	finish(&h);
+}
+
 /* Waits until the capture of s holds size bytes (at least, with at_least). */
 static void wait_file_size(struct coll *h, const struct stream *s, size_t size, int at_least)
 {
@@ -2196,6 +2229,7 @@ static const struct test_case cases[] = {
     {"strangers_agent", case_strangers_agent},
     {"pending_pool", case_pending_pool},
     {"flood_burst", case_flood_burst},
+    {"squatters", case_squatters},
     {"acks", case_acks},
     {"acks_bad_frame", case_acks_bad_frame},
     {"acks_stop", case_acks_stop},
