@@ -400,14 +400,15 @@ def case_leader_exit():
     LEFT.append(v)
     check(v.stdout.readline() == b"ready\n", "the victim did not start")
     # The leader stays alive, waiting for the others in its thread-key
-    # destructor (sleeping, or running while it looks): never a zombie,
-    # which is what a leader that returned from pthread_exit would be.
+    # destructor (sleeping, running while it looks, or in the kernel for a
+    # moment on a loaded machine): never a zombie, which is what a leader
+    # that returned from pthread_exit would be.
     states = set()
     for _ in range(30):
         time.sleep(0.01)
         states.add(open("/proc/%d/stat" % v.pid).read().rsplit(")", 1)[1].split()[0])
-    check(states <= {"S", "R"}, "the leader's states are %r, want S or R (waiting for the others)"
-          % sorted(states))
+    check(not states & {"Z", "X"}, "the leader's states are %r: it ended (a zombie), it "
+          "should wait for the others" % sorted(states))
     seg = segments(v.pid)
     check(len(seg) == 1, "segments: %r" % seg)
     # Another traced process starts (its orbit_init looks at /dev/shm).
