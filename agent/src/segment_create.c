@@ -82,7 +82,6 @@ struct dead {
 	uint32_t pid;
 	uint64_t held;       /* bytes of memory it holds (blocks) */
 	uint64_t created_ns; /* CLOCK_REALTIME */
-	uint64_t age_s;
 };
 
 struct dead_list {
@@ -143,7 +142,6 @@ static int note_dead(void *ctx, const struct orbit__seg_entry *e)
 	d->pid = e->pid;
 	d->held = held;
 	d->created_ns = created;
-	d->age_s = l->now_s > created / 1000000000ull ? l->now_s - created / 1000000000ull : 0;
 	return 0;
 }
 
@@ -178,7 +176,8 @@ static void keep_dead_bounded(uint32_t self_pid, uint64_t self_start)
 		const struct dead *v = &l.v[i];
 		bytes += v->held;
 		char why[80];
-		if (v->age_s > ORBIT__SEG_KEEP_AGE_S)
+		uint64_t made_s = v->created_ns / 1000000000ull;
+		if (l.now_s > made_s && l.now_s - made_s > ORBIT__SEG_KEEP_AGE_S)
 			snprintf(why, sizeof why, "it is older than %u days",
 			         ORBIT__SEG_KEEP_AGE_S / 86400u);
 		else if (i >= ORBIT__SEG_KEEP_DEAD)
