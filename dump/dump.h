@@ -44,7 +44,8 @@ enum orbit_dump_status {
 struct orbit_dump_out {
 	int fd;
 	const char *path;
-	int failed; /* a write failed: said once */
+	const char *who; /* what its lines begin with: "orbit-dump", or "orbit" in the agent */
+	int failed;      /* a write failed: said once */
 	uint64_t bytes;
 	struct orbit__sw *sw;
 };
@@ -52,6 +53,7 @@ struct orbit_dump_out {
 /* One dump of one segment. */
 struct orbit_dump {
 	const char *name; /* as given, for messages */
+	const char *who;  /* what its lines begin with; NULL: "orbit-dump" */
 	int out_replace;  /* the output was named (-o): a file of the caller's there is replaced */
 	int fd;
 	uint64_t file_size;
@@ -62,6 +64,9 @@ struct orbit_dump {
 	struct orbit__seg_layout l;
 	int life; /* enum orbit__seg_life */
 	uint64_t now_mono, now_real;
+	struct orbit__seg_point earlier; /* a calibration pair taken as the dump began */
+	int completing;                  /* orbit__dump_complete: the frames are the capture's */
+	uint64_t capture_frames;         /* ... and how many it kept */
 
 	/* the calibration and the names (state area) */
 	struct orbit__seg_conv conv;
@@ -85,6 +90,9 @@ struct orbit_dump {
 	struct orbit_dump_out out;
 };
 
+/* What d's lines begin with. */
+const char *orbit__dump_who(const struct orbit_dump *d);
+
 /* Says one line "orbit-dump: NAME: offset N: what" and marks the dump
  * damaged (the first one is kept for the Dump packet). */
 void orbit__dump_problem(struct orbit_dump *d, uint64_t offset, const char *fmt, ...)
@@ -102,6 +110,19 @@ int orbit__dump_affords(struct orbit_dump *d, uint64_t len, uint64_t off, const 
 /* Reads the segment open on d->fd and writes its capture to out_path ("-":
  * stdout). Returns an enum orbit_dump_status. */
 int orbit__dump_run(struct orbit_dump *d, const char *out_path);
+
+/* Completes the capture its agent could not end (capture, open on cfd for
+ * reading and writing; the descriptor is the dump's from then on): the
+ * stream of the segment's process whose image exec'd, or whose agent was
+ * killed, checked to be that segment's (its handshake's pid, rings and
+ * time); a torn last frame is cut off, then what the segment's rings and
+ * log pages hold past the capture's frames, its threads' names, the final
+ * Loss packets, a Dump packet (completed = 1) and EndOfStream are appended,
+ * so that claimed == delivered + lost holds for the whole file. The
+ * segment's lock must be free (no agent of its own). Returns an enum
+ * orbit_dump_status; a capture that is not that stream's, already ended, or
+ * damaged before its end is left as it is. */
+int orbit__dump_complete(struct orbit_dump *d, int cfd, const char *capture);
 
 /* ---- the scope rings (dump_rings.c) ---- */
 
@@ -130,6 +151,15 @@ void orbit__dump_rings(struct orbit_dump *d, const uint64_t *cursor, struct orbi
  * (its inode, and any other name it has, untouched); anything else there
  * (a FIFO, a link, another user's file) is refused. */
 int orbit__dump_out_open(struct orbit_dump_out *o, const char *path, int replace, FILE *err);
+/* The writer for frames appended to fd (open for writing at its end; closed
+ * by orbit__dump_out_close), whose lines begin with who. 0, or -1. */
+int orbit__dump_out_append(struct orbit_dump_out *o, int fd, const char *path, const char *who,
+                           FILE *err);
+/* Opens a capture to complete (orbit__dump_complete): a regular file of the
+ * caller's, never through a link, that no live agent holds (its lock, taken
+ * now and kept while the descriptor is open). The descriptor, or -1 after
+ * one line. */
+int orbit__dump_open_capture(const char *path, FILE *err);
 /* The last frame out, then the file closed: 0, or -1 if anything failed. */
 int orbit__dump_out_close(struct orbit_dump_out *o);
 

@@ -10,6 +10,11 @@
 
 #include "dump.h"
 
+const char *orbit__dump_who(const struct orbit_dump *d)
+{
+	return d->who != NULL ? d->who : "orbit-dump";
+}
+
 void orbit__dump_problem(struct orbit_dump *d, uint64_t offset, const char *fmt, ...)
 {
 	char what[200];
@@ -22,7 +27,7 @@ void orbit__dump_problem(struct orbit_dump *d, uint64_t offset, const char *fmt,
 		         (unsigned long long)offset, what);
 	/* One line per dump: the first problem; later ones follow from it. */
 	if (!d->damaged)
-		fprintf(d->err, "orbit-dump: %s: offset %llu: %s\n", d->name,
+		fprintf(d->err, "%s: %s: offset %llu: %s\n", orbit__dump_who(d), d->name,
 		        (unsigned long long)offset, what);
 	d->damaged = 1;
 }

@@ -20,6 +20,7 @@ static const char usage_text[] =
     "usage: orbit-dump [-o FILE] PID|SEGMENT\n"
     "       orbit-dump --list\n"
     "       orbit-dump --remove PID|SEGMENT\n"
+    "       orbit-dump --complete CAPTURE PID|SEGMENT\n"
     "\n"
     "Reads the shared-memory segment of a traced process, dead or alive, and\n"
     "writes a capture that orbit-replay reads: the frames its flight ring kept\n"
@@ -40,6 +41,12 @@ static const char usage_text[] =
     "  --remove         removes a segment whose process is proven dead (its\n"
     "                   lock is free and /proc says it is gone), and the\n"
     "                   tracefs instance it left recording, if any\n"
+    "  --complete CAPTURE\n"
+    "                   completes CAPTURE, the cut capture file of that\n"
+    "                   segment's own stream (its image exec'd into a program\n"
+    "                   that is not traced, or its agent was killed): what the\n"
+    "                   rings hold past its frames, the loss and the end are\n"
+    "                   appended to it; its lock must be free\n"
     "  -h, --help       this text\n"
     "  --version\n"
     "\n"
@@ -51,11 +58,15 @@ static const char usage_text[] =
 int main(int argc, char **argv)
 {
 	static const struct option opts[] = {
-	    {"output", required_argument, NULL, 'o'}, {"list", no_argument, NULL, 'l'},
-	    {"remove", no_argument, NULL, 'r'},       {"help", no_argument, NULL, 'h'},
-	    {"version", no_argument, NULL, 'V'},      {NULL, 0, NULL, 0},
+	    {"output", required_argument, NULL, 'o'},
+	    {"list", no_argument, NULL, 'l'},
+	    {"remove", no_argument, NULL, 'r'},
+	    {"help", no_argument, NULL, 'h'},
+	    {"version", no_argument, NULL, 'V'},
+	    {"complete", required_argument, NULL, 'c'},
+	    {NULL, 0, NULL, 0},
 	};
-	const char *out = NULL;
+	const char *out = NULL, *complete = NULL;
 	int list = 0, rm = 0, c;
 	while ((c = getopt_long(argc, argv, "o:h", opts, NULL)) != -1) {
 		switch (c) {
@@ -67,6 +78,9 @@ int main(int argc, char **argv)
 			break;
 		case 'r':
 			rm = 1;
+			break;
+		case 'c':
+			complete = optarg;
 			break;
 		case 'h':
 			fputs(usage_text, stdout);
@@ -81,13 +95,13 @@ int main(int argc, char **argv)
 	}
 	int left = argc - optind;
 	if (list) {
-		if (left != 0 || rm || out) {
+		if (left != 0 || rm || out || complete) {
 			fputs(usage_text, stderr);
 			return ORBIT_DUMP_USAGE;
 		}
 		return orbit__dump_list(stdout, stderr);
 	}
-	if (left != 1 || (rm && out)) {
+	if (left != 1 || (rm && out) || (complete && (rm || out))) {
 		fputs(usage_text, stderr);
 		return ORBIT_DUMP_USAGE;
 	}
@@ -108,6 +122,22 @@ int main(int argc, char **argv)
 	d.fd = fd;
 	d.err = stderr;
 	d.life = ORBIT__SEG_UNKNOWN; /* until the segment's header is read */
+	if (complete != NULL) {
+		int cfd = orbit__dump_open_capture(complete, stderr);
+		if (cfd < 0) {
+			close(fd);
+			return ORBIT_DUMP_USAGE;
+		}
+		int status = orbit__dump_complete(&d, cfd, complete);
+		close(fd);
+		if (status == ORBIT_DUMP_OK || status == ORBIT_DUMP_DAMAGED)
+			printf("%s: %s: %llu frames of its own, then %llu records from the rings, "
+			       "%llu log pages\n",
+			       complete, d.completing ? "completed" : "left as it was",
+			       (unsigned long long)d.capture_frames,
+			       (unsigned long long)d.ring_records, (unsigned long long)d.log_pages);
+		return status;
+	}
 	d.out_replace = out != NULL;
 	char def[200];
 	if (out == NULL) {

@@ -363,9 +363,9 @@ static void read_pages(struct orbit_dump *d)
 	}
 	if (d->busy_pages)
 		fprintf(d->err,
-		        "orbit-dump: %s: %llu log page(s) had a writer inside (killed there, or "
+		        "%s: %s: %llu log page(s) had a writer inside (killed there, or "
 		        "still writing): left out, a record on them may never have been written\n",
-		        d->name, (unsigned long long)d->busy_pages);
+		        orbit__dump_who(d), d->name, (unsigned long long)d->busy_pages);
 	free(mem);
 	free(page);
 }
@@ -426,6 +426,7 @@ static void finish(struct orbit_dump *d, const struct kept *k, const struct orbi
 	dp.ring_records = d->ring_records;
 	dp.log_pages = d->log_pages;
 	dp.problem = d->problem;
+	dp.completed = d->completing;
 	orbit__sw_dump(d->out.sw, &dp);
 	Orbit__EndOfStream e = ORBIT__END_OF_STREAM__INIT;
 	e.n_claimed_per_ring = d->l.ring_count;
@@ -465,11 +466,13 @@ static const char *damaged_header_life(struct orbit_dump *d)
 	                                    : "whether its process lives is unknown";
 }
 
-int orbit__dump_run(struct orbit_dump *d, const char *out_path)
+/* The segment's header, checked, and the moment the dump reads it: -1 to go
+ * on, or the status to end with. */
+static int begin(struct orbit_dump *d)
 {
 	struct stat st;
 	if (fstat(d->fd, &st) != 0) {
-		fprintf(d->err, "orbit-dump: %s: %s\n", d->name, strerror(errno));
+		fprintf(d->err, "%s: %s: %s\n", orbit__dump_who(d), d->name, strerror(errno));
 		return ORBIT_DUMP_USAGE;
 	}
 	d->file_size = (uint64_t)st.st_size;
@@ -487,10 +490,18 @@ int orbit__dump_run(struct orbit_dump *d, const char *out_path)
 		                    damaged_header_life(d));
 		return ORBIT_DUMP_DAMAGED;
 	}
-	struct orbit__seg_point earlier = pair_now(d->l.clock_source);
+	d->earlier = pair_now(d->l.clock_source);
 	d->life = orbit__segment_life(d->fd, d->l.pid, d->l.start_time);
 	d->now_mono = clock_ns(CLOCK_MONOTONIC);
 	d->now_real = clock_ns(CLOCK_REALTIME);
+	return -1;
+}
+
+int orbit__dump_run(struct orbit_dump *d, const char *out_path)
+{
+	int status = begin(d);
+	if (status >= 0)
+		return status;
 	if (orbit__dump_out_open(&d->out, out_path, d->out_replace, d->err) != 0)
 		return ORBIT_DUMP_OUTPUT;
 
@@ -549,7 +560,7 @@ int orbit__dump_run(struct orbit_dump *d, const char *out_path)
 	}
 	if (d->hs == NULL)
 		own_handshake(d, d->ring_start);
-	read_state(d, earlier);
+	read_state(d, d->earlier);
 	thread_names(d);
 	orbit__dump_rings(d, cursor, rr);
 	read_pages(d);
@@ -565,4 +576,163 @@ close:
 	if (orbit__dump_out_close(&d->out) != 0)
 		return ORBIT_DUMP_OUTPUT;
 	return d->damaged ? ORBIT_DUMP_DAMAGED : ORBIT_DUMP_OK;
+}
+
+/* ---- completing the capture its agent could not end ---- */
+
+/* The capture's frames (the agent's own stream, cut): its handshake (into
+ * d->hs), what they hold (k), where each ring's batches end, and where its
+ * last whole frame ends (*whole). 0, or -1 after one line: the capture is
+ * not this segment's stream, or it is damaged before its end (nothing after
+ * a damaged frame is thrown away). */
+static int read_capture(struct orbit_dump *d, int cfd, const char *capture, struct kept *k,
+                        uint64_t *batch_end, uint64_t *whole)
+{
+	const char *who = orbit__dump_who(d);
+	int err = 0;
+	struct orbit_capture_reader *r = orbit__capture_from_fd(cfd, &err);
+	if (r == NULL) {
+		fprintf(d->err, "%s: %s: cannot read it: %s\n", who, capture, strerror(-err));
+		return -1;
+	}
+	Orbit__Packet *p = NULL;
+	struct orbit_capture_problem pr;
+	uint64_t bad_at = UINT64_MAX;
+	int n, damaged_before_end = 0, foreign = 0;
+	*whole = 0;
+	while ((n = orbit__capture_next(r, &p, &pr)) != 0) {
+		if (n < 0) {
+			if (bad_at == UINT64_MAX)
+				bad_at = pr.offset;
+			if (n == -ENOMEM || n == -EIO)
+				break;
+			continue;
+		}
+		if (bad_at != UINT64_MAX)
+			damaged_before_end = 1;
+		*whole = orbit__capture_offset(r);
+		if (orbit__packet_validate(p) != 0) {
+			damaged_before_end = 1;
+		} else if (d->hs == NULL) {
+			const Orbit__Handshake *h = p->handshake;
+			if (p->body_case == ORBIT__PACKET__BODY_HANDSHAKE && h->pid == d->l.pid &&
+			    h->ring_count == d->l.ring_count &&
+			    h->n_ring_start == d->l.ring_count &&
+			    h->realtime_ns + 1000000000ull >= d->l.created_ns) {
+				d->hs = p->handshake;
+				p->handshake = NULL; /* ours now */
+				p->body_case = ORBIT__PACKET__BODY__NOT_SET;
+			} else {
+				foreign = 1;
+			}
+		} else if (p->body_case == ORBIT__PACKET__BODY_RING_BATCH) {
+			const Orbit__RingBatch *b = p->ring_batch;
+			k->records[b->ring] += b->count;
+			if (b->first_claim + b->count > batch_end[b->ring])
+				batch_end[b->ring] = b->first_claim + b->count;
+		} else if (p->body_case == ORBIT__PACKET__BODY_LOSS) {
+			orbit__loss_account_packet(&k->loss, p); /* no memory: as if none came */
+		} else if (p->body_case == ORBIT__PACKET__BODY_END) {
+			k->ended = 1;
+		}
+		orbit__packet__free_unpacked(p, NULL);
+		if (foreign)
+			break;
+		d->capture_frames = orbit__capture_frames(r);
+	}
+	orbit__capture_close(r);
+	if (foreign || (d->hs == NULL && !damaged_before_end && bad_at == UINT64_MAX)) {
+		fprintf(d->err,
+		        "%s: %s does not begin with the handshake of a stream of %s (pid %u, "
+		        "%u rings): not completed\n",
+		        who, capture, d->name, (unsigned)d->l.pid, (unsigned)d->l.ring_count);
+		return -1;
+	}
+	if (damaged_before_end || d->hs == NULL) {
+		fprintf(d->err,
+		        "%s: %s: damaged at offset %llu, before its end: not completed (left as "
+		        "it is)\n",
+		        who, capture, (unsigned long long)(bad_at != UINT64_MAX ? bad_at : *whole));
+		return -1;
+	}
+	return 0;
+}
+
+int orbit__dump_complete(struct orbit_dump *d, int cfd, const char *capture)
+{
+	const char *who = orbit__dump_who(d);
+	int status = begin(d);
+	if (status >= 0)
+		return status;
+	if (orbit__segment_locked(d->fd) == 1) {
+		fprintf(d->err, "%s: %s: its agent is running: its capture is its own to end\n",
+		        who, d->name);
+		return ORBIT_DUMP_USAGE;
+	}
+	/* No writer of the image whose segment this is can publish any more
+	 * (it exited, or exec ended its threads): what it claimed and never
+	 * published is writer_gone. */
+	d->life = ORBIT__SEG_DEAD;
+	d->completing = 1;
+	status = ORBIT_DUMP_USAGE;
+	uint64_t cursor[ORBIT_MAX_RINGS], batch_end[ORBIT_MAX_RINGS] = {0}, whole = 0;
+	struct orbit_dump_ring rr[ORBIT_MAX_RINGS];
+	struct kept *k = calloc(1, sizeof *k);
+	if (k == NULL || read_capture(d, cfd, capture, k, batch_end, &whole) != 0)
+		goto out;
+	if (k->ended) {
+		fprintf(d->err, "%s: %s: the stream had ended: nothing to complete\n", who,
+		        capture);
+		status = ORBIT_DUMP_OK;
+		goto out;
+	}
+	if (read_cursors(d, cursor) != 0) {
+		status = ORBIT_DUMP_DAMAGED;
+		goto out;
+	}
+	for (uint32_t r = 0; r < d->l.ring_count; r++) {
+		d->ring_start[r] = d->hs->ring_start[r];
+		uint64_t from = batch_end[r] > d->ring_start[r] ? batch_end[r] : d->ring_start[r];
+		if (from > cursor[r] || k->records[r] > from - d->ring_start[r]) {
+			fprintf(d->err,
+			        "%s: %s: ring %u's records (%llu, up to claim %llu) do not fit the "
+			        "segment's cursor %llu: not completed\n",
+			        who, capture, r, (unsigned long long)k->records[r],
+			        (unsigned long long)from, (unsigned long long)cursor[r]);
+			goto out;
+		}
+		d->from[r] = from;
+		d->meta.ring_framed[r] = k->records[r]; /* every frame is kept */
+	}
+	d->flight = 1; /* finish(): the frames before are kept as they are */
+	/* A frame torn at the exec is cut off; the frames before it stay. */
+	if (ftruncate(cfd, (off_t)whole) != 0 || lseek(cfd, (off_t)whole, SEEK_SET) < 0) {
+		fprintf(d->err, "%s: %s: %s\n", who, capture, strerror(errno));
+		status = ORBIT_DUMP_OUTPUT;
+		goto out;
+	}
+	if (orbit__dump_out_append(&d->out, cfd, capture, who, d->err) != 0) {
+		status = ORBIT_DUMP_OUTPUT;
+		goto out;
+	}
+	cfd = -1; /* the output's now */
+	read_state(d, d->earlier);
+	thread_names(d);
+	orbit__dump_rings(d, cursor, rr);
+	read_pages(d);
+	finish(d, k, rr);
+	status = ORBIT_DUMP_OK;
+out:
+	if (k != NULL)
+		orbit__loss_account_free(&k->loss);
+	free(k);
+	if (d->hs != NULL)
+		orbit__handshake__free_unpacked(d->hs, NULL);
+	d->hs = NULL;
+	orbit__frame_scratch_free(&d->scratch);
+	if (cfd >= 0)
+		close(cfd);
+	else if (orbit__dump_out_close(&d->out) != 0)
+		return ORBIT_DUMP_OUTPUT;
+	return status == ORBIT_DUMP_OK && d->damaged ? ORBIT_DUMP_DAMAGED : status;
 }

@@ -11,6 +11,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/file.h>
 #include <sys/stat.h>
 #include <unistd.h>
 
@@ -26,7 +27,7 @@ static int write_all(struct orbit_dump_out *o, const uint8_t *p, size_t len)
 			continue;
 		if (n < 0) {
 			int err = errno;
-			fprintf(stderr, "orbit-dump: cannot write %s: %s\n", o->path,
+			fprintf(stderr, "%s: cannot write %s: %s\n", o->who, o->path,
 			        strerror(err));
 			o->failed = 1;
 			return -err;
@@ -50,7 +51,7 @@ static void on_lost(void *ctx, const uint64_t *records, uint32_t rings)
 	(void)rings;
 	struct orbit_dump_out *o = ctx;
 	if (!o->failed)
-		fprintf(stderr, "orbit-dump: out of memory while writing %s\n", o->path);
+		fprintf(stderr, "%s: out of memory while writing %s\n", o->who, o->path);
 	o->failed = 1;
 }
 
@@ -96,10 +97,22 @@ static int create_new(const char *path, int replace, FILE *err)
 	return fd;
 }
 
+static int new_writer(struct orbit_dump_out *o, FILE *err)
+{
+	const struct orbit__sw_sink sink = {.ctx = o, .frame = on_frame, .lost = on_lost};
+	o->sw = orbit__sw_new(-1, ORBIT_FRAME_TARGET, &sink);
+	if (o->sw == NULL) {
+		fprintf(err, "%s: out of memory\n", o->who);
+		return -1;
+	}
+	return 0;
+}
+
 int orbit__dump_out_open(struct orbit_dump_out *o, const char *path, int replace, FILE *err)
 {
 	memset(o, 0, sizeof o[0]);
 	o->path = path;
+	o->who = "orbit-dump";
 	if (strcmp(path, "-") == 0) {
 		o->fd = 1;
 	} else {
@@ -107,13 +120,42 @@ int orbit__dump_out_open(struct orbit_dump_out *o, const char *path, int replace
 		if (o->fd < 0)
 			return -1;
 	}
-	const struct orbit__sw_sink sink = {.ctx = o, .frame = on_frame, .lost = on_lost};
-	o->sw = orbit__sw_new(-1, ORBIT_FRAME_TARGET, &sink);
-	if (o->sw == NULL) {
-		fprintf(err, "orbit-dump: out of memory\n");
+	return new_writer(o, err);
+}
+
+int orbit__dump_out_append(struct orbit_dump_out *o, int fd, const char *path, const char *who,
+                           FILE *err)
+{
+	memset(o, 0, sizeof o[0]);
+	o->path = path;
+	o->who = who;
+	o->fd = fd;
+	return new_writer(o, err);
+}
+
+int orbit__dump_open_capture(const char *path, FILE *err)
+{
+	int fd = open(path, O_RDWR | O_NOFOLLOW | O_NONBLOCK | O_CLOEXEC);
+	const char *why = NULL;
+	struct stat st;
+	if (fd < 0) {
+		fprintf(err, "orbit-dump: %s: %s\n", path, strerror(errno));
 		return -1;
 	}
-	return 0;
+	if (fstat(fd, &st) != 0 || !S_ISREG(st.st_mode))
+		why = "it is not a regular file";
+	else if (st.st_uid != geteuid())
+		why = "it belongs to another user";
+	else if (flock(fd, LOCK_EX | LOCK_NB) != 0)
+		why = "a live agent is writing it";
+	else if (fcntl(fd, F_SETFL, fcntl(fd, F_GETFL) & ~O_NONBLOCK) != 0)
+		why = strerror(errno);
+	if (why != NULL) {
+		fprintf(err, "orbit-dump: %s: %s; not completed\n", path, why);
+		close(fd);
+		return -1;
+	}
+	return fd;
 }
 
 int orbit__dump_out_close(struct orbit_dump_out *o)
@@ -122,7 +164,7 @@ int orbit__dump_out_close(struct orbit_dump_out *o)
 	orbit__sw_free(o->sw);
 	o->sw = NULL;
 	if (o->fd > 2 && close(o->fd) != 0 && !o->failed) {
-		fprintf(stderr, "orbit-dump: cannot write %s: %s\n", o->path, strerror(errno));
+		fprintf(stderr, "%s: cannot write %s: %s\n", o->who, o->path, strerror(errno));
 		o->failed = 1;
 	}
 	return err || o->failed ? -1 : 0;

@@ -400,6 +400,7 @@ static void on_dump(struct orbit_rp_timeline *tl, struct orbit_rp_source *src, c
 	    .ring_records = p->ring_records,
 	    .log_pages = p->log_pages,
 	    .problem = strdup(p->problem ? p->problem : ""),
+	    .completed = p->completed,
 	};
 	s->dump = d;
 }

@@ -92,6 +92,11 @@ void orbit__rp_stream_info(struct orbit_rp_stream *s, const Orbit__Handshake *h)
 	s->process = str_dup(h->process_name);
 	s->host = str_dup(h->host_name);
 	s->agent = str_dup(h->agent_version);
+	if (h->exec_of != NULL && h->exec_of->generation > 0) {
+		s->exec_generation = h->exec_of->generation;
+		s->exec_process = str_dup(h->exec_of->process_name);
+		s->exec_capture = str_dup(h->exec_of->capture);
+	}
 	s->cmdline = h->n_command_line ? calloc(h->n_command_line, sizeof *s->cmdline) : NULL;
 	for (size_t i = 0; s->cmdline && i < h->n_command_line; i++)
 		if ((s->cmdline[s->ncmd] = str_dup(h->command_line[i])) != NULL)
@@ -379,6 +384,8 @@ static void stream_free(struct orbit_rp_stream *s)
 	free(s->process);
 	free(s->host);
 	free(s->agent);
+	free(s->exec_process);
+	free(s->exec_capture);
 	for (size_t i = 0; i < s->ncmd; i++)
 		free(s->cmdline[i]);
 	free(s->cmdline);

@@ -23,7 +23,8 @@ struct orbit_rp_dump {
 	char *segment;
 	uint64_t monotonic_ns, realtime_ns;
 	uint64_t flight_frames, flight_dropped, flight_damaged, ring_records, log_pages;
-	char *problem; /* "" none */
+	char *problem;      /* "" none */
+	uint32_t completed; /* the frames before are the stream's own: the dump completed it */
 };
 
 struct orbit_rp_capture;
@@ -78,6 +79,9 @@ struct orbit_rp_stream {
 	uint32_t version;             /* its protocol version (docs/format.md 4.0) */
 	uint32_t pid;
 	char *process, *host, *agent;
+	/* The image before an exec (Handshake.exec_of): generation 0: none. */
+	uint32_t exec_generation;
+	char *exec_process, *exec_capture;
 	char **cmdline;
 	size_t ncmd;
 	uint64_t realtime_ns, monotonic_ns;

@@ -75,6 +75,13 @@ struct orbit__config {
 
 	/* Kernel scheduling, at every agent start (sched_tracefs.h). */
 	int sched; /* ORBIT_SCHED=1 */
+
+	/* The process's earlier image, when this one follows an exec: found by
+	 * orbit_init (exec_chain.h), not read from the environment. */
+	uint32_t exec_generation;    /* images before this one; 0: none */
+	uint64_t exec_monotonic_ns;  /* its stream's Handshake.monotonic_ns; 0: unknown */
+	char exec_capture[PATH_MAX]; /* its capture, completed; "": none */
+	char exec_comm[16];          /* its command name */
 };
 
 /* Which variables' bad values were said (bit per variable): the one

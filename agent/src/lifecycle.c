@@ -37,6 +37,7 @@
 #include "agent.h"
 #include "clock.h"
 #include "config.h"
+#include "exec_chain.h"
 #include "guest_checks.h"
 #include "logs.h"
 #include "orbit.h"
@@ -60,6 +61,7 @@ static struct orbit__root {
 	 * running whatever it reads (orbit__agent_flush: ORBIT_EDISABLED), and
 	 * after it the agent's mutex orders what the flush needs. */
 	_Atomic uint32_t flush_timeout_ms;
+	struct orbit__exec_link exec; /* the image before an exec, found by the first orbit_init */
 	struct orbit__agent agent;
 } root = {.lock = PTHREAD_MUTEX_INITIALIZER, .agent = ORBIT__AGENT_INIT};
 
@@ -80,6 +82,7 @@ static void after_fork_child(void)
 	root.logs = NULL;
 	pthread_mutex_init(&root.lock, NULL);
 	orbit__config_said_forget(&root.said);
+	memset(&root.exec, 0, sizeof root.exec); /* the child is a process of its own */
 	orbit__agent_forget(&root.agent);
 }
 
@@ -115,6 +118,8 @@ static void leader_ends(void *arg)
 static int make_segment(void)
 {
 	orbit__sched_remove_stale(NULL, NULL);
+	orbit__exec_take_over(&root.config, &root.exec);
+	orbit__exec_apply(&root.exec, &root.config);
 	const struct orbit__config *c = &root.config;
 	struct orbit__seg_params p = {
 	    .ring_count = c->rings, .slots_per_ring = c->slots_per_ring, .flight_size = c->flight};
@@ -166,6 +171,7 @@ ORBIT_EXPORT int orbit_init(void)
 	int err = 0;
 	pthread_mutex_lock(&root.lock);
 	orbit__config_read(&root.config, &root.said);
+	orbit__exec_apply(&root.exec, &root.config);
 	if (root.seg.base == NULL && (err = make_segment()) != 0)
 		goto out;
 	if (root.logs == NULL)

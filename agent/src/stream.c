@@ -449,7 +449,15 @@ static void send_handshake(struct orbit__stream *s)
 	h.source_locations = 1;
 	h.flight_size = s->cfg->flight ? s->drain->seg->layout.flight_size : 0; /* ORBIT_FLIGHT */
 	h.acknowledgements = s->cfg->collector_set ? 1 : 0; /* output_tcp.c reads them */
-	orbit__ledger_handshake(&s->ledger, &h);            /* which stream; the last one's fate */
+	Orbit__ExecOf exec_of = ORBIT__EXEC_OF__INIT;
+	if (s->cfg->exec_generation > 0) { /* an image after exec (exec_chain.h) */
+		exec_of.generation = s->cfg->exec_generation;
+		exec_of.monotonic_ns = s->cfg->exec_monotonic_ns;
+		exec_of.capture = (char *)s->cfg->exec_capture;
+		exec_of.process_name = (char *)s->cfg->exec_comm;
+		h.exec_of = &exec_of;
+	}
+	orbit__ledger_handshake(&s->ledger, &h); /* which stream; the last one's fate */
 	struct kernel_sched ks;
 	handshake_sched(s, &h, &ks);
 	/* The writer may find the formats too big for the frame: it says why

@@ -144,6 +144,15 @@ static void json_stream(struct orbit_rp_out *o, const struct orbit_rp_stream *s)
 	jstr(o, "process", s->process, &f);
 	jstr(o, "host", s->host, &f);
 	jstr(o, "agent_version", s->agent, &f);
+	if (s->exec_generation > 0) { /* the image before an exec (format.md 4.1) */
+		int g = 1;
+		jkey(o, "exec_of", &f);
+		orbit__rp_out_c(o, '{');
+		ju64(o, "generation", s->exec_generation, &g);
+		jstr(o, "process", s->exec_process, &g);
+		jstr(o, "capture", s->exec_capture, &g);
+		orbit__rp_out_c(o, '}');
+	}
 	jkey(o, "command_line", &f);
 	orbit__rp_out_c(o, '[');
 	for (size_t i = 0; i < s->ncmd; i++) {
@@ -194,6 +203,8 @@ static void json_stream(struct orbit_rp_out *o, const struct orbit_rp_stream *s)
 		ju64(o, "ring_records", d->ring_records, &g);
 		ju64(o, "log_pages", d->log_pages, &g);
 		jstr(o, "problem", d->problem, &g);
+		if (d->completed)
+			ju64(o, "completed", d->completed, &g);
 		orbit__rp_out_c(o, '}');
 	}
 	jkey(o, "rebuilt", &f);

@@ -231,6 +231,24 @@ static void stream_end_text(struct orbit_rp_out *o, const struct orbit_rp_stream
 	char wall[64] = "";
 	if (d != NULL)
 		orbit__rp_wallclock(s, d->monotonic_ns, wall, sizeof wall);
+	if (d != NULL && d->completed) {
+		/* The agent's own frames, then what the dump added (format.md 4.11). */
+		orbit__rp_wallclock(s, d->monotonic_ns, wall, sizeof wall);
+		orbit__rp_out_printf(o,
+		                     "  ended      cut when its image exec'd (or its agent was "
+		                     "killed), then completed at %s from ",
+		                     wall);
+		orbit__rp_out_text(o, d->segment, strlen(d->segment));
+		orbit__rp_out_printf(
+		    o, "\n             %" PRIu64 " records from its rings, %" PRIu64 " log pages",
+		    d->ring_records, d->log_pages);
+		if (d->problem[0]) {
+			orbit__rp_out_s(o, "\n  DAMAGED    the segment: ");
+			orbit__rp_out_text(o, d->problem, strlen(d->problem));
+		}
+		orbit__rp_out_c(o, '\n');
+		return;
+	}
 	orbit__rp_out_printf(o, "  ended      %s",
 	                     how == ORBIT_ENDED_SNAPSHOT
 	                         ? "snapshot of the live process"
@@ -332,6 +350,21 @@ static void stream_text(const struct orbit_rp_view *v, struct orbit_rp_out *o,
 			for (size_t i = 0; i < s->ncmd; i++) {
 				orbit__rp_out_c(o, ' ');
 				orbit__rp_out_text(o, s->cmdline[i], strlen(s->cmdline[i]));
+			}
+			orbit__rp_out_c(o, '\n');
+		}
+		if (s->exec_generation > 0) {
+			orbit__rp_out_printf(
+			    o, "  exec       image %" PRIu32 " of the process, after ",
+			    s->exec_generation + 1);
+			const char *p = s->exec_process ? s->exec_process : "";
+			orbit__rp_out_text(o, p, strlen(p));
+			orbit__rp_out_s(o, " exec'd");
+			if (s->exec_capture != NULL && s->exec_capture[0]) {
+				orbit__rp_out_s(o, "; its capture: ");
+				orbit__rp_out_text(o, s->exec_capture, strlen(s->exec_capture));
+			} else {
+				orbit__rp_out_s(o, "; it left no capture");
 			}
 			orbit__rp_out_c(o, '\n');
 		}
