@@ -56,6 +56,17 @@
 #   sched_exec          ORBIT_SCHED=1, then an exec into an untraced program: the
 #                       instance stops recording at the exec, and the next
 #                       traced start (without ORBIT_SCHED) removes it
+#   exec_chain          ORBIT_CAPTURE=X, a traced program execs itself before its
+#                       agent drained (20000 scopes), that image execs itself
+#                       again, the third one execs another traced program
+#                       (examples/demo): X, X.exec1, X.exec2 and X.exec3, each
+#                       complete, each holding exactly its image's scopes with
+#                       nothing lost, each naming the one before (generation,
+#                       command, capture); nothing said, no segment left
+#   exec_untraced       the same into an untraced program (/bin/true): X is cut,
+#                       the segment is left; orbit-dump --complete X PID
+#                       completes it with every record, a second --complete
+#                       changes nothing
 #   sched_killed        ORBIT_SCHED=1 and SIGKILL: orbit-dump --remove PID, and
 #                       (for another) the next traced start without
 #                       ORBIT_SCHED, remove the instance left recording
@@ -163,7 +174,82 @@ if used < 1 or not least <= held <= most:
 EOF
 }
 
+# chain_check FILE SCOPES GEN PREV COMPLETED: FILE is a complete capture of
+# SCOPES scopes, nothing lost, of image GEN + 1 (GEN 0: the first; else after
+# the exec of the image whose capture was PREV); COMPLETED 1 when it was
+# completed after its image exec'd
+chain_check() {
+	"$build/replay/orbit-replay" --json - "$1" >"$dir/c.json" 2>"$dir/c.err" ||
+		fail "orbit-replay $1: $(cat "$dir/c.err")"
+	python3 - "$dir/c.json" "$@" <<'EOF'
+import json, sys
+doc, path, scopes, gen, prev, completed = sys.argv[1:7]
+s = json.load(open(doc))["captures"][0]["streams"][0]
+want = {"complete": True, "equation": "holds", "lost": 0, "scopes": int(scopes)}
+got = {k: s.get(k) for k in want}
+if got != want:
+    sys.exit("%s: %r, want %r" % (path, got, want))
+x = s.get("exec_of")
+if int(gen) == 0:
+    if x is not None:
+        sys.exit("%s: the first image names an earlier one: %r" % (path, x))
+elif x != {"generation": int(gen), "process": "guest_host", "capture": prev}:
+    sys.exit("%s: exec_of %r, want generation %s after %s" % (path, x, gen, prev))
+c = s.get("dump", {}).get("completed", 0)
+if c != int(completed):
+    sys.exit("%s: completed %r, want %s" % (path, c, completed))
+print("%s: %s scopes, complete, nothing lost, image %d%s" %
+      (path, scopes, int(gen) + 1, ", completed after its exec" if c else ""))
+EOF
+}
+
 case $case_ in
+exec_chain)
+	x=$dir/x.orbit.zst
+	env ORBIT_CAPTURE="$x" "$host" exec 20000 0 "$host" exec 3000 0 "$host" exec 1000 0 \
+		"$build/examples/demo" --threads 2 --frames 20 >"$dir/got.out" 2>"$dir/got.err" &
+	hpid=$!
+	wait "$hpid" || fail "the program failed: $(cat "$dir/got.err")"
+	[ ! -s "$dir/got.err" ] || fail "said: $(cat "$dir/got.err")"
+	chain_check "$x" 20000 0 "" 1 || fail "the first image"
+	chain_check "$x.exec1" 3000 1 "$x" 1 || fail "the second image"
+	chain_check "$x.exec2" 1000 2 "$x.exec1" 1 || fail "the third image"
+	"$build/replay/orbit-replay" --json - "$x.exec3" >"$dir/c.json" || fail "the demo's capture"
+	python3 - "$dir/c.json" "$x.exec2" <<'EOF' || fail "the demo's capture"
+import json, sys
+s = json.load(open(sys.argv[1]))["captures"][0]["streams"][0]
+x = s.get("exec_of")
+if not (s["complete"] and s["equation"] == "holds" and s["scopes"] > 0 and x is not None and
+        x["generation"] == 3 and x["capture"] == sys.argv[2] and "dump" not in s):
+    sys.exit("the demo's capture: %r" % {k: s.get(k) for k in
+             ("complete", "equation", "scopes", "exec_of")})
+print("the demo after three execs: %d scopes, image 4, after %s" % (s["scopes"], sys.argv[2]))
+EOF
+	! ls /dev/shm/orbit-"$hpid"-* 2>/dev/null | grep -q . || fail "segments left: $(ls /dev/shm)"
+	;;
+exec_untraced)
+	x=$dir/u.orbit.zst
+	env ORBIT_CAPTURE="$x" "$host" exec 20000 0 /bin/true >"$dir/got.out" 2>"$dir/got.err" &
+	hpid=$!
+	wait "$hpid" || fail "the program failed: $(cat "$dir/got.err")"
+	[ ! -s "$dir/got.err" ] || fail "said: $(cat "$dir/got.err")"
+	seg=$(ls /dev/shm/orbit-"$hpid"-* 2>/dev/null) || fail "no segment left by $hpid"
+	"$build/replay/orbit-replay" --json - "$x" >"$dir/c.json" 2>/dev/null || true # cut: says so
+	python3 -c 'import json,sys; s=json.load(open(sys.argv[1]))["captures"][0]["streams"][0]
+sys.exit(0 if not s["complete"] else "complete before --complete")' "$dir/c.json" ||
+		fail "the capture of the image that exec'd into /bin/true"
+	"$build/dump/orbit-dump" --complete "$x" "$hpid" >"$dir/d.out" 2>"$dir/d.err" ||
+		fail "orbit-dump --complete: $(cat "$dir/d.err")"
+	cat "$dir/d.out"
+	chain_check "$x" 20000 0 "" 1 || fail "completed by orbit-dump"
+	cp "$x" "$dir/once"
+	"$build/dump/orbit-dump" --complete "$x" "$hpid" >/dev/null 2>"$dir/d.err" ||
+		fail "a second --complete: $(cat "$dir/d.err")"
+	cmp -s "$x" "$dir/once" || fail "a second --complete changed the capture"
+	grep -q "nothing to complete" "$dir/d.err" || fail "a second --complete said: $(cat "$dir/d.err")"
+	"$build/dump/orbit-dump" --remove "$hpid" >/dev/null || fail "orbit-dump --remove $hpid"
+	[ ! -e "$seg" ] || fail "$seg left"
+	;;
 memory)
 	for t in 1 6 flight; do
 		flight=
