@@ -7,6 +7,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <unistd.h>
 
 #include "page_ring.h"
 #include "parse.h"
@@ -275,6 +276,15 @@ void orbit__config_read(struct orbit__config *c, struct orbit__config_said *said
 	c->clock = read_clock(said);
 	read_pages(c, said);
 	c->sched = read_sched(said);
+}
+
+int orbit__config_capture_path(const char *capture, char *out, size_t len)
+{
+	const char *p = strstr(capture, "%p");
+	int n = p != NULL ? snprintf(out, len, "%.*s%d%s", (int)(p - capture), capture,
+	                             (int)getpid(), p + 2)
+	                  : snprintf(out, len, "%s", capture);
+	return n < 0 || (size_t)n >= len ? -ENAMETOOLONG : 0;
 }
 
 int orbit__config_wants_output(void)

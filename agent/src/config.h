@@ -94,6 +94,10 @@ struct orbit__config_said {
  * (NULL: said every time). */
 void orbit__config_read(struct orbit__config *c, struct orbit__config_said *said);
 
+/* The capture file ORBIT_CAPTURE names for this process: its first "%p"
+ * replaced by the pid. 0, or -ENAMETOOLONG when it does not fit out. */
+int orbit__config_capture_path(const char *capture, char *out, size_t len);
+
 /* 1 if ORBIT_COLLECTOR, ORBIT_CAPTURE or ORBIT_FLIGHT is present: the
  * library starts tracing by itself when it loads. */
 int orbit__config_wants_output(void);

@@ -12,7 +12,8 @@
  *     start in the name and in the header, the lock free (exec closed the
  *     earlier image's descriptor: O_CLOEXEC). The segment this image is
  *     about to make is not there yet.
- *  2. The capture: ORBIT_CAPTURE as this image has it is generation 0,
+ *  2. The capture: ORBIT_CAPTURE as this image has it ("%p" the pid) is
+ *     generation 0,
  *     PATH.exec1 the first image after an exec, PATH.execN the N-th. The
  *     earlier image's is the newest of them whose first packet is the
  *     Handshake of a stream of this pid begun after that segment was made,
@@ -145,8 +146,10 @@ static void complete(const struct orbit__config *c, struct orbit__exec_link *l,
 	for (size_t i = 0; i + 1 < sizeof l->comm && h->comm[i] >= ' ' && h->comm[i] < 127; i++)
 		l->comm[i] = h->comm[i];
 	l->generation = 1;
+	char base[PATH_MAX];
 	if (!c->capture_set || !c->capture_ok ||
-	    find_capture(c->capture, h->pid, h->created_ns, path, &gen, &mono) != 0) {
+	    orbit__config_capture_path(c->capture, base, sizeof base) != 0 ||
+	    find_capture(base, h->pid, h->created_ns, path, &gen, &mono) != 0) {
 		fprintf(stderr,
 		        "orbit: the image before this one's exec (%s) left no capture here: what "
 		        "its rings still held is lost; its segment %s is removed\n",
@@ -157,11 +160,11 @@ static void complete(const struct orbit__config *c, struct orbit__exec_link *l,
 	l->monotonic_ns = mono;
 	snprintf(l->capture, sizeof l->capture, "%s", path);
 	l->renamed = 1;
-	if (name_of(c->capture, gen + 1, l->next, sizeof l->next) != 0) {
+	if (name_of(base, gen + 1, l->next, sizeof l->next) != 0) {
 		fprintf(stderr,
 		        "orbit: the capture after exec would be named %s.exec%u, longer than a "
 		        "path can be; tracing is off\n",
-		        c->capture, gen + 1);
+		        base, gen + 1);
 		l->name_too_long = 1;
 	}
 	int cfd = open(path, O_RDWR | O_NOFOLLOW | O_CLOEXEC);

@@ -182,14 +182,12 @@ static int file_start(struct orbit__output *o)
 {
 	struct file_output *f = (struct file_output *)o;
 	char path[PATH_MAX], alt[PATH_MAX];
-	char *p = strstr(f->target, "%p");
 	enum refusal why = R_NONE;
 	uid_t owner = 0;
-	int n = p != NULL ? snprintf(path, sizeof path, "%.*s%d%s", (int)(p - f->target), f->target,
-	                             (int)getpid(), p + 2)
-	                  : snprintf(path, sizeof path, "%s", f->target);
-	int fd =
-	    n < 0 || (size_t)n >= sizeof path ? -ENAMETOOLONG : open_capture(path, &why, &owner);
+	int n;
+	int fd = orbit__config_capture_path(f->target, path, sizeof path);
+	if (fd == 0)
+		fd = open_capture(path, &why, &owner);
 	if (fd < 0 && why == R_BUSY) {
 		n = snprintf(alt, sizeof alt, "%s.%d", path, (int)getpid());
 		if (n < 0 || (size_t)n >= sizeof alt) {

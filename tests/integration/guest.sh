@@ -62,7 +62,8 @@
 #                       (examples/demo): X, X.exec1, X.exec2 and X.exec3, each
 #                       complete, each holding exactly its image's scopes with
 #                       nothing lost, each naming the one before (generation,
-#                       command, capture); nothing said, no segment left
+#                       command, capture); nothing said, no segment left;
+#                       and with "%p" in ORBIT_CAPTURE
 #   exec_untraced       the same into an untraced program (/bin/true): X is cut,
 #                       the segment is left; orbit-dump --complete X PID
 #                       completes it with every record, a second --complete
@@ -226,6 +227,15 @@ if not (s["complete"] and s["equation"] == "holds" and s["scopes"] > 0 and x is 
 print("the demo after three execs: %d scopes, image 4, after %s" % (s["scopes"], sys.argv[2]))
 EOF
 	! ls /dev/shm/orbit-"$hpid"-* 2>/dev/null | grep -q . || fail "segments left: $(ls /dev/shm)"
+	# "%p" in the path: the same chain under the pid's name
+	env ORBIT_CAPTURE="$dir/p-%p.orbit.zst" "$host" exec 2000 0 "$host" plain 500 \
+		>"$dir/got.out" 2>"$dir/got.err" &
+	hpid=$!
+	wait "$hpid" || fail "the program failed: $(cat "$dir/got.err")"
+	[ ! -s "$dir/got.err" ] || fail "said: $(cat "$dir/got.err")"
+	chain_check "$dir/p-$hpid.orbit.zst" 2000 0 "" 1 || fail "%p: the first image"
+	chain_check "$dir/p-$hpid.orbit.zst.exec1" 500 1 "$dir/p-$hpid.orbit.zst" 0 ||
+		fail "%p: the second image"
 	;;
 exec_untraced)
 	x=$dir/u.orbit.zst
