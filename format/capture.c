@@ -53,10 +53,12 @@ struct orbit_batch_encoder {
 	struct {
 		const uint8_t *rec; /* the first record with this key */
 		uint64_t prev_id;
+		uint64_t named; /* UINT64_MAX when its records carry no name, else 0 */
 	} key[ORBIT_BATCH_MAX];
 	uint32_t nkeys, n;
-	size_t len[3]; /* the three columns' bytes */
-	size_t bytes;  /* the whole encoding */
+	uint64_t earliest_named; /* of the last batch's records that carry a name */
+	size_t len[3];           /* the three columns' bytes */
+	size_t bytes;            /* the whole encoding */
 	uint8_t col_index[ORBIT_BATCH_MAX * 3];
 	uint8_t col_time[ORBIT_BATCH_MAX * 10];
 	uint8_t col_id[ORBIT_BATCH_MAX * 10];
@@ -109,6 +111,7 @@ static inline uint32_t key_of(struct orbit_batch_encoder *e, const uint8_t *rec)
 			e->slot[s].key = (uint16_t)k;
 			e->key[k].rec = rec;
 			e->key[k].prev_id = 0;
+			e->key[k].named = orbit__record_has_name(rec[20]) ? 0 : UINT64_MAX;
 			return k;
 		}
 		uint32_t k = e->slot[s].key;
@@ -127,7 +130,7 @@ size_t orbit__batch_compact(struct orbit_batch_encoder *e, const uint8_t *record
 	e->nkeys = 0;
 	e->n = n;
 	uint8_t *ci = e->col_index, *ct = e->col_time, *cd = e->col_id;
-	uint64_t prev_time = 0;
+	uint64_t prev_time = 0, earliest = UINT64_MAX;
 	/* The two keys seen last skip the hash: a run of one key (a value in
 	 * a loop) and a thread's starts and stops taking turns. */
 	uint32_t mru[2] = {0, 0};
@@ -146,12 +149,17 @@ size_t orbit__batch_compact(struct orbit_batch_encoder *e, const uint8_t *record
 			mru[0] = k;
 		}
 		uint64_t time = orbit__le64(r), id = orbit__le64(r + 8);
+		/* The earliest named time in the same pass: a key without a
+		 * name lifts its records' times above every other. */
+		uint64_t t = time | e->key[k].named;
+		earliest = t < earliest ? t : earliest;
 		ci += put_varint(ci, k);
 		ct += put_varint(ct, zigzag(time - prev_time));
 		cd += put_varint(cd, zigzag(id - e->key[k].prev_id));
 		prev_time = time;
 		e->key[k].prev_id = id;
 	}
+	e->earliest_named = earliest;
 	e->len[0] = (size_t)(ci - e->col_index);
 	e->len[1] = (size_t)(ct - e->col_time);
 	e->len[2] = (size_t)(cd - e->col_id);
@@ -160,6 +168,21 @@ size_t orbit__batch_compact(struct orbit_batch_encoder *e, const uint8_t *record
 		bytes += 9 + name_len(e->key[k].rec);
 	e->bytes = bytes + e->len[0] + e->len[1] + e->len[2];
 	return e->bytes;
+}
+
+uint32_t orbit__batch_nkeys(const struct orbit_batch_encoder *e)
+{
+	return e->nkeys;
+}
+
+uint32_t orbit__batch_key_tid(const struct orbit_batch_encoder *e, uint32_t k)
+{
+	return orbit__le32(e->key[k].rec + 16);
+}
+
+uint64_t orbit__batch_earliest_named(const struct orbit_batch_encoder *e)
+{
+	return e->earliest_named;
 }
 
 /* The encoding of the last batch into out (e->bytes of room). */

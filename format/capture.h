@@ -64,6 +64,13 @@ void orbit__batch_encoder_free(struct orbit_batch_encoder *e);
 /* Encodes n records (n <= ORBIT_BATCH_MAX) in encoding 2, kept in e until
  * the next call; returns its size in bytes. */
 size_t orbit__batch_compact(struct orbit_batch_encoder *e, const uint8_t *records, uint32_t n);
+/* What the last orbit__batch_compact found besides the encoding: its
+ * distinct keys (a key is a record's bytes 16..55, so each is of one
+ * thread), the thread of key k, and the earliest time of its records that
+ * carry a name (orbit__record_has_name; UINT64_MAX: none). */
+uint32_t orbit__batch_nkeys(const struct orbit_batch_encoder *e);
+uint32_t orbit__batch_key_tid(const struct orbit_batch_encoder *e, uint32_t k);
+uint64_t orbit__batch_earliest_named(const struct orbit_batch_encoder *e);
 
 /* The last batch encoded in e as a whole orbit.Packet (ring_batch) message,
  * written straight into out without going through protobuf-c: its exact

@@ -135,12 +135,13 @@ static void name_first(struct orbit__sw *w, uint32_t tid)
 	}
 }
 
-/* Before a batch: the threads of its records the stream has not named. */
-static void name_records(struct orbit__sw *w, const uint8_t *records, uint32_t n)
+/* Before a batch (compacted, not yet in the frame): the threads of its
+ * records the stream has not named, from its keys (each of one thread). */
+static void name_records(struct orbit__sw *w)
 {
 	uint32_t last = 0;
-	for (uint32_t i = 0; i < n; i++) {
-		uint32_t tid = orbit__le32(records + (size_t)i * ORBIT_RECORD_SIZE + 16);
+	for (uint32_t k = 0; k < orbit__batch_nkeys(w->enc); k++) {
+		uint32_t tid = orbit__batch_key_tid(w->enc, k);
 		if (tid != last)
 			name_first(w, tid);
 		last = tid;
@@ -359,18 +360,13 @@ static uint32_t add_batch(struct orbit__sw *w, uint32_t ring, uint64_t first,
 		return a + add_batch(w, ring, first + k / 2,
 		                     records + (size_t)(k / 2) * ORBIT_RECORD_SIZE, k - k / 2);
 	}
+	if (w->sink.name != NULL)
+		name_records(w); /* their ThreadName packets before the batch */
 	uint8_t *p = orbit__frame_append(&w->fw, len);
 	if (p == NULL)
 		return 0;
 	orbit__batch_packet_write(p, w->enc, ring, first);
-	uint64_t earliest = UINT64_MAX;    /* in a local: the records' bytes alias w */
-	for (uint32_t i = 0; i < k; i++) { /* the record layout: time 0, kind 20 */
-		const uint8_t *r = records + (size_t)i * ORBIT_RECORD_SIZE;
-		uint64_t t = orbit__le64(r);
-		if (orbit__record_has_name(r[20]) && t < earliest)
-			earliest = t;
-	}
-	saw(w, earliest);
+	saw(w, orbit__batch_earliest_named(w->enc));
 	w->next_end[ring] = first + k;
 	w->next_framed[ring] += k;
 	w->records[ring] += k;
@@ -385,8 +381,6 @@ uint32_t orbit__sw_records(struct orbit__sw *w, uint32_t ring, uint64_t first,
 		return 0;
 	if (w->enc == NULL && (w->enc = orbit__batch_encoder_new()) == NULL)
 		return 0;
-	if (w->sink.name != NULL)
-		name_records(w, records, n);
 	uint32_t done = 0;
 	while (n > 0) {
 		uint32_t k = n < ORBIT_BATCH_MAX ? n : ORBIT_BATCH_MAX;
