@@ -466,6 +466,29 @@ static const char *damaged_header_life(struct orbit_dump *d)
 	                                    : "whether its process lives is unknown";
 }
 
+/* What the dump adds after the frames it keeps: the names, the rings from
+ * d->from, the unread log pages, the loss and the end. */
+static void read_rest(struct orbit_dump *d, const struct kept *k, const uint64_t *cursor,
+                      struct orbit_dump_ring *rr)
+{
+	read_state(d, d->earlier);
+	thread_names(d);
+	orbit__dump_rings(d, cursor, rr);
+	read_pages(d);
+	finish(d, k, rr);
+}
+
+static void release(struct orbit_dump *d, struct kept *k)
+{
+	if (k != NULL)
+		orbit__loss_account_free(&k->loss);
+	free(k);
+	if (d->hs != NULL)
+		orbit__handshake__free_unpacked(d->hs, NULL);
+	d->hs = NULL;
+	orbit__frame_scratch_free(&d->scratch);
+}
+
 /* The segment's header, checked, and the moment the dump reads it: -1 to go
  * on, or the status to end with. */
 static int begin(struct orbit_dump *d)
@@ -560,19 +583,9 @@ int orbit__dump_run(struct orbit_dump *d, const char *out_path)
 	}
 	if (d->hs == NULL)
 		own_handshake(d, d->ring_start);
-	read_state(d, d->earlier);
-	thread_names(d);
-	orbit__dump_rings(d, cursor, rr);
-	read_pages(d);
-	finish(d, k, rr);
+	read_rest(d, k, cursor, rr);
 close:
-	if (k != NULL)
-		orbit__loss_account_free(&k->loss);
-	free(k);
-	if (d->hs != NULL)
-		orbit__handshake__free_unpacked(d->hs, NULL);
-	d->hs = NULL;
-	orbit__frame_scratch_free(&d->scratch);
+	release(d, k);
 	if (orbit__dump_out_close(&d->out) != 0)
 		return ORBIT_DUMP_OUTPUT;
 	return d->damaged ? ORBIT_DUMP_DAMAGED : ORBIT_DUMP_OK;
@@ -716,20 +729,10 @@ int orbit__dump_complete(struct orbit_dump *d, int cfd, const char *capture)
 		goto out;
 	}
 	cfd = -1; /* the output's now */
-	read_state(d, d->earlier);
-	thread_names(d);
-	orbit__dump_rings(d, cursor, rr);
-	read_pages(d);
-	finish(d, k, rr);
+	read_rest(d, k, cursor, rr);
 	status = ORBIT_DUMP_OK;
 out:
-	if (k != NULL)
-		orbit__loss_account_free(&k->loss);
-	free(k);
-	if (d->hs != NULL)
-		orbit__handshake__free_unpacked(d->hs, NULL);
-	d->hs = NULL;
-	orbit__frame_scratch_free(&d->scratch);
+	release(d, k);
 	if (cfd >= 0)
 		close(cfd);
 	else if (orbit__dump_out_close(&d->out) != 0)
