@@ -81,6 +81,7 @@ static void stop_if_done(struct orbit_collector *c)
 	if (!c->stopping || c->conns != NULL || uv_is_closing((uv_handle_t *)&c->tick))
 		return;
 	uv_close((uv_handle_t *)&c->tick, NULL);
+	uv_close((uv_handle_t *)&c->turn, NULL);
 	uv_close((uv_handle_t *)&c->sigint, NULL);
 	uv_close((uv_handle_t *)&c->sigterm, NULL);
 }
@@ -120,16 +121,13 @@ static void on_refused_closed(uv_handle_t *h)
 	free(h->data); /* the orbit_conn it was accepted into */
 }
 
-static void on_connection(uv_stream_t *server, int status)
+/* Takes the connection libuv accepted (server.accepted_fd). */
+static void accept_one(struct orbit_collector *c)
 {
-	struct orbit_collector *c = server->data;
 	struct sockaddr_storage ss;
 	int len = sizeof ss;
 
-	if (status < 0) {
-		orbit__log(c, 1, "accepting a connection failed: %s", uv_strerror(status));
-		return;
-	}
+	c->accepted_turn++;
 	struct orbit_conn *k = calloc(1, sizeof *k);
 	if (k == NULL) {
 		orbit__log(c, 1, "out of memory for a new connection");
@@ -138,21 +136,59 @@ static void on_connection(uv_stream_t *server, int status)
 	k->c = c;
 	uv_tcp_init(&c->loop, &k->tcp);
 	k->tcp.data = k;
-	if (uv_accept(server, (uv_stream_t *)&k->tcp) != 0) {
+	if (uv_accept((uv_stream_t *)&c->server, (uv_stream_t *)&k->tcp) != 0) {
 		uv_close((uv_handle_t *)&k->tcp, on_refused_closed);
 		return;
 	}
 	snprintf(k->peer, sizeof k->peer, "unknown peer");
 	if (uv_tcp_getpeername(&k->tcp, (struct sockaddr *)&ss, &len) == 0)
 		sockaddr_text(&ss, k->peer, sizeof k->peer);
-	orbit__pool_add_pending(k);
+	if (orbit__pool_add_pending(k) != 0) {
+		orbit__log(c, 1, "out of memory for a new connection");
+		uv_close((uv_handle_t *)&k->tcp, on_refused_closed);
+		return;
+	}
 	k->next = c->conns;
 	if (c->conns)
 		c->conns->prev = k;
 	c->conns = k;
 	c->nconns++;
-	uv_tcp_keepalive(&k->tcp, 1, 60);
 	orbit__conn_start(k);
+}
+
+/*
+ * libuv accepts until the kernel's queue is empty, calling this for each
+ * connection. At most ORBIT_COLLECTOR_ACCEPT_TURN are taken per turn of the
+ * loop: the next one is left with libuv, which stops watching the listening
+ * socket until it is taken at the start of the next turn (on_turn), after
+ * the loop has read the other sockets and freed the closed connections. So
+ * a flood the collector cannot keep up with still never stops it reading
+ * the agents it has accepted, nor freeing what it closed.
+ */
+static void on_connection(uv_stream_t *server, int status)
+{
+	struct orbit_collector *c = server->data;
+
+	if (status < 0) {
+		orbit__log(c, 1, "accepting a connection failed: %s", uv_strerror(status));
+		return;
+	}
+	if (c->accepted_turn >= ORBIT_COLLECTOR_ACCEPT_TURN) {
+		c->accept_held = 1;
+		return;
+	}
+	accept_one(c);
+}
+
+static void on_turn(uv_prepare_t *p)
+{
+	struct orbit_collector *c = p->data;
+
+	c->accepted_turn = 0;
+	if (c->accept_held && c->listening) {
+		c->accept_held = 0;
+		accept_one(c); /* libuv watches the listening socket again */
+	}
 }
 
 /* ---- timer and signals ---- */
@@ -166,6 +202,7 @@ static void on_tick(uv_timer_t *t)
 		next = k->next; /* closing never frees synchronously; still careful */
 		orbit__conn_tick(k, now);
 	}
+	orbit__strangers_tick(c, now, 0);
 	if (now - c->status_ms >= STATUS_INTERVAL_MS) {
 		status_show(c, now);
 		/* A hostile 64 MiB frame does not pin 64 MiB for long. */
@@ -384,6 +421,10 @@ static int setup(struct orbit_collector *c)
 	c->sigint.data = c->sigterm.data = c;
 	uv_signal_start(&c->sigint, on_signal, SIGINT);
 	uv_signal_start(&c->sigterm, on_signal, SIGTERM);
+	uv_prepare_init(&c->loop, &c->turn);
+	c->turn.data = c;
+	uv_prepare_start(&c->turn, on_turn);
+	uv_unref((uv_handle_t *)&c->turn); /* the loop ends without it */
 	uv_timer_init(&c->loop, &c->tick);
 	c->tick.data = c;
 	uint64_t t = tick_interval(&c->opt);
@@ -416,10 +457,12 @@ int main(int argc, char **argv)
 	if (setup(&c) != 0)
 		return 1;
 	uv_run(&c.loop, UV_RUN_DEFAULT);
+	orbit__strangers_tick(&c, uv_now(&c.loop), 1);
 	status_clear(&c);
 	orbit__log(&c, 0, "stopped: %" PRIu64 " frames, %" PRIu64 " bytes written", c.frames,
 	           c.bytes);
 	orbit__frame_scratch_free(&c.scratch);
+	orbit__pool_free(&c.pool);
 	orbit__frame_writer_free(&c.ack_writer);
 	close(c.dirfd);
 	uv_loop_close(&c.loop);

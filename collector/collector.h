@@ -76,6 +76,13 @@
  * Handshake this long ago, or none for the second bound (pool.c). */
 #define ORBIT_COLLECTOR_NEVER_MS 2000u
 #define ORBIT_COLLECTOR_QUIET_MS 60000u
+/* Connections that end without a handshake: the first this many in a
+ * window of the second bound get a line each, the rest one line in all
+ * (strangers.c). */
+#define ORBIT_COLLECTOR_STRANGER_LINES 100u
+#define ORBIT_COLLECTOR_STRANGER_WINDOW_MS 10000u
+/* Connections taken per turn of the loop before it reads the others. */
+#define ORBIT_COLLECTOR_ACCEPT_TURN 256u
 
 struct orbit_collector_options {
 	const char *listen; /* HOST:PORT */
@@ -114,6 +121,33 @@ int orbit__capfile_create(int dirfd, const char *process_name, uint32_t pid, int
                           struct orbit_capture_file *f);
 
 struct orbit_collector;
+struct orbit_conn;
+
+/* The pending pool's index by peer address (pool.c). Links between
+ * entries are entry numbers + 1 (0: none). */
+#define ORBIT_POOL_KEY_MAX 64u
+struct orbit__pool_list {
+	struct orbit_conn *head, *tail; /* oldest first */
+};
+struct orbit__pool_addr {
+	char key[ORBIT_POOL_KEY_MAX]; /* the address as the peer text has it */
+	uint8_t key_len;
+	unsigned count;                  /* its pending connections; 0: entry free */
+	struct orbit__pool_list list[2]; /* its silent [0] and talking [1] ones */
+	uint32_t next;                   /* hash chain, or the free list */
+	uint32_t bprev[2], bnext[2];     /* in the silent and talking buckets */
+};
+struct orbit__pool_bucket {
+	uint32_t head, tail; /* addresses, in the order they came */
+};
+struct orbit__pool {
+	struct orbit__pool_addr *addr;
+	uint32_t cap, free;
+	uint32_t *hash; /* chain heads, hash_size of them (a power of two) */
+	uint32_t hash_size;
+	struct orbit__pool_bucket *bucket[2]; /* by count: silent, talking */
+	unsigned nbuckets, max[2];            /* highest count possibly nonempty */
+};
 
 struct orbit_conn {
 	uv_tcp_t tcp; /* tcp.data points back here */
@@ -131,12 +165,15 @@ struct orbit_conn {
 	size_t wlen, wdone; /* the write in flight: buf[0, wlen), wdone written */
 	uint32_t wframes;
 	int writing;
-	int wmarker;    /* the write in flight is the collector's own cut frame */
-	int handshaken; /* the handshake frame was accepted: file open */
-	int pending;    /* counted in c->npending (no handshake yet, not closing) */
-	int stream;     /* counted in c->nstreams */
-	int closing;    /* conn_close ran: no more frames */
-	int talked;     /* pending: it sent something (pool.c) */
+	int wmarker;        /* the write in flight is the collector's own cut frame */
+	int handshaken;     /* the handshake frame was accepted: file open */
+	int pending;        /* counted in c->npending (no handshake yet, not closing) */
+	int stream;         /* counted in c->nstreams */
+	int closing;        /* conn_close ran: no more frames */
+	int talked;         /* it sent something (pool.c; set by orbit__pool_talked) */
+	int evicted;        /* closed to make room in the pending pool */
+	uint32_t pool_addr; /* pending: its entry in the pool's index */
+	struct orbit_conn *pool_prev, *pool_next; /* in that entry's list */
 	int tcp_closing, tcp_closed, finishing, finished;
 	int failed; /* a bad frame was seen: close once the write is done */
 	int error;  /* the closing line is an error, not info */
@@ -177,12 +214,26 @@ struct orbit_conn {
 	int end_synced; /* the sync after EndOfStream was asked for */
 };
 
+/* The window of stranger lines (strangers.c). */
+struct orbit__strangers {
+	int active; /* a window is open, since since_ms */
+	uint64_t since_ms;
+	unsigned lines;                        /* lines printed in it */
+	uint64_t held, evicted, closed, other; /* not printed: all, and why */
+	uint32_t addr[4096];                   /* hashes of their addresses; 0: free */
+	unsigned naddr;
+	int addr_full; /* more addresses than counted */
+};
+
 /* The program's one state. */
 struct orbit_collector {
 	uv_loop_t loop;
 	uv_tcp_t server;
 	uv_signal_t sigint, sigterm;
 	uv_timer_t tick;
+	uv_prepare_t turn;      /* each turn of the loop: the accept budget */
+	unsigned accepted_turn; /* connections taken this turn */
+	int accept_held;        /* libuv holds one not taken (collector.c) */
 	struct orbit_collector_options opt;
 	char dir[4096]; /* for messages, without trailing '/' */
 	int dirfd;
@@ -193,6 +244,8 @@ struct orbit_collector {
 
 	struct orbit_conn *conns; /* newest first */
 	unsigned nconns, npending, nstreams;
+	struct orbit__pool pool;
+	struct orbit__strangers strangers;
 	int listening, stopping, tty, status_shown;
 
 	uint64_t dir_used;    /* bytes of captures in dir, as counted (caps.c) */
@@ -236,8 +289,11 @@ void orbit__collector_conn_gone(struct orbit_collector *c, struct orbit_conn *k)
 /* ---- pool.c: who gets a slot ---- */
 
 /* k was just accepted: it joins the pending pool, after the pool made room
- * by closing another pending connection if it was full. */
-void orbit__pool_add_pending(struct orbit_conn *k);
+ * by closing another pending connection if it was full. 0, or -ENOMEM
+ * (k did not join). */
+int orbit__pool_add_pending(struct orbit_conn *k);
+/* k, pending, sent its first bytes. */
+void orbit__pool_talked(struct orbit_conn *k);
 /* k leaves the pending pool (its handshake was accepted or it closes). */
 void orbit__pool_leave_pending(struct orbit_conn *k);
 /* k's handshake passed its checks: 0 and a stream slot, or -EBUSY (all
@@ -245,6 +301,16 @@ void orbit__pool_leave_pending(struct orbit_conn *k);
 int orbit__pool_take_stream(struct orbit_conn *k, char *why, size_t n);
 /* Releases k's stream slot (the connection is gone). */
 void orbit__pool_release(struct orbit_conn *k);
+/* Frees the pool's index (the loop has ended). */
+void orbit__pool_free(struct orbit__pool *p);
+
+/* ---- strangers.c: the lines of connections without a handshake ---- */
+
+/* Whether k's closing line (k has no accepted handshake) is printed; if
+ * not, it is counted in the window's summary. */
+int orbit__strangers_report(struct orbit_conn *k);
+/* Periodic: the summary once the window is over; now, with force. */
+void orbit__strangers_tick(struct orbit_collector *c, uint64_t now, int force);
 
 /* ---- caps.c: --max-capture-size and --max-dir-size ---- */
 

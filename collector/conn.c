@@ -139,6 +139,7 @@ static int handshake_accept(struct orbit_conn *k, const Orbit__Handshake *h, cha
 	k->handshake_ms = uv_now(&c->loop);
 	k->pid = h->pid;
 	k->acks = h->acknowledgements == 1;
+	uv_tcp_keepalive(&k->tcp, 1, 60); /* a stream may be quiet for long */
 	orbit__log(c, 0, "%s: pid %" PRIu32 " -> %s/%s", k->peer, h->pid, c->dir, k->file.name);
 	return 0;
 }
@@ -521,6 +522,8 @@ static void on_read(uv_stream_t *s, ssize_t n, const uv_buf_t *b)
 	}
 	if (k->len == 0)
 		k->partial_since_ms = uv_now(&k->c->loop);
+	if (k->pending)
+		orbit__pool_talked(k);
 	k->len += (size_t)n;
 	k->last_byte_ms = uv_now(&k->c->loop);
 	conn_process(k);
@@ -575,9 +578,11 @@ static void conn_report(struct orbit_conn *k)
 	if (!k->handshaken && k->file_error[0] != '\0')
 		orbit__log(c, 1, "%s/%s: %s; refused %s", c->dir, k->file.name, k->file_error,
 		           k->peer);
-	else if (!k->handshaken)
+	else if (!k->handshaken && orbit__strangers_report(k))
 		orbit__log(c, k->error, "%s: %s%s", k->peer, k->error ? "refused: " : "",
 		           k->reason[0] ? k->reason : "closed before a handshake");
+	else if (!k->handshaken)
+		return; /* counted in the strangers' summary line */
 	else if (k->file_error[0] != '\0' && k->file_removed)
 		orbit__log(c, 1, "%s/%s: %s; closed %s unanswered, the empty file removed", c->dir,
 		           k->file.name, k->file_error, k->peer);
@@ -673,6 +678,11 @@ void orbit__conn_tcp_close(struct orbit_conn *k)
 		return;
 	k->tcp_closing = 1;
 	uv_read_stop((uv_stream_t *)&k->tcp);
+	/* A stranger that was told nothing is reset: no FIN exchange and no
+	 * TIME_WAIT left behind for a connection that never was a stream. */
+	if (!k->handshaken && !k->refusing && k->file_error[0] == '\0' &&
+	    uv_tcp_close_reset(&k->tcp, on_tcp_closed) == 0)
+		return;
 	uv_close((uv_handle_t *)&k->tcp, on_tcp_closed);
 }
 

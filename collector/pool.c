@@ -13,12 +13,27 @@
  * none waiting in its socket (an agent whose Handshake arrived in the same
  * accept burst as a flood has bytes waiting that the loop has not read
  * yet). Of those, the oldest of the peer address that holds the most
- * pending connections: a flood from one address only ever evicts itself.
+ * pending connections (of addresses holding as many, the one that reached
+ * that number first): a flood from one address only ever evicts itself.
  * Connections that have said something are evicted only when no silent
  * one is left, by the same rule; so however many addresses a flood comes
  * from, connections that send nothing never push out one whose Handshake
  * is arriving. (Peers that share an address, loopback for instance, evict
  * one another oldest first.)
+ *
+ * The pool's index makes that choice without looking at the other pending
+ * connections: each address with pending connections has an entry (found
+ * by a hash of its text) holding its silent and its talking connections,
+ * each oldest first, and an address with silent (talking) connections is
+ * in the silent (talking) bucket of its count of pending connections, in
+ * the order it came there. The victim is the head of the first address in
+ * the highest nonempty silent bucket; one found talking when its socket is
+ * asked moves to its address's talking list and the next is tried, so a
+ * socket is asked at most once in its life. Entries, chains and buckets
+ * are arrays that grow to the most addresses and the highest count seen,
+ * never beyond --max-pending + 1: admitting and evicting allocate nothing
+ * once the pool has been full.
+ *
  * A handshake that passes its checks while every stream slot is taken
  * takes the place of a stream that delivers nothing: the one whose
  * Handshake came longest ago of those that sent no data packet (records, a
@@ -39,6 +54,9 @@
 #include <string.h>
 #include <sys/socket.h>
 
+/* Index links are entry number + 1; 0 is none. */
+#define NONE 0u
+
 static size_t addr_len(const char *peer)
 {
 	const char *colon = strrchr(peer, ':'); /* the port's, also after "[v6]" */
@@ -46,115 +64,293 @@ static size_t addr_len(const char *peer)
 	return colon != NULL ? (size_t)(colon - peer) : strlen(peer);
 }
 
-static uint64_t addr_hash(const struct orbit_conn *k)
+static uint32_t addr_hash(const char *s, size_t n)
 {
-	uint64_t h = 0xcbf29ce484222325ull; /* FNV-1a */
+	uint32_t h = 2166136261u; /* FNV-1a */
 
-	for (size_t i = 0; i < k->addr_len; i++)
-		h = (h ^ (uint8_t)k->peer[i]) * 0x100000001b3ull;
+	for (size_t i = 0; i < n; i++)
+		h = (h ^ (uint8_t)s[i]) * 16777619u;
 	return h;
 }
 
-static int same_addr(const struct orbit_conn *a, const struct orbit_conn *b)
+static struct orbit__pool_addr *entry(struct orbit__pool *p, uint32_t i)
 {
-	return a->addr_len == b->addr_len && memcmp(a->peer, b->peer, a->addr_len) == 0;
+	return i == NONE ? NULL : &p->addr[i - 1];
 }
 
-struct addr_count {
-	const struct orbit_conn *k; /* one connection of the address; NULL: free */
-	unsigned count;
-};
+/* ---- buckets: set 0 silent, 1 talking ---- */
 
-static struct addr_count *addr_slot(struct addr_count *t, size_t size, const struct orbit_conn *k)
+static void bucket_remove(struct orbit__pool *p, int s, uint32_t i, unsigned count)
 {
-	for (size_t i = (size_t)addr_hash(k) & (size - 1);; i = (i + 1) & (size - 1))
-		if (t[i].k == NULL || same_addr(t[i].k, k))
-			return &t[i];
+	struct orbit__pool_addr *a = entry(p, i);
+	struct orbit__pool_bucket *b = &p->bucket[s][count];
+
+	if (a->bprev[s] != NONE)
+		entry(p, a->bprev[s])->bnext[s] = a->bnext[s];
+	else
+		b->head = a->bnext[s];
+	if (a->bnext[s] != NONE)
+		entry(p, a->bnext[s])->bprev[s] = a->bprev[s];
+	else
+		b->tail = a->bprev[s];
+	a->bprev[s] = a->bnext[s] = NONE;
 }
 
-/* Whether a pending connection has said something: bytes read, or bytes
- * waiting in its socket. Once it has, it stays so (k->talked), and its
- * socket is not asked again. A peer that closed has said nothing. */
-static int talked(struct orbit_conn *k)
+static void bucket_append(struct orbit__pool *p, int s, uint32_t i)
+{
+	struct orbit__pool_addr *a = entry(p, i);
+	struct orbit__pool_bucket *b = &p->bucket[s][a->count];
+
+	a->bprev[s] = b->tail;
+	a->bnext[s] = NONE;
+	if (b->tail != NONE)
+		entry(p, b->tail)->bnext[s] = i;
+	else
+		b->head = i;
+	b->tail = i;
+	if (a->count > p->max[s])
+		p->max[s] = a->count;
+}
+
+/* Entry i's count or lists changed (from old_count and its bucket
+ * memberships in was[]): it moves to the buckets it belongs in now. */
+static void rebucket(struct orbit__pool *p, uint32_t i, unsigned old_count, const int was[2])
+{
+	struct orbit__pool_addr *a = entry(p, i);
+
+	for (int s = 0; s < 2; s++) {
+		int now = a->list[s].head != NULL;
+		if (was[s] && (!now || old_count != a->count))
+			bucket_remove(p, s, i, old_count);
+		if (now && (!was[s] || old_count != a->count))
+			bucket_append(p, s, i);
+	}
+}
+
+/* The first address of the highest nonempty bucket of set s, or NONE. */
+static uint32_t busiest(struct orbit__pool *p, int s)
+{
+	while (p->max[s] > 0 && p->bucket[s][p->max[s]].head == NONE)
+		p->max[s]--;
+	return p->max[s] > 0 ? p->bucket[s][p->max[s]].head : NONE;
+}
+
+/* ---- entries ---- */
+
+static int grow(struct orbit__pool *p)
+{
+	uint32_t cap = p->cap ? p->cap * 2 : 16, size = 2 * cap;
+	struct orbit__pool_addr *addr = realloc(p->addr, cap * sizeof *addr);
+	if (addr == NULL)
+		return -ENOMEM;
+	p->addr = addr;
+	uint32_t *hash = calloc(size, sizeof *hash);
+	if (hash == NULL)
+		return -ENOMEM;
+	for (uint32_t i = p->cap; i < cap; i++) { /* new entries join the free list */
+		memset(&addr[i], 0, sizeof addr[i]);
+		addr[i].next = p->free;
+		p->free = i + 1;
+	}
+	for (uint32_t i = 0; i < p->cap; i++) { /* rechain the entries in use */
+		if (addr[i].count == 0)
+			continue;
+		uint32_t *head = &hash[addr_hash(addr[i].key, addr[i].key_len) & (size - 1)];
+		addr[i].next = *head;
+		*head = i + 1;
+	}
+	free(p->hash);
+	p->hash = hash;
+	p->hash_size = size;
+	p->cap = cap;
+	return 0;
+}
+
+static int buckets_fit(struct orbit__pool *p, unsigned count)
+{
+	if (count < p->nbuckets)
+		return 0;
+	unsigned n = p->nbuckets ? p->nbuckets : 16;
+	while (n <= count)
+		n *= 2;
+	for (int s = 0; s < 2; s++) {
+		struct orbit__pool_bucket *b = realloc(p->bucket[s], n * sizeof *b);
+		if (b == NULL)
+			return -ENOMEM;
+		memset(b + p->nbuckets, 0, (n - p->nbuckets) * sizeof *b);
+		p->bucket[s] = b;
+	}
+	p->nbuckets = n;
+	return 0;
+}
+
+/* The entry of k's address, made if there is none; NONE without memory. */
+static uint32_t addr_entry(struct orbit__pool *p, const struct orbit_conn *k)
+{
+	size_t n = k->addr_len < ORBIT_POOL_KEY_MAX ? k->addr_len : ORBIT_POOL_KEY_MAX;
+	uint32_t h = addr_hash(k->peer, n);
+
+	for (uint32_t i = p->hash_size ? p->hash[h & (p->hash_size - 1)] : NONE; i != NONE;
+	     i = entry(p, i)->next)
+		if (entry(p, i)->key_len == n && memcmp(entry(p, i)->key, k->peer, n) == 0)
+			return i;
+	if (p->free == NONE && grow(p) != 0)
+		return NONE;
+	uint32_t i = p->free;
+	struct orbit__pool_addr *a = entry(p, i);
+	p->free = a->next;
+	memset(a, 0, sizeof *a);
+	memcpy(a->key, k->peer, n);
+	a->key_len = (uint8_t)n;
+	uint32_t *head = &p->hash[h & (p->hash_size - 1)];
+	a->next = *head;
+	*head = i;
+	return i;
+}
+
+static void addr_free(struct orbit__pool *p, uint32_t i)
+{
+	struct orbit__pool_addr *a = entry(p, i);
+	uint32_t *at = &p->hash[addr_hash(a->key, a->key_len) & (p->hash_size - 1)];
+
+	while (*at != i)
+		at = &entry(p, *at)->next;
+	*at = a->next;
+	a->next = p->free;
+	p->free = i;
+}
+
+static void list_append(struct orbit__pool_list *l, struct orbit_conn *k)
+{
+	k->pool_prev = l->tail;
+	k->pool_next = NULL;
+	if (l->tail)
+		l->tail->pool_next = k;
+	else
+		l->head = k;
+	l->tail = k;
+}
+
+static void list_remove(struct orbit__pool_list *l, struct orbit_conn *k)
+{
+	if (k->pool_prev)
+		k->pool_prev->pool_next = k->pool_next;
+	else
+		l->head = k->pool_next;
+	if (k->pool_next)
+		k->pool_next->pool_prev = k->pool_prev;
+	else
+		l->tail = k->pool_prev;
+	k->pool_prev = k->pool_next = NULL;
+}
+
+/* ---- the pending pool ---- */
+
+void orbit__pool_talked(struct orbit_conn *k)
+{
+	struct orbit__pool *p = &k->c->pool;
+	struct orbit__pool_addr *a = entry(p, k->pool_addr);
+
+	if (k->talked)
+		return;
+	k->talked = 1;
+	if (a == NULL)
+		return;
+	int was[2] = {a->list[0].head != NULL, a->list[1].head != NULL};
+	list_remove(&a->list[0], k);
+	list_append(&a->list[1], k);
+	rebucket(p, k->pool_addr, a->count, was);
+}
+
+/* Whether a pending connection has bytes waiting in its socket: it has
+ * said something although the loop has not read it yet. A peer that
+ * closed has said nothing. */
+static int bytes_waiting(struct orbit_conn *k)
 {
 	uv_os_fd_t fd;
 	char b;
-	if (!k->talked && (k->len > 0 || (uv_fileno((uv_handle_t *)&k->tcp, &fd) == 0 &&
-	                                  recv(fd, &b, 1, MSG_PEEK | MSG_DONTWAIT) > 0)))
-		k->talked = 1;
-	return k->talked;
+
+	return uv_fileno((uv_handle_t *)&k->tcp, &fd) == 0 &&
+	       recv(fd, &b, 1, MSG_PEEK | MSG_DONTWAIT) > 0;
 }
 
-/* The oldest pending connection, of those that talked or not as asked, of
- * the address with the most pending connections. */
-static struct orbit_conn *oldest_of_busiest(struct orbit_collector *c, struct addr_count *t,
-                                            size_t size, int talkers)
-{
-	struct orbit_conn *best = NULL;
-	unsigned most = 0;
-	/* The list is newest first: the last one kept is the oldest. */
-	for (struct orbit_conn *k = c->conns; k != NULL; k = k->next) {
-		if (!k->pending || k->talked != talkers)
-			continue;
-		unsigned n = t != NULL ? addr_slot(t, size, k)->count : 1;
-		if (n >= most) {
-			most = n;
-			best = k;
-		}
-	}
-	return best;
-}
-
-/* The connection to evict (see above): a silent one if there is one. Each
- * round asks one socket, and the ones found talking drop out, so at most
- * a few sockets are asked per eviction in a flood of silent ones. */
+/* The connection to evict (see above): a silent one if there is one. */
 static struct orbit_conn *victim(struct orbit_collector *c)
 {
-	size_t size = 16;
-	while (size < 2 * (size_t)c->npending)
-		size *= 2;
-	struct addr_count *t = calloc(size, sizeof *t);
-	for (struct orbit_conn *k = c->conns; t != NULL && k != NULL; k = k->next) {
-		if (!k->pending)
-			continue;
-		struct addr_count *s = addr_slot(t, size, k);
-		s->k = k;
-		s->count++;
+	struct orbit__pool *p = &c->pool;
+	uint32_t i;
+
+	while ((i = busiest(p, 0)) != NONE) {
+		struct orbit_conn *k = entry(p, i)->list[0].head;
+		if (!bytes_waiting(k))
+			return k;
+		orbit__pool_talked(k);
 	}
-	struct orbit_conn *best;
-	while ((best = oldest_of_busiest(c, t, size, 0)) != NULL && talked(best))
-		;
-	if (best == NULL)
-		best = oldest_of_busiest(c, t, size, 1);
-	free(t);
-	return best;
+	i = busiest(p, 1);
+	return i != NONE ? entry(p, i)->list[1].head : NULL;
 }
 
-void orbit__pool_add_pending(struct orbit_conn *k)
+int orbit__pool_add_pending(struct orbit_conn *k)
 {
 	struct orbit_collector *c = k->c;
+	struct orbit__pool *p = &c->pool;
 
 	k->addr_len = addr_len(k->peer);
 	if (c->npending >= c->opt.max_pending) {
 		struct orbit_conn *v = victim(c);
-		if (v != NULL)
+		if (v != NULL) {
+			v->evicted = 1;
 			orbit__conn_close(v, 1,
 			                  "%u connections without a handshake (--max-pending): "
 			                  "made room for %s",
 			                  c->npending, k->peer);
+		}
 	}
+	uint32_t i = addr_entry(p, k);
+	struct orbit__pool_addr *a = entry(p, i);
+	if (a == NULL || buckets_fit(p, a->count + 1) != 0) {
+		if (a != NULL && a->count == 0)
+			addr_free(p, i);
+		return -ENOMEM;
+	}
+	int was[2] = {a->list[0].head != NULL, a->list[1].head != NULL};
+	a->count++;
+	list_append(&a->list[k->talked], k);
+	rebucket(p, i, a->count - 1, was);
+	k->pool_addr = i;
 	k->pending = 1;
 	c->npending++;
+	return 0;
 }
 
 void orbit__pool_leave_pending(struct orbit_conn *k)
 {
-	if (k->pending) {
-		k->pending = 0;
-		k->c->npending--;
-	}
+	struct orbit__pool *p = &k->c->pool;
+	struct orbit__pool_addr *a = entry(p, k->pool_addr);
+
+	if (!k->pending)
+		return;
+	k->pending = 0;
+	k->c->npending--;
+	if (a == NULL)
+		return;
+	int was[2] = {a->list[0].head != NULL, a->list[1].head != NULL};
+	list_remove(&a->list[k->talked], k);
+	a->count--;
+	rebucket(p, k->pool_addr, a->count + 1, was);
+	if (a->count == 0)
+		addr_free(p, k->pool_addr);
+	k->pool_addr = NONE;
 }
 
+void orbit__pool_free(struct orbit__pool *p)
+{
+	free(p->addr);
+	free(p->hash);
+	free(p->bucket[0]);
+	free(p->bucket[1]);
+	memset(p, 0, sizeof *p);
+}
 /* The stream that gives way to a waiting Handshake, if one delivers
  * nothing (see above); its reason in why. */
 static struct orbit_conn *idle_stream(struct orbit_collector *c, char *why, size_t n)

@@ -16,10 +16,13 @@
 #include <inttypes.h>
 #include <netinet/in.h>
 #include <poll.h>
+#include <pthread.h>
 #include <signal.h>
+#include <stdatomic.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/prctl.h>
 #include <sys/resource.h>
 #include <sys/socket.h>
 #include <sys/stat.h>
@@ -65,6 +68,36 @@ static const char *needle(const char *fmt, int port, const char *what)
 /* ---- frames built by hand ---- */
 
 /* Content of n bytes made of ThreadName packets (each varint-delimited). */
+/* Strangers whose closing line holds needle, counted after the collector
+ * stopped: their own lines, plus, from each summary line of the strangers
+ * beyond the first ORBIT_COLLECTOR_STRANGER_LINES (collector/strangers.c),
+ * those of the kind asked: 'e' made room, 'p' closed by the peer, 'o'
+ * refused or timed out, 'a' all. */
+static uint64_t strangers_logged(const struct coll *h, const char *needle, char kind)
+{
+	size_t len;
+	char *log = test_read_file(h->log, &len);
+	uint64_t n = (uint64_t)coll_log_count(h, needle);
+
+	for (const char *p = log; (p = strstr(p, "orbit-collector: strangers: ")) != NULL; p++) {
+		unsigned long long all, e, c, o;
+		const char *from = strstr(p, " addresses): ");
+		const char *one = strstr(p, " address): ");
+		const char *eol = strchr(p, '\n');
+		const char *at = from && (!one || from < one) ? from + 13 : one ? one + 11 : NULL;
+		CHECK(at != NULL && (eol == NULL || at < eol));
+		CHECK(sscanf(p + 28, "%llu", &all) == 1);
+		CHECK(sscanf(at,
+		             "%llu made room for newer ones (--max-pending), %llu closed by the "
+		             "peer, %llu refused or timed out",
+		             &e, &c, &o) == 3);
+		CHECK_EQ_U64(e + c + o, all);
+		n += kind == 'e' ? e : kind == 'p' ? c : kind == 'o' ? o : all;
+	}
+	free(log);
+	return n;
+}
+
 static size_t packets_content(uint8_t *out, size_t n)
 {
 	size_t len = 0;
@@ -789,10 +822,6 @@ static void case_idle(void)
 		close(fds[i]);
 	}
 	CHECK(coll_wait_log(&h, "refused: no handshake within", HARNESS_WAIT_MS));
-	for (uint64_t end = harness_now_ms() + HARNESS_WAIT_MS;
-	     coll_log_count(&h, "refused: no handshake within") < n && harness_now_ms() < end;)
-		usleep(2000);
-	CHECK_EQ_U64(coll_log_count(&h, "refused: no handshake within"), n);
 	coll_check_rss(&h, "after the idle connections");
 	/* still accepting */
 	stream_free(&good);
@@ -801,7 +830,10 @@ static void case_idle(void)
 	stream_close_wait(&good, &h);
 	capture_verify_stream(&h, &good);
 	stream_free(&good);
-	finish(&h);
+	/* each one logged: its own line, or counted in the strangers' line */
+	CHECK_EQ_U64(coll_stop(&h, SIGTERM), 0);
+	CHECK_EQ_U64(strangers_logged(&h, "refused: no handshake within", 'o'), n);
+	coll_cleanup(&h);
 }
 
 /* Sends one byte every 50 ms to each trickler until the collector closes it. */
@@ -1480,21 +1512,19 @@ static void case_strangers(void)
 	        "limit %ld)\n",
 	        N, TOTAL, hwm, base, limit_kib);
 	CHECK(hwm > 0 && hwm < limit_kib);
-	CHECK(coll_log_count(&h, "the first frame is over 65536 bytes") > 0);
-	/* each stranger ended with its one line, none with a file */
-	const char *line = "orbit-collector: 127.0.0.2:";
-	for (uint64_t end = harness_now_ms() + HARNESS_WAIT_MS;
-	     coll_log_count(&h, line) < N && harness_now_ms() < end;)
-		usleep(10000);                     /* the log file is the readiness signal */
-	CHECK_EQ_U64(coll_log_count(&h, line), N); /* and no file: capture_count below */
 	stream_good_frames(&good, 3);
 	stream_close_wait(&good, &h);
 	capture_verify_stream(&h, &good);
-	CHECK_EQ_U64(capture_count(&h), 1);
+	CHECK_EQ_U64(capture_count(&h), 1); /* no stranger left a file */
 	stream_free(&good);
 	free(frame[0]);
 	free(frame[1]);
-	finish(&h);
+	/* each stranger ended with its one line, or was counted in the
+	 * strangers' line (none other is a stranger) */
+	CHECK_EQ_U64(coll_stop(&h, SIGTERM), 0);
+	CHECK_EQ_U64(strangers_logged(&h, "orbit-collector: 127.0.0.2:", 'a'), N);
+	CHECK(strangers_logged(&h, "the first frame is over 65536 bytes", 'o') > 0);
+	coll_cleanup(&h);
 }
 
 /* Keeps n stranger connections from 127.0.0.2 open, reconnecting at most
@@ -1664,6 +1694,236 @@ static void case_flood_burst(void)
 	for (int i = 0; i < FLOOD; i++)
 		close(f[i]);
 	stream_free(&agent);
+	finish(&h);
+}
+
+/* ---- a connect flood beside real agents ---- */
+
+/*
+ * The flooder: nonblocking connects from 127.0.{1..4}.{1..250} (each
+ * socket bound to its source address before connect), at most FLOOD_RATE a
+ * second, holding the newest FLOOD_HOLD open and closing the oldest (a
+ * plain close: a FIN once connected). It never sends a byte.
+ */
+enum { FLOOD_HOLD = 900, FLOOD_RATE = 60000, FLOOD_MS = 12000 };
+
+struct flooder {
+	int port;
+	_Atomic int stop;
+	uint64_t connects, refused, ms; /* its results, read after the join */
+};
+
+static void *flooder_main(void *arg)
+{
+	struct flooder *f = arg;
+	static int held[FLOOD_HOLD];
+	struct sockaddr_in to = {.sin_family = AF_INET, .sin_port = htons((uint16_t)f->port)};
+	uint64_t start = test_now_ns(CLOCK_MONOTONIC), n = 0;
+	unsigned at = 0, from = 0;
+	int one = 1;
+
+	inet_pton(AF_INET, "127.0.0.1", &to.sin_addr);
+	for (int i = 0; i < FLOOD_HOLD; i++)
+		held[i] = -1;
+	while (!atomic_load_explicit(&f->stop, memory_order_relaxed)) {
+		if (n % 64 == 0) { /* at most FLOOD_RATE a second */
+			uint64_t due = start + n * 1000000000ull / FLOOD_RATE;
+			uint64_t now = test_now_ns(CLOCK_MONOTONIC);
+			if (due > now + 200000)
+				usleep((useconds_t)((due - now) / 1000));
+		}
+		int fd = socket(AF_INET, SOCK_STREAM | SOCK_CLOEXEC | SOCK_NONBLOCK, 0);
+		if (fd < 0) {
+			f->refused++;
+			usleep(1000); /* out of descriptors or memory: let closes land */
+			continue;
+		}
+		struct sockaddr_in a = {.sin_family = AF_INET};
+		a.sin_addr.s_addr = htonl(0x7f000000u | (1u + from / 250) << 8 | (1u + from % 250));
+		from = (from + 1) % 1000;
+		/* the port is picked at connect, by the whole 4-tuple */
+		setsockopt(fd, IPPROTO_IP, IP_BIND_ADDRESS_NO_PORT, &one, sizeof one);
+		if (bind(fd, (struct sockaddr *)&a, sizeof a) != 0 ||
+		    (connect(fd, (struct sockaddr *)&to, sizeof to) != 0 && errno != EINPROGRESS)) {
+			f->refused++;
+			close(fd);
+			continue;
+		}
+		if (held[at] >= 0)
+			close(held[at]);
+		held[at] = fd;
+		at = (at + 1) % FLOOD_HOLD;
+		n++;
+	}
+	for (int i = 0; i < FLOOD_HOLD; i++)
+		if (held[i] >= 0)
+			close(held[i]);
+	f->connects = n;
+	f->ms = (test_now_ns(CLOCK_MONOTONIC) - start) / 1000000;
+	return NULL;
+}
+
+/* A TcpExt counter of /proc/net/netstat; -1 when it is not there. */
+static long long netstat_value(const char *name)
+{
+	static char text[16384];
+	FILE *f = fopen("/proc/net/netstat", "r");
+	size_t len = f ? fread(text, 1, sizeof text - 1, f) : 0;
+	long long v = -1;
+
+	if (f)
+		fclose(f);
+	text[len] = '\0';
+	char *names = strstr(text, "TcpExt: "), *values = names ? strchr(names, '\n') : NULL;
+	if (values == NULL || strncmp(values + 1, "TcpExt: ", 8) != 0)
+		return -1;
+	*values++ = '\0';
+	int index = 0, want = -1;
+	for (char *p = names + 8, *save = NULL, *t; (t = strtok_r(p, " \n", &save)); p = NULL)
+		if (strcmp(t, name) == 0)
+			want = index;
+		else
+			index++;
+	for (char *p = values + 8, *save = NULL, *t;
+	     want >= 0 && (t = strtok_r(p, " \n", &save)) != NULL; p = NULL)
+		if (want-- == 0)
+			v = atoll(t);
+	return v;
+}
+
+/* The collector's CPU time so far, ms (user + system). */
+static long coll_cpu_ms(const struct coll *h)
+{
+	char path[64], text[1024];
+	unsigned long ut = 0, st = 0;
+
+	snprintf(path, sizeof path, "/proc/%d/stat", (int)h->pid);
+	FILE *f = fopen(path, "r");
+	size_t len = f ? fread(text, 1, sizeof text - 1, f) : 0;
+	if (f)
+		fclose(f);
+	text[len] = '\0';
+	const char *p = strrchr(text, ')'); /* the name may hold spaces */
+	if (p == NULL ||
+	    sscanf(p + 2, "%*c %*d %*d %*d %*d %*d %*u %*u %*u %*u %*u %lu %lu", &ut, &st) != 2)
+		return -1;
+	return (long)((ut + st) * 1000 / (unsigned long)sysconf(_SC_CLK_TCK));
+}
+
+static const char *const flood_counters[] = {"ListenOverflows",      "ListenDrops",
+                                             "TCPDeferAcceptDrop",   "SyncookiesSent",
+                                             "TCPReqQFullDoCookies", "TCPReqQFullDrop"};
+#define FLOOD_COUNTERS (sizeof flood_counters / sizeof flood_counters[0])
+
+/*
+ * A connect flood from 1000 addresses (the flooder above, FLOOD_MS) while
+ * five token-carrying agents (examples/emit with ORBIT_COLLECTOR and
+ * ORBIT_TOKEN, 2 threads, 20000 iterations in about 2 s each) start one
+ * after another during it: every agent's capture is complete, one capture
+ * each, nothing lost (delivered == emitted, the loss equation exact), and
+ * each agent said nothing about its connection.
+ */
+static void case_flood_agents(void)
+{
+	enum { AGENTS = 5, ITER = 20000, STAGGER_MS = 2000 };
+	struct coll h;
+	struct flooder f = {0};
+	char tokfile[256], addr[64], path[512], cmd[1600], errpath[AGENTS][300];
+	pid_t agent[AGENTS];
+	long long before[FLOOD_COUNTERS];
+	pthread_t thread;
+
+	if (tool_emit == NULL || tool_dump == NULL)
+		SKIP("needs examples/emit and tests/capture_dump");
+	if (!harness_second_address())
+		SKIP("127.0.0.2 cannot be bound: no second peer address");
+	if (harness_files(2 * FLOOD_HOLD + 256) < 2 * FLOOD_HOLD + 256)
+		SKIP("not enough file descriptors for the flood");
+	token_setup(&h, tokfile, sizeof tokfile);
+	const char *const args[] = {"--token-file", tokfile, NULL};
+	coll_start(&h, exe, NULL, args);
+	snprintf(addr, sizeof addr, "127.0.0.1:%d", h.port);
+	for (size_t i = 0; i < FLOOD_COUNTERS; i++)
+		before[i] = netstat_value(flood_counters[i]);
+	long cpu0 = coll_cpu_ms(&h);
+	f.port = h.port;
+	CHECK(pthread_create(&thread, NULL, flooder_main, &f) == 0);
+	uint64_t t0 = harness_now_ms();
+	for (int i = 0; i < AGENTS; i++) {
+		while (harness_now_ms() < t0 + 500 + (uint64_t)i * STAGGER_MS)
+			usleep(10000); /* the agents' schedule */
+		snprintf(errpath[i], sizeof errpath[i], "%s/agent%d.err", h.root, i);
+		agent[i] = fork();
+		CHECK(agent[i] >= 0);
+		if (agent[i] == 0) {
+			prctl(PR_SET_PDEATHSIG, SIGKILL);
+			int fd = open(errpath[i], O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0644);
+			if (fd >= 0)
+				dup2(fd, STDERR_FILENO);
+			setenv("ORBIT_COLLECTOR", addr, 1);
+			setenv("ORBIT_TOKEN", "s3cret-token", 1);
+			setenv("ORBIT_RING_BUDGET", "64M", 1);
+			execl(tool_emit, tool_emit, "--threads", "2", "--iterations", "20000",
+			      "--rate", "50000", (char *)NULL);
+			_exit(127);
+		}
+	}
+	while (harness_now_ms() < t0 + FLOOD_MS)
+		usleep(10000);
+	atomic_store_explicit(&f.stop, 1, memory_order_relaxed);
+	CHECK(pthread_join(thread, NULL) == 0);
+	long cpu = coll_cpu_ms(&h) - cpu0;
+	long long delta[FLOOD_COUNTERS];
+	for (size_t i = 0; i < FLOOD_COUNTERS; i++)
+		delta[i] = before[i] < 0 ? -1 : netstat_value(flood_counters[i]) - before[i];
+	fprintf(stderr,
+	        "flood: %" PRIu64 " connections in %" PRIu64 " ms (%.0f/s; %" PRIu64
+	        " not made); collector CPU %ld ms (%.0f%% of one core)\n",
+	        f.connects, f.ms, f.ms ? (double)f.connects * 1000.0 / (double)f.ms : 0.0,
+	        f.refused, cpu, f.ms ? 100.0 * (double)cpu / (double)f.ms : 0.0);
+	fprintf(stderr, "netstat during the flood:");
+	for (size_t i = 0; i < FLOOD_COUNTERS; i++)
+		fprintf(stderr, " %s %lld", flood_counters[i], delta[i]);
+	fprintf(stderr, "\n");
+
+	int complete = 0;
+	uint64_t deadline = harness_now_ms() + 3 * HARNESS_WAIT_MS;
+	for (int i = 0; i < AGENTS; i++) {
+		int status = -1, ok = 0;
+		while (waitpid(agent[i], &status, WNOHANG) == 0 && harness_now_ms() < deadline)
+			usleep(10000); /* waitpid has no timeout */
+		if (harness_now_ms() >= deadline) {
+			kill(agent[i], SIGKILL);
+			waitpid(agent[i], &status, 0);
+		}
+		size_t elen = 0;
+		char *err = test_read_file(errpath[i], &elen);
+		int files = capture_find(&h, "emit", (uint32_t)agent[i], path, sizeof path);
+		if (WIFEXITED(status) && WEXITSTATUS(status) == 0 && files == 1) {
+			snprintf(cmd, sizeof cmd, "'%s' --emit 2 %d '%s' 2>&1", tool_dump, ITER,
+			         path);
+			FILE *p = popen(cmd, "r");
+			char line[512];
+			while (p != NULL && fgets(line, sizeof line, p) != NULL)
+				if (strncmp(line, "emit check: ", 12) == 0 &&
+				    strstr(line, " records delivered, 0 lost; ") != NULL &&
+				    strstr(line, " log lines, 0 lost") != NULL)
+					ok = 1;
+			ok &= p != NULL && pclose(p) == 0;
+		}
+		fprintf(
+		    stderr, "agent %d (pid %d, started at %d ms): exit %d, %d capture%s, %s%s%s\n",
+		    i, (int)agent[i], 500 + i * STAGGER_MS,
+		    WIFEXITED(status) ? WEXITSTATUS(status) : -1, files, files == 1 ? "" : "s",
+		    ok ? "complete" : "NOT complete", elen ? "; it said: " : "", elen ? err : "");
+		complete += ok;
+		free(err);
+	}
+	fprintf(stderr, "agents delivered: %d of %d\n", complete, AGENTS);
+	if (complete != AGENTS)
+		coll_dump_log(&h);
+	CHECK_EQ_U64(complete, AGENTS);
+	CHECK_EQ_U64(capture_count(&h), AGENTS);
 	finish(&h);
 }
 
@@ -2229,6 +2489,7 @@ static const struct test_case cases[] = {
     {"strangers_agent", case_strangers_agent},
     {"pending_pool", case_pending_pool},
     {"flood_burst", case_flood_burst},
+    {"flood_agents", case_flood_agents},
     {"squatters", case_squatters},
     {"acks", case_acks},
     {"acks_bad_frame", case_acks_bad_frame},
