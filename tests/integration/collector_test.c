@@ -1003,6 +1003,36 @@ static void case_squatters(void)
 	finish(&h);
 }
 
+/* The default collector (no token, 256 streams): 256 tokenless peers whose
+ * Handshakes are accepted and which then send nothing hold every stream
+ * slot; an agent still gets in, in the place of the oldest of them, and its
+ * capture is whole. */
+static void case_squatters_default(void)
+{
+	enum { N = 256 };
+	static struct stream sq[N];
+	struct coll h;
+	struct stream agent;
+
+	start(&h, NULL);
+	for (int i = 0; i < N; i++)
+		good_open(&sq[i], &h, "squatter", 1000 + (uint32_t)i);
+	for (int i = 0; i < N; i++)
+		wait_file_size(&h, &sq[i], sq[i].len, 0);
+	usleep(2300 * 1000); /* ORBIT_COLLECTOR_NEVER_MS (collector/collector.h), and more */
+	good_open(&agent, &h, "agent", 20);
+	stream_good_frames(&agent, 3);
+	CHECK_EQ_U64(wait_closed(sq[0].fd, HARNESS_WAIT_MS), 1);
+	coll_expect_log(
+	    &h, needle("made room for 127.0.0.1:%d (--max-connections)", agent.local_port, ""));
+	stream_close_wait(&agent, &h);
+	capture_verify_stream(&h, &agent);
+	for (int i = 0; i < N; i++)
+		stream_free(&sq[i]);
+	stream_free(&agent);
+	finish(&h);
+}
+
 /* Waits until the capture of s holds size bytes (at least, with at_least). */
 static void wait_file_size(struct coll *h, const struct stream *s, size_t size, int at_least)
 {
@@ -2491,6 +2521,7 @@ static const struct test_case cases[] = {
     {"flood_burst", case_flood_burst},
     {"flood_agents", case_flood_agents},
     {"squatters", case_squatters},
+    {"squatters_default", case_squatters_default},
     {"acks", case_acks},
     {"acks_bad_frame", case_acks_bad_frame},
     {"acks_stop", case_acks_stop},
