@@ -11,8 +11,8 @@
 #define NAME_SMALL 32u
 struct name_buf {
 	char *heap; /* NULL while the name fits small */
-	size_t len;
-	size_t cap; /* of heap */
+	uint32_t len;
+	uint32_t cap; /* of heap */
 	char small[NAME_SMALL];
 };
 
@@ -24,17 +24,33 @@ static const char *name_data(const struct name_buf *n)
 struct open_item { /* an open scope, or an open async span */
 	uint64_t id;
 	uint64_t start;
+	uint64_t group;
+	uint64_t site;          /* the head's call site (flag bit 2), 0: none */
+	uint64_t suspect_until; /* if suspect: its thread's last record before the gap */
+	/* An open scope's place in its thread (unused for spans): */
+	uint64_t seq;           /* the thread's starts before it: later ones start above */
+	uint64_t finished_then; /* the thread's scopes finished when it started */
+	uint64_t first_inner;   /* if has_inner: when a scope first started after it */
 	uint32_t tid;
 	uint32_t depth;
-	struct name_buf name;
-	int incomplete;
-	int untrusted;          /* the start's time */
-	int suspect;            /* open across a gap: its stop may be lost */
-	uint64_t suspect_until; /* then: its thread's last record before the gap */
-	int has_attrs;
 	uint32_t color;
-	uint64_t group;
-	uint64_t site; /* the head's call site (flag bit 2), 0: none */
+	uint8_t has_attrs;
+	uint8_t incomplete;
+	uint8_t untrusted; /* the start's time */
+	uint8_t suspect;   /* open across a gap: its stop may be lost */
+	uint8_t undecided; /* whether it counts in the depth of the scopes above it
+	                    * is not known yet (it may never be stopped) */
+	uint8_t has_inner;
+	struct name_buf name;
+};
+
+/* A finished scope waiting for the scopes open under it to be decided. */
+struct held {
+	struct open_item it;
+	uint64_t end;
+	uint32_t end_tid;
+	int unfinished;
+	int end_untrusted;
 };
 
 struct thread_state {
@@ -50,9 +66,16 @@ struct thread_state {
 	struct open_item *open;
 	size_t nopen, capopen;
 	size_t nsuspect;
+	size_t nundecided;      /* open scopes not decided (open_item.undecided) */
 	uint32_t ring;          /* ring its records came from, + 1 (0: unknown) */
 	uint64_t last_start_id; /* the thread's highest scope id so far (0: none) */
 	uint64_t last_time;     /* its last record's time: the latest it is known alive */
+	uint64_t starts;        /* scopes started, ever */
+	uint64_t finished;      /* scopes finished (off the stack), ever */
+	/* finished scopes waiting, in the order they finished: some only while
+	 * nundecided > 0 */
+	struct held *held;
+	size_t nheld, capheld;
 };
 
 struct span_node {
@@ -73,6 +96,8 @@ struct span_node {
 	(1u << 20) /* async spans whose stop has not come */ /* past this many, threads with       \
 	                                                        nothing open are forgotten */
 #define SPAN_BUCKETS 4096u
+#define MAX_HELD 65536u         /* finished scopes one thread keeps waiting */
+#define MAX_HELD_ALL (1u << 18) /* ... all threads together */
 
 struct orbit_reconstruct {
 	orbit_event_fn fn;
@@ -85,6 +110,7 @@ struct orbit_reconstruct {
 	uint64_t last_time; /* the latest record time of the input */
 	uint32_t waiting_stops;
 	uint32_t open_spans;
+	size_t held;                         /* finished scopes waiting, all threads */
 	struct thread_state *recent[RECENT]; /* by tid % RECENT */
 };
 
@@ -92,6 +118,9 @@ static void free_thread(struct thread_state *t)
 {
 	for (size_t i = 0; i < t->nopen; i++)
 		free(t->open[i].name.heap);
+	for (size_t i = 0; i < t->nheld; i++)
+		free(t->held[i].it.name.heap);
+	free(t->held);
 	free(t->open);
 	free(t->name.heap);
 	free(t);
@@ -130,11 +159,11 @@ static int name_append(struct name_buf *n, const uint8_t *bytes, size_t len)
 		return 0;
 	if (n->heap == NULL && n->len + len <= NAME_SMALL) {
 		memcpy(n->small + n->len, bytes, len);
-		n->len += len;
+		n->len += (uint32_t)len;
 		return 0;
 	}
 	if (n->len + len > n->cap) {
-		size_t cap = n->cap ? n->cap : 2 * NAME_SMALL;
+		uint32_t cap = n->cap ? n->cap : 2 * NAME_SMALL;
 		while (cap < n->len + len)
 			cap *= 2;
 		char *b = realloc(n->heap, cap);
@@ -146,7 +175,7 @@ static int name_append(struct name_buf *n, const uint8_t *bytes, size_t len)
 		n->cap = cap;
 	}
 	memcpy(n->heap + n->len, bytes, len);
-	n->len += len;
+	n->len += (uint32_t)len;
 	return 0;
 }
 
@@ -173,9 +202,9 @@ static struct thread_state *thread_get(struct orbit_reconstruct *rc, uint32_t ti
 	return *c = t;
 }
 
-static void attrs_of(const struct orbit_record *r, int *has, uint32_t *color, uint64_t *group)
+static uint8_t attrs_of(const struct orbit_record *r, uint32_t *color, uint64_t *group)
 {
-	*has = orbit__record_attrs(r, color, group);
+	return (uint8_t)orbit__record_attrs(r, color, group);
 }
 
 /* end: the stop's time, or for an unfinished item the latest time it is known
@@ -210,20 +239,136 @@ static void emit_item(struct orbit_reconstruct *rc, enum orbit_event_type type,
 	rc->fn(rc->ctx, &ev);
 }
 
-/* Ends open scope k as unfinished at end: a stop of a scope around it came,
- * or its thread ended, or (end of input, overflow) nothing more is known. */
-static void drop_open(struct orbit_reconstruct *rc, struct thread_state *t, size_t k, uint64_t end,
-                      int end_untrusted)
+/* Emits the scopes thread t holds, in the order they finished: nothing open
+ * under them is undecided any more. */
+static void flush_held(struct orbit_reconstruct *rc, struct thread_state *t)
 {
-	struct open_item *it = &t->open[k];
-	if (it->suspect && it->suspect_until < end) /* its stop may be in the gap */
-		end = it->suspect_until;
-	emit_item(rc, ORBIT_EVENT_SCOPE, it, end, it->tid, 1, end_untrusted);
-	free(it->name.heap);
+	for (size_t i = 0; i < t->nheld; i++) {
+		struct held *h = &t->held[i];
+		emit_item(rc, ORBIT_EVENT_SCOPE, &h->it, h->end, h->end_tid, h->unfinished,
+		          h->end_untrusted);
+		free(h->it.name.heap);
+	}
+	rc->held -= t->nheld;
+	t->nheld = 0;
+}
+
+/* Every undecided open scope of t is taken as around the scopes above it
+ * (it counts in their depth), so what t holds goes out: memory is bounded. */
+static void assume_open(struct orbit_reconstruct *rc, struct thread_state *t)
+{
+	for (size_t i = 0; i < t->nopen; i++) {
+		if (t->open[i].undecided) {
+			t->open[i].undecided = 0;
+			rc->stats.depth_assumed++;
+		}
+	}
+	t->nundecided = 0;
+	flush_held(rc, t);
+}
+
+/* it is no longer open on t: decided either way. */
+static void decide(struct orbit_reconstruct *rc, struct thread_state *t, const struct open_item *it)
+{
 	if (it->suspect)
 		t->nsuspect--;
-	memmove(&t->open[k], &t->open[k + 1], (t->nopen - k - 1) * sizeof *it);
+	if (it->undecided && --t->nundecided == 0)
+		flush_held(rc, t);
+}
+
+static int reserve_held(struct thread_state *t)
+{
+	if (t->nheld < t->capheld)
+		return 0;
+	size_t cap = t->capheld ? t->capheld * 2 : 64;
+	struct held *h = realloc(t->held, cap * sizeof *h);
+	if (h == NULL)
+		return -ENOMEM;
+	t->held = h;
+	t->capheld = cap;
+	return 0;
+}
+
+/* Holds it at place pos among t's held scopes. */
+static int hold_at(struct orbit_reconstruct *rc, struct thread_state *t, size_t pos,
+                   const struct open_item *it, uint64_t end, uint32_t end_tid, int unfinished,
+                   int end_untrusted)
+{
+	if (t->nheld >= MAX_HELD || rc->held >= MAX_HELD_ALL || reserve_held(t) != 0)
+		return -ENOMEM;
+	memmove(&t->held[pos + 1], &t->held[pos], (t->nheld - pos) * sizeof *t->held);
+	t->held[pos] = (struct held){.it = *it,
+	                             .end = end,
+	                             .end_tid = end_tid,
+	                             .unfinished = unfinished,
+	                             .end_untrusted = end_untrusted};
+	t->nheld++;
+	rc->held++;
+	return 0;
+}
+
+/* A scope of t has finished (it is off the stack, decided, counted in
+ * t->finished): out now, or held while a scope open under it is
+ * undecided. Takes its name. */
+static void finish_scope(struct orbit_reconstruct *rc, struct thread_state *t,
+                         const struct open_item *it, uint64_t end, uint32_t end_tid, int unfinished,
+                         int end_untrusted)
+{
+	if (t->nundecided > 0 &&
+	    hold_at(rc, t, t->nheld, it, end, end_tid, unfinished, end_untrusted) == 0)
+		return;
+	if (t->nundecided > 0) /* too many wait, or no memory: decided now */
+		assume_open(rc, t);
+	emit_item(rc, ORBIT_EVENT_SCOPE, it, end, end_tid, unfinished, end_untrusted);
+	free(it->name.heap);
+}
+
+/*
+ * Ends open scope k of t, unfinished, at end. skipped: it was never stopped
+ * (a stop of a scope around it came, or its thread's end record), so it
+ * counts in the depth of no scope, and it was open no later than the first
+ * scope started after it: it comes out before the scopes that finished
+ * after that. Otherwise nothing more is known (the input ended, the
+ * thread's id was reused, too many are open): it counts as around the
+ * scopes above it.
+ */
+static void end_open(struct orbit_reconstruct *rc, struct thread_state *t, size_t k, uint64_t end,
+                     int end_untrusted, int skipped)
+{
+	struct open_item it = t->open[k]; /* a copy: k need not be the top */
+	memmove(&t->open[k], &t->open[k + 1], (t->nopen - k - 1) * sizeof it);
 	t->nopen--;
+	t->finished++;
+	size_t pos = t->nheld;
+	if (it.suspect) {
+		/* Its stop may be in the gap; the scopes above it from before
+		 * the gap were inside it, those after never counted it. */
+		if (it.suspect_until < end)
+			end = it.suspect_until;
+	} else if (skipped) {
+		/* Every scope finished since it started started above it and
+		 * counted it: those still held are mended (and it goes before
+		 * them), those gone out (it was assumed) are counted. */
+		for (; pos > 0 && t->held[pos - 1].it.seq > it.seq; pos--)
+			t->held[pos - 1].it.depth--;
+		rc->stats.depth_misplaced += t->finished - 1 - it.finished_then - (t->nheld - pos);
+		if (it.has_inner && it.first_inner < end)
+			end = it.first_inner;
+	}
+	if (it.suspect)
+		t->nsuspect--;
+	if (it.undecided) {
+		it.undecided = 0;
+		t->nundecided--;
+	}
+	if (t->nheld > 0 && hold_at(rc, t, pos, &it, end, it.tid, 1, end_untrusted) == 0) {
+		if (t->nundecided == 0)
+			flush_held(rc, t);
+		return;
+	}
+	if (t->nundecided == 0)
+		flush_held(rc, t);
+	finish_scope(rc, t, &it, end, it.tid, 1, end_untrusted);
 }
 
 static int push_scope(struct orbit_reconstruct *rc, struct thread_state *t,
@@ -231,7 +376,7 @@ static int push_scope(struct orbit_reconstruct *rc, struct thread_state *t,
                       int untrusted)
 {
 	if (t->nopen == MAX_OPEN)
-		drop_open(rc, t, 0, head->time, untrusted);
+		end_open(rc, t, 0, head->time, untrusted, 0);
 	if (t->nopen == t->capopen) {
 		size_t cap = t->capopen ? t->capopen * 2 : 16;
 		struct open_item *o = realloc(t->open, cap * sizeof *o);
@@ -239,6 +384,10 @@ static int push_scope(struct orbit_reconstruct *rc, struct thread_state *t,
 			return -ENOMEM;
 		t->open = o;
 		t->capopen = cap;
+	}
+	if (t->nopen > 0 && !t->open[t->nopen - 1].has_inner) {
+		t->open[t->nopen - 1].has_inner = 1;
+		t->open[t->nopen - 1].first_inner = head->time;
 	}
 	struct open_item *it = &t->open[t->nopen];
 	memset(it, 0, sizeof *it);
@@ -249,19 +398,24 @@ static int push_scope(struct orbit_reconstruct *rc, struct thread_state *t,
 	it->name = *name; /* takes the buffer */
 	it->incomplete = incomplete;
 	it->untrusted = untrusted;
-	attrs_of(head, &it->has_attrs, &it->color, &it->group);
+	it->has_attrs = attrs_of(head, &it->color, &it->group);
 	it->site = orbit__record_site(head);
+	it->seq = ++t->starts;
+	it->finished_then = t->finished;
+	it->undecided = 1;
+	t->nundecided++;
 	memset(name, 0, sizeof *name);
 	t->nopen++;
 	return 0;
 }
 
-/* Ends every open scope of t, unfinished, at end: its thread is over. */
+/* Ends every open scope of t, unfinished, at end: its thread is over
+ * (skipped: by its end record, see end_open). */
 static void end_thread(struct orbit_reconstruct *rc, struct thread_state *t, uint64_t end,
-                       int end_untrusted)
+                       int end_untrusted, int skipped)
 {
 	while (t->nopen > 0)
-		drop_open(rc, t, t->nopen - 1, end, end_untrusted);
+		end_open(rc, t, t->nopen - 1, end, end_untrusted, skipped);
 	t->last_start_id = 0;
 }
 
@@ -319,7 +473,7 @@ static int open_span(struct orbit_reconstruct *rc, const struct orbit_record *he
 		                       .name = *name,
 		                       .incomplete = incomplete,
 		                       .untrusted = untrusted};
-		attrs_of(head, &it.has_attrs, &it.color, &it.group);
+		it.has_attrs = attrs_of(head, &it.color, &it.group);
 		it.site = orbit__record_site(head);
 		emit_item(rc, ORBIT_EVENT_ASYNC, &it, head->time, head->tid, 1, 0);
 		return 0;
@@ -334,7 +488,7 @@ static int open_span(struct orbit_reconstruct *rc, const struct orbit_record *he
 	n->item.name = *name;
 	n->item.incomplete = incomplete;
 	n->item.untrusted = untrusted;
-	attrs_of(head, &n->item.has_attrs, &n->item.color, &n->item.group);
+	n->item.has_attrs = attrs_of(head, &n->item.color, &n->item.group);
 	n->item.site = orbit__record_site(head);
 	memset(name, 0, sizeof *name);
 	if (waiting) {
@@ -377,7 +531,7 @@ static int complete_head(struct orbit_reconstruct *rc, struct thread_state *t,
 		    .value_kind = head->kind,
 		    .value_bits = head->id,
 		};
-		attrs_of(head, &ev.has_attrs, &ev.color, &ev.group);
+		ev.has_attrs = attrs_of(head, &ev.color, &ev.group);
 		ev.site = orbit__record_site(head);
 		if (untrusted)
 			rc->stats.untrusted_events++;
@@ -411,12 +565,12 @@ static void stop_scope(struct orbit_reconstruct *rc, struct thread_state *t,
 	 * end with it. */
 	int untrusted = (r->flags & ORBIT_REC_FLAG_TIME_UNTRUSTED) != 0;
 	while (t->nopen > k)
-		drop_open(rc, t, t->nopen - 1, r->time, untrusted);
-	struct open_item *it = &t->open[--t->nopen];
-	if (it->suspect)
-		t->nsuspect--;
-	emit_item(rc, ORBIT_EVENT_SCOPE, it, r->time, r->tid, 0, untrusted);
-	free(it->name.heap);
+		end_open(rc, t, t->nopen - 1, r->time, untrusted, 1);
+	/* The top: its slot stays as it is until the next push. */
+	const struct open_item *it = &t->open[--t->nopen];
+	t->finished++;
+	decide(rc, t, it);
+	finish_scope(rc, t, it, r->time, r->tid, 0, untrusted);
 }
 
 static int stop_span(struct orbit_reconstruct *rc, const struct orbit_record *r)
@@ -479,7 +633,7 @@ static int add_record(struct orbit_reconstruct *rc, struct thread_state *t,
 		return stop_span(rc, r);
 	case ORBIT_REC_THREAD_END:
 		rc->stats.thread_ends++;
-		end_thread(rc, t, r->time, (r->flags & ORBIT_REC_FLAG_TIME_UNTRUSTED) != 0);
+		end_thread(rc, t, r->time, (r->flags & ORBIT_REC_FLAG_TIME_UNTRUSTED) != 0, 1);
 		return 0;
 	case ORBIT_REC_SCOPE_START:
 		/* Scope ids of one thread only increase: one not above the
@@ -487,7 +641,7 @@ static int add_record(struct orbit_reconstruct *rc, struct thread_state *t,
 		 * record never came. The old one ended after its last record. */
 		if (r->id <= t->last_start_id) {
 			rc->stats.reused_tids++;
-			end_thread(rc, t, t->last_time, 0);
+			end_thread(rc, t, t->last_time, 0, 0);
 		}
 		t->last_start_id = r->id;
 		break;
@@ -542,12 +696,17 @@ static int gap(struct orbit_reconstruct *rc, uint32_t ring)
 			int err = flush_pending(rc, t);
 			if (err)
 				return err;
+			/* Suspect scopes are decided: around what came before
+			 * the gap, under nothing after it. */
 			for (size_t i = 0; i < t->nopen; i++) {
 				if (!t->open[i].suspect)
 					t->open[i].suspect_until = t->last_time;
 				t->open[i].suspect = 1;
+				t->open[i].undecided = 0;
 			}
 			t->nsuspect = t->nopen;
+			t->nundecided = 0;
+			flush_held(rc, t);
 		}
 	}
 	return 0;
@@ -597,7 +756,7 @@ void orbit__reconstruct_finish(struct orbit_reconstruct *rc)
 	for (uint32_t b = 0; b < THREAD_BUCKETS; b++) {
 		for (struct thread_state *t = rc->threads[b]; t; t = t->next) {
 			flush_pending(rc, t);
-			end_thread(rc, t, t->last_time, 0);
+			end_thread(rc, t, t->last_time, 0, 0);
 		}
 	}
 	for (uint32_t b = 0; b < SPAN_BUCKETS; b++) {

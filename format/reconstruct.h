@@ -7,11 +7,22 @@
  *  - rebuilds names from a head record and its continuations, keyed by
  *    (tid, id); a name whose continuation never came is delivered as far as
  *    it got, flagged incomplete;
- *  - matches scope starts and stops by (tid, scope id); depth is the number of
- *    the thread's own scopes open at the start. A start whose stop never
- *    comes costs nothing but itself: it ends, unfinished, when the stop of a
- *    scope around it comes (at that stop's time), or at its thread's end; a
- *    stop with no start is counted, never invented into a scope;
+ *  - matches scope starts and stops by (tid, scope id). A scope's depth is
+ *    the number of the thread's own scopes around it: open at its start,
+ *    then stopped after it, or still open when nothing more is known of
+ *    them (the input ended, the thread's id was reused). A start whose stop
+ *    never comes costs nothing but itself: when the stop of a scope around
+ *    it comes, or its thread's end record, it ends unfinished, open no later
+ *    than the first scope started after it (or than that stop or end), and
+ *    counts in no scope's depth. So a finished scope waits until every
+ *    scope open under it is decided, and scopes come out in the order they
+ *    finished within a thread, not across threads. At most MAX_HELD
+ *    finished scopes of a thread (65536) and MAX_HELD_ALL of all (262144)
+ *    wait: past that the thread's undecided open scopes are taken as around
+ *    the scopes above them (depth_assumed), and one of them turning out
+ *    never stopped after all is counted in depth_misplaced, one for each
+ *    scope it made one level too deep. A stop with no start is counted,
+ *    never invented into a scope;
  *  - follows thread lifetimes: a thread ends at its thread-end record (kind
  *    13, from the agent's per-thread destructor), or, when that never came,
  *    after its last record before a scope start whose id is not above the
@@ -26,7 +37,8 @@
  *    so a start whose stop was lost skews nothing after it;
  *  - matches async spans by id across threads and rings, whichever of start
  *    and stop is read first (a stop pairs with a start no later than it).
- * Memory is bounded by what is open: threads, their open scopes, open spans.
+ * Memory is bounded by what is open: threads, their open scopes, open spans,
+ * and the finished scopes waiting (above).
  */
 #ifndef ORBIT_FORMAT_RECONSTRUCT_H
 #define ORBIT_FORMAT_RECONSTRUCT_H
@@ -88,6 +100,10 @@ struct orbit_reconstruct_stats {
 	uint64_t untrusted_events; /* events reported with time_untrusted */
 	uint64_t thread_ends;      /* thread-end records */
 	uint64_t reused_tids;      /* new threads found by their scope ids under an old id */
+	uint64_t depth_assumed;    /* open scopes taken as around the scopes above them
+	                            * before it was known (too many waited) */
+	uint64_t depth_misplaced;  /* scopes given one level too many: such a scope
+	                            * turned out never stopped */
 };
 
 typedef void (*orbit_event_fn)(void *ctx, const struct orbit_event *ev);

@@ -224,6 +224,8 @@ void orbit__rp_stream_add_stats(struct orbit_rp_stream *s, const struct orbit_re
 	s->rstats.untrusted_events += st->untrusted_events;
 	s->rstats.thread_ends += st->thread_ends;
 	s->rstats.reused_tids += st->reused_tids;
+	s->rstats.depth_assumed += st->depth_assumed;
+	s->rstats.depth_misplaced += st->depth_misplaced;
 }
 
 /* ---- the equations ---- */

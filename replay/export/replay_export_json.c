@@ -88,6 +88,8 @@ static void json_recon(struct orbit_rp_out *o, const struct orbit_rp_stream *s)
 	ju64(o, "time_untrusted", r->untrusted_events, &f);
 	ju64(o, "thread_ends", r->thread_ends, &f);
 	ju64(o, "reused_tids", r->reused_tids, &f);
+	ju64(o, "depth_assumed", r->depth_assumed, &f);
+	ju64(o, "depth_misplaced", r->depth_misplaced, &f);
 	ju64(o, "agent_untrusted_times", s->untrusted_times, &f);
 	ju64(o, "agent_clock_resets", s->clock_resets, &f);
 	orbit__rp_out_c(o, '}');

@@ -207,6 +207,13 @@ static void stream_recon_text(struct orbit_rp_out *o, const struct orbit_rp_stre
 	                     " bad records, %" PRIu64 " bad log records\n",
 	                     r->unfinished, r->unmatched_stops, r->incomplete_names,
 	                     r->orphan_continuations, r->gaps, r->bad_records, s->bad_logs);
+	if (r->depth_misplaced > 0)
+		orbit__rp_out_printf(o,
+		                     "  depth      %" PRIu64
+		                     " scopes one level too deep: more scopes finished inside a "
+		                     "scope than could wait to learn whether it was ever stopped, "
+		                     "and it was not\n",
+		                     r->depth_misplaced);
 }
 
 /* Clock trouble: said only when there was some. */

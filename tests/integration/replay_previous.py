@@ -4,7 +4,8 @@ the synthetic ones) still give, byte for byte, the outputs the previous
 release gave: the summary, --json, --csv, --chrome, --perfetto, --log, a
 relative window and --by location, as SHA-256 digests recorded with that
 release's orbit-replay (tests/data/replay/previous.sha256, the README there
-says how).
+says how, and which digests a change of the reconstructor's rules made
+this tree's).
 
     python3 replay_previous.py ORBIT_REPLAY DIGESTS DIR...
     python3 replay_previous.py ORBIT_REPLAY --record DIGESTS DIR...

@@ -2,9 +2,22 @@
  * reconstruct_rules.c — the rules of format/reconstruct.h on records made by
  * hand, so every case is exact (docs/format.md, 2, "A thread's end"):
  *   unstopped     a start never stopped ends, unfinished, at its thread's end
- *                 record; the scopes after it keep their depth under it
+ *                 record, open until the next scope began; it costs nothing
+ *                 but itself: the scopes after it keep the depth they would
+ *                 have without it; it comes out before them, they in the
+ *                 order they finished
  *   enclosing     a start never stopped ends when the stop of a scope around
- *                 it comes, at that stop's time
+ *                 it comes, and counts in no depth either
+ *   still_open    a start still open at the end of input is around the
+ *                 scopes after it (it may yet be stopped); another thread's
+ *                 scopes do not wait for it
+ *   gap_skip      a scope open across a gap and then ended by its thread's
+ *                 end record is around what came before the gap, under
+ *                 nothing after it
+ *   assumed       past MAX_HELD finished scopes waiting on a thread its open
+ *                 scope is taken as around them (depth_assumed), so they go
+ *                 out; when it turns out never stopped, the scopes it made
+ *                 one level too deep are counted (depth_misplaced)
  *   reused        a new thread under an old thread's id (no thread-end record:
  *                 its first scope id is not above the old one's last) starts
  *                 at depth 0, and the old one's open scopes end at its last
@@ -28,8 +41,8 @@
 #include "reconstruct.h"
 #include "record.h"
 
-#define MAX_RECS 256
-#define MAX_EVENTS 256
+#define MAX_RECS 200000 /* the assumed case: more than MAX_HELD (65536) scopes */
+#define MAX_EVENTS MAX_RECS
 
 static uint8_t recs[MAX_RECS * ORBIT_RECORD_SIZE];
 static size_t nrecs;
@@ -141,21 +154,46 @@ static void want(const char *name, uint32_t tid, uint32_t depth, uint64_t s, uin
 	}
 }
 
+/* The event at place i of the output is name. */
+static void nth(size_t i, const char *name)
+{
+	if (i >= ngot || strcmp(got[i].name, name) != 0) {
+		fprintf(stderr, "event %zu: got %s, want %s\n", i, i < ngot ? got[i].name : "none",
+		        name);
+		exit(1);
+	}
+}
+
 static void case_unstopped(void)
 {
 	start(10, 5, 1, "never stopped");
 	start(20, 5, 2, "b");
+	start(25, 5, 3, "b inner");
+	stop(28, 5, 3);
 	stop(30, 5, 2);
-	start(40, 5, 3, "c");
-	stop(50, 5, 3);
+	start(40, 5, 4, "c");
+	stop(50, 5, 4);
 	thread_end(60, 5);
 	const struct orbit_reconstruct_stats *st = run();
-	want("b", 5, 1, 20, 30, 0);
-	want("c", 5, 1, 40, 50, 0);
-	want("never stopped", 5, 0, 10, 60, 1); /* not a zero-length parent */
+	want("b inner", 5, 1, 25, 28, 0);
+	want("b", 5, 0, 20, 30, 0);
+	want("c", 5, 0, 40, 50, 0);
+	want("never stopped", 5, 0, 10, 20, 1); /* until b began, not over it */
+	nth(0, "never stopped");                /* it ended, at the latest, before b inner did */
+	nth(1, "b inner");
+	nth(2, "b");
+	nth(3, "c");
 	CHECK_EQ_U64(st->unfinished, 1);
 	CHECK_EQ_U64(st->thread_ends, 1);
-	CHECK_EQ_U64(ngot, 3);
+	CHECK_EQ_U64(st->depth_assumed, 0);
+	CHECK_EQ_U64(st->depth_misplaced, 0);
+	CHECK_EQ_U64(ngot, 4);
+	/* Never stopped with nothing after it: open until its thread's end. */
+	ngot = nrecs = 0;
+	start(10, 6, 1, "alone");
+	thread_end(30, 6);
+	run();
+	want("alone", 6, 0, 10, 30, 1);
 }
 
 static void case_enclosing(void)
@@ -164,16 +202,112 @@ static void case_enclosing(void)
 	start(20, 5, 2, "lost its stop");
 	start(30, 5, 3, "inner");
 	stop(40, 5, 3);
+	start(42, 5, 4, "inner 2");
+	start(43, 5, 5, "inner 2 child");
+	stop(44, 5, 5);
+	stop(45, 5, 4);
 	stop(50, 5, 1); /* closes outer, and ends the one inside it */
-	start(60, 5, 4, "after");
-	stop(70, 5, 4);
+	start(60, 5, 6, "after");
+	stop(70, 5, 6);
 	const struct orbit_reconstruct_stats *st = run();
-	want("inner", 5, 2, 30, 40, 0);
-	want("lost its stop", 5, 1, 20, 50, 1);
+	want("inner", 5, 1, 30, 40, 0);
+	want("inner 2", 5, 1, 42, 45, 0);
+	want("inner 2 child", 5, 2, 43, 44, 0);
+	want("lost its stop", 5, 1, 20, 30, 1);
 	want("outer", 5, 0, 10, 50, 0);
 	want("after", 5, 0, 60, 70, 0);
+	nth(0, "lost its stop");
+	nth(1, "inner");
+	nth(2, "inner 2 child");
+	nth(3, "inner 2");
+	nth(4, "outer");
+	nth(5, "after");
 	CHECK_EQ_U64(st->unfinished, 1);
 	CHECK_EQ_U64(st->unmatched_stops, 0);
+	/* Two never stopped inside one another, both ended by the stop around
+	 * them: neither counts. */
+	ngot = nrecs = 0;
+	start(10, 5, 1, "outer");
+	start(20, 5, 2, "first");
+	start(30, 5, 3, "second");
+	start(40, 5, 4, "leaf");
+	stop(45, 5, 4);
+	stop(50, 5, 1);
+	st = run();
+	want("leaf", 5, 1, 40, 45, 0);
+	want("second", 5, 1, 30, 40, 1);
+	want("first", 5, 1, 20, 30, 1);
+	want("outer", 5, 0, 10, 50, 0);
+	nth(0, "first");
+	nth(1, "second");
+	nth(2, "leaf");
+	nth(3, "outer");
+	CHECK_EQ_U64(st->unfinished, 2);
+}
+
+static void case_still_open(void)
+{
+	start(10, 5, 1, "open at the end");
+	start(20, 5, 2, "child");
+	stop(30, 5, 2);
+	start(15, 6, 1, "other thread");
+	stop(25, 6, 1);
+	start(40, 5, 3, "child 2");
+	stop(50, 5, 3);
+	const struct orbit_reconstruct_stats *st = run();
+	want("child", 5, 1, 20, 30, 0);
+	want("child 2", 5, 1, 40, 50, 0);
+	want("open at the end", 5, 0, 10, 50, 1);
+	want("other thread", 6, 0, 15, 25, 0);
+	nth(0, "other thread"); /* tid 6 did not wait for tid 5's open scope */
+	nth(1, "child");
+	nth(2, "child 2");
+	nth(3, "open at the end");
+	CHECK_EQ_U64(st->depth_assumed, 0);
+}
+
+static void case_gap_skip(void)
+{
+	start(10, 5, 1, "open at the gap");
+	start(20, 5, 2, "before");
+	stop(30, 5, 2);
+	cut(3); /* its stop may be in there */
+	start(40, 5, 3, "after");
+	stop(50, 5, 3);
+	thread_end(60, 5);
+	const struct orbit_reconstruct_stats *st = run();
+	want("before", 5, 1, 20, 30, 0);
+	want("after", 5, 0, 40, 50, 0);
+	want("open at the gap", 5, 0, 10, 30, 1); /* its last record before the gap */
+	CHECK_EQ_U64(st->gaps, 1);
+	CHECK_EQ_U64(st->depth_misplaced, 0);
+}
+
+static void case_assumed(void)
+{
+	/* One scope never stopped, then more finished scopes than a thread may
+	 * hold waiting, then its thread's end. */
+	const uint64_t n = 70000; /* > MAX_HELD, 65536 */
+	start(10, 5, 1, "never stopped");
+	for (uint64_t i = 0; i < n; i++) {
+		start(100 + 10 * i, 5, 2 + i, "s");
+		stop(105 + 10 * i, 5, 2 + i);
+	}
+	thread_end(100 + 10 * n, 5);
+	const struct orbit_reconstruct_stats *st = run();
+	CHECK_EQ_U64(ngot, n + 1);
+	CHECK_EQ_U64(st->depth_assumed, 1);
+	/* When the held + 1st finished it was taken as around them all: every
+	 * one went out at depth 1 (the first held + 1 at once, the rest as
+	 * they finished), and its thread's end, saying it was never stopped,
+	 * counted them. */
+	CHECK_EQ_U64(st->depth_misplaced, n);
+	for (uint64_t i = 0; i < n; i++) {
+		const struct orbit_event *ev = &got[i].ev;
+		CHECK(ev->type == ORBIT_EVENT_SCOPE && ev->start == 100 + 10 * i);
+		CHECK_EQ_U64(ev->depth, 1);
+	}
+	want("never stopped", 5, 0, 10, 100, 1);
 }
 
 static void case_reused(void)
@@ -317,9 +451,10 @@ static void case_flags(void)
 }
 
 static const struct test_case cases[] = {
-    {"unstopped", case_unstopped},   {"enclosing", case_enclosing}, {"reused", case_reused},
-    {"reused_end", case_reused_end}, {"input_end", case_input_end}, {"gap", case_gap},
-    {"flags", case_flags},
+    {"unstopped", case_unstopped},   {"enclosing", case_enclosing},   {"reused", case_reused},
+    {"reused_end", case_reused_end}, {"input_end", case_input_end},   {"gap", case_gap},
+    {"flags", case_flags},           {"still_open", case_still_open}, {"gap_skip", case_gap_skip},
+    {"assumed", case_assumed},
 };
 
 TEST_MAIN(cases)

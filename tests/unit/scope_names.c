@@ -750,21 +750,23 @@ static void case_migrate(void)
 	finish_and_check();
 }
 
-/* Starts whose stop never comes: each costs nothing but itself.
- * The worker's ends at its thread's end (the thread-end record its exit
- * writes), after the scope inside it; the main thread's at the end of
- * input, after its own last record. Depths after them stay as nested. */
-static uint64_t worker_child_end;
+/* Starts whose stop never comes. The worker's ends at its thread's end
+ * record (its exit writes it): it was never stopped, so it costs nothing
+ * but itself: the scope after it is at depth 0, and it was open until that
+ * scope began. The main thread's is still open at the end of input, after
+ * its own last record: it may yet be stopped, so it is around the scopes
+ * after it. */
+static uint64_t worker_child_start;
 
 static void *unstopped_worker(void *arg)
 {
 	uint32_t *tid = arg;
 	*tid = my_tid();
 	ORBIT_START("worker, never stopped");
+	worker_child_start = test_now_ns(CLOCK_MONOTONIC);
 	{
 		ORBIT_SCOPE("worker child");
 	}
-	worker_child_end = test_now_ns(CLOCK_MONOTONIC);
 	return NULL;
 }
 
@@ -775,10 +777,11 @@ static void case_unstopped(void)
 	pthread_t th;
 	CHECK(pthread_create(&th, NULL, unstopped_worker, &wtid) == 0);
 	CHECK(pthread_join(th, NULL) == 0);
-	struct expect *e = expect_add(ORBIT_EVENT_SCOPE, "worker child", 12);
-	e->tid = e->end_tid = wtid, e->depth = 1;
-	e = expect_add(ORBIT_EVENT_SCOPE, "worker, never stopped", 21);
-	e->tid = e->end_tid = wtid, e->unfinished = 1, e->open_after = worker_child_end - 1000000;
+	/* Never stopped, it ended before the scope after it did: it comes first. */
+	struct expect *e = expect_add(ORBIT_EVENT_SCOPE, "worker, never stopped", 21);
+	e->tid = e->end_tid = wtid, e->unfinished = 1, e->open_after = worker_child_start;
+	e = expect_add(ORBIT_EVENT_SCOPE, "worker child", 12);
+	e->tid = e->end_tid = wtid, e->depth = 0;
 	ORBIT_START("main, never stopped");
 	for (int i = 0; i < 3; i++) {
 		ORBIT_SCOPE("main child");
