@@ -213,25 +213,27 @@ static void emit_item(struct orbit_reconstruct *rc, enum orbit_event_type type,
                       const struct open_item *it, uint64_t end, uint32_t end_tid, int unfinished,
                       int end_untrusted)
 {
-	struct orbit_event ev = {
-	    .type = type,
-	    .tid = it->tid,
-	    .end_tid = end_tid,
-	    .depth = it->depth,
-	    .unfinished = unfinished,
-	    .name_incomplete = it->incomplete,
-	    .time_untrusted = it->untrusted || end_untrusted,
-	    .id = it->id,
-	    .start = it->start,
-	    .end = unfinished ? it->start : end,
-	    .open_until = end < it->start ? it->start : end,
-	    .name = name_data(&it->name),
-	    .name_len = it->name.len,
-	    .has_attrs = it->has_attrs,
-	    .color = it->color,
-	    .group = it->group,
-	    .site = it->site,
-	};
+	/* Every field set, no initializer: zeroing the rest was a rep stos. */
+	struct orbit_event ev;
+	ev.type = type;
+	ev.tid = it->tid;
+	ev.end_tid = end_tid;
+	ev.depth = it->depth;
+	ev.unfinished = unfinished;
+	ev.name_incomplete = it->incomplete;
+	ev.time_untrusted = it->untrusted || end_untrusted;
+	ev.id = it->id;
+	ev.start = it->start;
+	ev.end = unfinished ? it->start : end;
+	ev.open_until = end < it->start ? it->start : end;
+	ev.name = name_data(&it->name);
+	ev.name_len = it->name.len;
+	ev.has_attrs = it->has_attrs;
+	ev.color = it->color;
+	ev.group = it->group;
+	ev.site = it->site;
+	ev.value_kind = 0;
+	ev.value_bits = 0;
 	if (unfinished)
 		rc->stats.unfinished++;
 	if (ev.time_untrusted)
@@ -389,20 +391,24 @@ static int push_scope(struct orbit_reconstruct *rc, struct thread_state *t,
 		t->open[t->nopen - 1].has_inner = 1;
 		t->open[t->nopen - 1].first_inner = head->time;
 	}
+	/* Every field set, no memset: that was a rep stos, slow at this size. */
 	struct open_item *it = &t->open[t->nopen];
-	memset(it, 0, sizeof *it);
 	it->id = head->id;
 	it->start = head->time;
-	it->tid = head->tid;
-	it->depth = (uint32_t)(t->nopen - t->nsuspect);
-	it->name = *name; /* takes the buffer */
-	it->incomplete = incomplete;
-	it->untrusted = untrusted;
 	it->has_attrs = attrs_of(head, &it->color, &it->group);
 	it->site = orbit__record_site(head);
+	it->suspect_until = 0;
 	it->seq = ++t->starts;
 	it->finished_then = t->finished;
+	it->first_inner = 0;
+	it->tid = head->tid;
+	it->depth = (uint32_t)(t->nopen - t->nsuspect);
+	it->incomplete = (uint8_t)incomplete;
+	it->untrusted = (uint8_t)untrusted;
+	it->suspect = 0;
 	it->undecided = 1;
+	it->has_inner = 0;
+	it->name = *name; /* takes the buffer */
 	t->nundecided++;
 	memset(name, 0, sizeof *name);
 	t->nopen++;
@@ -515,24 +521,26 @@ static int complete_head(struct orbit_reconstruct *rc, struct thread_state *t,
 	case ORBIT_REC_ASYNC_START:
 		return open_span(rc, head, name, incomplete, untrusted);
 	case ORBIT_REC_THREAD_NAME:
-	default: { /* the value kinds */
-		struct orbit_event ev = {
-		    .type = head->kind == ORBIT_REC_THREAD_NAME ? ORBIT_EVENT_THREAD_NAME
-		                                                : ORBIT_EVENT_VALUE,
-		    .tid = head->tid,
-		    .end_tid = head->tid,
-		    .name_incomplete = incomplete,
-		    .time_untrusted = untrusted,
-		    .start = head->time,
-		    .end = head->time,
-		    .open_until = head->time,
-		    .name = name_data(name),
-		    .name_len = name->len,
-		    .value_kind = head->kind,
-		    .value_bits = head->id,
-		};
+	default: {                     /* the value kinds */
+		struct orbit_event ev; /* every field set: see emit_item */
+		ev.type = head->kind == ORBIT_REC_THREAD_NAME ? ORBIT_EVENT_THREAD_NAME
+		                                              : ORBIT_EVENT_VALUE;
+		ev.tid = head->tid;
+		ev.end_tid = head->tid;
+		ev.depth = 0;
+		ev.unfinished = 0;
+		ev.name_incomplete = incomplete;
+		ev.time_untrusted = untrusted;
+		ev.id = 0;
+		ev.start = head->time;
+		ev.end = head->time;
+		ev.open_until = head->time;
+		ev.name = name_data(name);
+		ev.name_len = name->len;
 		ev.has_attrs = attrs_of(head, &ev.color, &ev.group);
 		ev.site = orbit__record_site(head);
+		ev.value_kind = head->kind;
+		ev.value_bits = head->id;
 		if (untrusted)
 			rc->stats.untrusted_events++;
 		rc->fn(rc->ctx, &ev);
