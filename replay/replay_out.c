@@ -86,25 +86,87 @@ int orbit__rp_out_close(struct orbit_rp_out *o)
 	return -o->err;
 }
 
-void orbit__rp_out_s(struct orbit_rp_out *o, const char *s)
+/* Two digits at a time: "00" .. "99". */
+static const char digits2[] = "00010203040506070809101112131415161718192021222324252627282930313233"
+                              "34353637383940414243444546474849505152535455565758596061626364656667"
+                              "6869707172737475767778798081828384858687888990919293949596979899";
+
+/* The last 8 digits of v, zero-padded, ending at end (32-bit arithmetic). */
+static char *eight_digits(char *end, uint32_t v)
 {
-	orbit__rp_out_write(o, s, strlen(s));
+	for (int i = 0; i < 4; i++) {
+		uint32_t q = v / 100;
+		end -= 2;
+		memcpy(end, digits2 + 2 * (v - 100 * q), 2);
+		v = q;
+	}
+	return end;
 }
 
-void orbit__rp_out_c(struct orbit_rp_out *o, char c)
+/* The digits of v, last first, ending at end; returns where they start. */
+static char *digits_before(char *end, uint64_t v)
 {
-	orbit__rp_out_write(o, &c, 1);
+	char *p = end;
+	while (v >= 100000000u) { /* timestamps: 12 digits and more */
+		uint64_t q = v / 100000000u;
+		p = eight_digits(p, (uint32_t)(v - q * 100000000u));
+		v = q;
+	}
+	uint32_t w = (uint32_t)v;
+	while (w >= 100) {
+		uint32_t q = w / 100;
+		p -= 2;
+		memcpy(p, digits2 + 2 * (w - 100 * q), 2);
+		w = q;
+	}
+	if (w >= 10) {
+		p -= 2;
+		memcpy(p, digits2 + 2 * w, 2);
+	} else {
+		*--p = (char)('0' + w);
+	}
+	return p;
+}
+
+/* How many decimal digits v has (1 for 0). */
+static size_t decimal_digits(uint64_t v)
+{
+	static const uint64_t pow10[20] = {1ull,
+	                                   10ull,
+	                                   100ull,
+	                                   1000ull,
+	                                   10000ull,
+	                                   100000ull,
+	                                   1000000ull,
+	                                   10000000ull,
+	                                   100000000ull,
+	                                   1000000000ull,
+	                                   10000000000ull,
+	                                   100000000000ull,
+	                                   1000000000000ull,
+	                                   10000000000000ull,
+	                                   100000000000000ull,
+	                                   1000000000000000ull,
+	                                   10000000000000000ull,
+	                                   100000000000000000ull,
+	                                   1000000000000000000ull,
+	                                   10000000000000000000ull};
+	/* log10(2) ~ 1233 / 4096: t is the digit count or one less. */
+	size_t t = (size_t)((64 - __builtin_clzll(v | 1)) * 1233) >> 12;
+	return t + ((v | 1) >= pow10[t]); /* 0 has one digit */
 }
 
 void orbit__rp_out_u64(struct orbit_rp_out *o, uint64_t v)
 {
+	if (o->cap - o->len >= 20) { /* in place: no copy */
+		size_t n = decimal_digits(v);
+		digits_before(o->buf + o->len + n, v);
+		o->len += n;
+		return;
+	}
 	char b[24];
-	int i = 24;
-	do {
-		b[--i] = (char)('0' + v % 10);
-		v /= 10;
-	} while (v);
-	orbit__rp_out_write(o, b + i, (size_t)(24 - i));
+	char *p = digits_before(b + sizeof b, v);
+	orbit__rp_out_write(o, p, (size_t)(b + sizeof b - p));
 }
 
 void orbit__rp_out_i64(struct orbit_rp_out *o, int64_t v)

@@ -41,8 +41,18 @@ static inline void orbit__rp_out_write(struct orbit_rp_out *o, const void *p, si
 	o->len += n;
 }
 
-void orbit__rp_out_s(struct orbit_rp_out *o, const char *s);
-void orbit__rp_out_c(struct orbit_rp_out *o, char c);
+static inline void orbit__rp_out_c(struct orbit_rp_out *o, char c)
+{
+	if (o->len < o->cap)
+		o->buf[o->len++] = c;
+	else
+		orbit__rp_out_slow(o, &c, 1);
+}
+
+static inline void orbit__rp_out_s(struct orbit_rp_out *o, const char *s)
+{
+	orbit__rp_out_write(o, s, strlen(s)); /* a literal's length is known here */
+}
 void orbit__rp_out_u64(struct orbit_rp_out *o, uint64_t v);
 void orbit__rp_out_i64(struct orbit_rp_out *o, int64_t v);
 /* ns as microseconds with three decimals, "123.456". */

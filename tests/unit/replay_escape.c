@@ -1,8 +1,8 @@
 /* replay_escape.c — the escaping orbit-replay's outputs rely on: JSON
  * strings valid whatever the bytes (quotes, backslashes, control
  * characters, NUL, invalid UTF-8 of every kind), RFC 4180 fields, terminal
- * text, and the --from / --to syntax. Cases: json, json_random, csv, text,
- * bound. */
+ * text, the --from / --to syntax, and numbers in decimal as printf writes
+ * them. Cases: json, json_random, csv, text, bound, numbers. */
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -159,9 +159,47 @@ static void bound_cases(void)
 		}
 }
 
+/* Every length of number, the edges of each split (10^k - 1, 10^k, 2^32,
+ * 2^64 - 1) and random ones, against printf. */
+static void number_cases(void)
+{
+	uint64_t v[200];
+	size_t n = 0;
+	uint64_t p = 1;
+	for (int k = 0; k < 20; k++, p *= 10) {
+		v[n++] = p;
+		v[n++] = p - 1;
+		v[n++] = p + 1;
+	}
+	v[n++] = UINT64_MAX;
+	v[n++] = (uint64_t)1 << 32;
+	v[n++] = ((uint64_t)1 << 32) - 1;
+	uint64_t x = 0x9e3779b97f4a7c15ull;
+	while (n < sizeof v / sizeof v[0]) {
+		x ^= x << 13, x ^= x >> 7, x ^= x << 17;
+		v[n++] = x >> (x % 64);
+	}
+	for (size_t i = 0; i < n; i++) {
+		char want[32];
+		snprintf(want, sizeof want, "%llu", (unsigned long long)v[i]);
+		begin();
+		orbit__rp_out_u64(&out, v[i]);
+		orbit__rp_out_c(&out, ',');
+		orbit__rp_out_i64(&out, -(int64_t)(v[i] >> 1));
+		const char *got = end();
+		char full[64];
+		snprintf(full, sizeof full, "%s,%lld", want, -(long long)(v[i] >> 1));
+		if (len != strlen(full) || memcmp(got, full, len) != 0) {
+			fprintf(stderr, "got [%.*s], want [%s]\n", (int)len, got, full);
+			exit(1);
+		}
+		free(buf);
+	}
+}
+
 static const struct test_case cases[] = {
     {"json", json_cases}, {"json_random", json_random}, {"csv", csv_cases},
-    {"text", text_cases}, {"bound", bound_cases},
+    {"text", text_cases}, {"bound", bound_cases},       {"numbers", number_cases},
 };
 
 TEST_MAIN(cases)
