@@ -1088,20 +1088,29 @@ const struct orbit__rp_sched_span *orbit__rp_sched_span_at(const struct orbit__r
 }
 
 /* Running, runnable and blocked ns before t (t <= th->end), given i, the
- * last span starting at or before t. */
-static void cumulative(const struct orbit__rp_sched_thread *th, uint64_t t, long i, uint64_t out[3])
-{
-	const struct orbit__rp_sched_span *s;
+ * last span starting at or before t. Scalars, not an array: a vector load of
+ * words just stored one by one stalls on store forwarding. */
+struct sched_sums {
+	uint64_t running, runnable, blocked;
+};
 
-	if (i < 0) {
-		out[0] = out[1] = out[2] = 0;
-		return;
-	}
-	s = &th->spans[i];
-	memcpy(out, s->before, 3 * sizeof *out);
-	if (s->state >= ORBIT__RP_SCHED_RUNNING && s->state <= ORBIT__RP_SCHED_BLOCKED &&
-	    t > s->start)
-		out[s->state - ORBIT__RP_SCHED_RUNNING] += t - s->start;
+static struct sched_sums cumulative(const struct orbit__rp_sched_thread *th, uint64_t t, long i)
+{
+	struct sched_sums r = {0, 0, 0};
+	if (i < 0)
+		return r;
+	const struct orbit__rp_sched_span *s = &th->spans[i];
+	r.running = s->before[0];
+	r.runnable = s->before[1];
+	r.blocked = s->before[2];
+	uint64_t d = t > s->start ? t - s->start : 0;
+	if (s->state == ORBIT__RP_SCHED_RUNNING)
+		r.running += d;
+	else if (s->state == ORBIT__RP_SCHED_RUNNABLE)
+		r.runnable += d;
+	else if (s->state == ORBIT__RP_SCHED_BLOCKED)
+		r.blocked += d;
+	return r;
 }
 
 /* Times of [start, end), the span of start searched from hint (gallop) or
@@ -1110,8 +1119,7 @@ static void cumulative(const struct orbit__rp_sched_thread *th, uint64_t t, long
 static uint32_t times_from(const struct orbit__rp_sched_thread *th, uint64_t start, uint64_t end,
                            uint32_t hint, int gallop, struct orbit__rp_sched_times *out)
 {
-	uint64_t a[3], b[3], sa = start > th->end ? th->end : start,
-	                     sb = end > th->end ? th->end : end;
+	uint64_t sa = start > th->end ? th->end : start, sb = end > th->end ? th->end : end;
 	long ia, ib;
 
 	memset(out, 0, sizeof *out);
@@ -1119,11 +1127,10 @@ static uint32_t times_from(const struct orbit__rp_sched_thread *th, uint64_t sta
 		return hint;
 	ia = gallop ? span_index_from(th, sa, hint) : span_index(th, sa);
 	ib = span_index_from(th, sb, ia >= 0 ? (uint32_t)ia : 0);
-	cumulative(th, sa, ia, a);
-	cumulative(th, sb, ib, b);
-	out->oncpu_ns = b[0] - a[0];
-	out->runnable_ns = b[1] - a[1];
-	out->blocked_ns = b[2] - a[2];
+	struct sched_sums a = cumulative(th, sa, ia), b = cumulative(th, sb, ib);
+	out->oncpu_ns = b.running - a.running;
+	out->runnable_ns = b.runnable - a.runnable;
+	out->blocked_ns = b.blocked - a.blocked;
 	/* Before finish, the time before a listed thread's first item. */
 	if (th->bf_state != 0 && th->span_count > 0) {
 		uint64_t lo = sa > th->bf_from ? sa : th->bf_from;
