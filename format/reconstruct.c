@@ -298,12 +298,14 @@ static int hold_at(struct orbit_reconstruct *rc, struct thread_state *t, size_t 
 {
 	if (t->nheld >= MAX_HELD || rc->held >= MAX_HELD_ALL || reserve_held(t) != 0)
 		return -ENOMEM;
-	memmove(&t->held[pos + 1], &t->held[pos], (t->nheld - pos) * sizeof *t->held);
-	t->held[pos] = (struct held){.it = *it,
-	                             .end = end,
-	                             .end_tid = end_tid,
-	                             .unfinished = unfinished,
-	                             .end_untrusted = end_untrusted};
+	if (pos < t->nheld) /* a scope never stopped, before those after it */
+		memmove(&t->held[pos + 1], &t->held[pos], (t->nheld - pos) * sizeof *t->held);
+	struct held *h = &t->held[pos];
+	h->it = *it;
+	h->end = end;
+	h->end_tid = end_tid;
+	h->unfinished = unfinished;
+	h->end_untrusted = end_untrusted;
 	t->nheld++;
 	rc->held++;
 	return 0;
