@@ -66,12 +66,14 @@ struct thread_state {
 	struct open_item *open;
 	size_t nopen, capopen;
 	size_t nsuspect;
-	size_t nundecided;      /* open scopes not decided (open_item.undecided) */
-	uint32_t ring;          /* ring its records came from, + 1 (0: unknown) */
-	uint64_t last_start_id; /* the thread's highest scope id so far (0: none) */
-	uint64_t last_time;     /* its last record's time: the latest it is known alive */
-	uint64_t starts;        /* scopes started, ever */
-	uint64_t finished;      /* scopes finished (off the stack), ever */
+	size_t nundecided;        /* open scopes not decided (open_item.undecided) */
+	uint32_t ring;            /* ring its records came from, + 1 (0: unknown) */
+	uint64_t last_start_id;   /* the thread's highest scope id so far (0: none) */
+	uint64_t last_time;       /* its last record's time: the latest it is known alive */
+	uint64_t last_scope_time; /* its last scope start's or stop's: the latest surely
+	                           * of this thread, not of a new one under its id */
+	uint64_t starts;          /* scopes started, ever */
+	uint64_t finished;        /* scopes finished (off the stack), ever */
 	/* finished scopes waiting, in the order they finished: some only while
 	 * nundecided > 0 */
 	struct held *held;
@@ -638,6 +640,7 @@ static int add_record(struct orbit_reconstruct *rc, struct thread_state *t,
 	switch (r->kind) {
 	case ORBIT_REC_SCOPE_STOP:
 		stop_scope(rc, t, r);
+		t->last_scope_time = r->time;
 		return 0;
 	case ORBIT_REC_ASYNC_STOP:
 		return stop_span(rc, r);
@@ -648,12 +651,15 @@ static int add_record(struct orbit_reconstruct *rc, struct thread_state *t,
 	case ORBIT_REC_SCOPE_START:
 		/* Scope ids of one thread only increase: one not above the
 		 * last is a new thread under a reused id, whose thread-end
-		 * record never came. The old one ended after its last record. */
+		 * record never came. The old one was alive at its last scope
+		 * record; a value or a name since may be either thread's (a
+		 * new thread names itself first), so its scopes end there. */
 		if (r->id <= t->last_start_id) {
 			rc->stats.reused_tids++;
-			end_thread(rc, t, t->last_time, 0, 0);
+			end_thread(rc, t, t->last_scope_time, 0, 0);
 		}
 		t->last_start_id = r->id;
+		t->last_scope_time = r->time;
 		break;
 	default:
 		break;

@@ -25,8 +25,8 @@
  *    never invented into a scope;
  *  - follows thread lifetimes: a thread ends at its thread-end record (kind
  *    13, from the agent's per-thread destructor), or, when that never came,
- *    after its last record before a scope start whose id is not above the
- *    thread's last (per-thread ids start at 1 and only increase, so that
+ *    after its last scope start or stop before a scope start whose id is
+ *    not above the thread's last (per-thread ids start at 1 and only increase, so that
  *    start is a new thread with the old one's id), or at the end of input.
  *    A new thread under an old id starts at depth 0 with nothing open;
  *  - follows loss: records come in batches of consecutive claims of one ring

@@ -21,7 +21,7 @@
  *   reused        a new thread under an old thread's id (no thread-end record:
  *                 its first scope id is not above the old one's last) starts
  *                 at depth 0, and the old one's open scopes end at its last
- *                 record
+ *                 scope record (a name or value since may be the new one's)
  *   reused_end    the same with the thread-end record
  *   input_end     at the end of input an open scope ends at its thread's last
  *                 record, an open span at the input's last time
@@ -321,7 +321,9 @@ static void case_reused(void)
 	/* Another thread, on another tid, in between. */
 	start(40, 8, 1, "other");
 	stop(45, 8, 1);
-	/* A new thread gets tid 7: its scope ids start again at 1. */
+	/* A new thread gets tid 7 and names itself: the name (like the value)
+	 * may be either thread's. Its scope ids start again at 1. */
+	rec(90, 7, ORBIT_REC_THREAD_NAME, 0, "new thread", 0);
 	start(100, 7, 1, "new");
 	start(105, 7, 2, "new inner");
 	stop(108, 7, 2);
@@ -330,7 +332,8 @@ static void case_reused(void)
 	want("new", 7, 0, 100, 110, 0); /* depth 0: nothing inherited */
 	want("new inner", 7, 1, 105, 108, 0);
 	want("old inner", 7, 1, 20, 30, 0);
-	want("old open", 7, 0, 10, 35, 1); /* ends at the old thread's last record */
+	/* Ends at the old thread's last scope record, not in the new thread. */
+	want("old open", 7, 0, 10, 30, 1);
 	want("other", 8, 0, 40, 45, 0);
 	CHECK_EQ_U64(st->reused_tids, 1);
 	CHECK_EQ_U64(st->unfinished, 1);
