@@ -11,6 +11,7 @@
 
 #include "dump.h"
 #include "dump_find.h"
+#include "parse.h"
 
 #ifndef ORBIT_VERSION
 #define ORBIT_VERSION "unknown"
@@ -55,6 +56,15 @@ static const char usage_text[] =
     "line says where; the capture holds what could be read); 3 the capture\n"
     "could not be written.\n";
 
+/* A usage error: one line, and where the help is. */
+static int usage(const char *fmt, const char *arg)
+{
+	fputs("orbit-dump: ", stderr);
+	fprintf(stderr, fmt, arg);
+	fputs("; see orbit-dump --help\n", stderr);
+	return ORBIT_DUMP_USAGE;
+}
+
 int main(int argc, char **argv)
 {
 	static const struct option opts[] = {
@@ -67,8 +77,13 @@ int main(int argc, char **argv)
 	    {NULL, 0, NULL, 0},
 	};
 	const char *out = NULL, *complete = NULL;
-	int list = 0, rm = 0, c;
-	while ((c = getopt_long(argc, argv, "o:h", opts, NULL)) != -1) {
+	int list = 0, rm = 0, c, li = -1;
+	opterr = 0;
+	while ((c = getopt_long(argc, argv, "o:h", opts, &li)) != -1) {
+		const char *word;
+		if (orbit__parse_long_whole(argv, optind, optarg, opts, li, &word) != 0)
+			return usage("'%s' is not an option: long options are written whole", word);
+		li = -1;
 		switch (c) {
 		case 'o':
 			out = optarg;
@@ -89,22 +104,22 @@ int main(int argc, char **argv)
 			printf("orbit-dump %s\n", ORBIT_VERSION);
 			return 0;
 		default:
-			fputs(usage_text, stderr);
-			return ORBIT_DUMP_USAGE;
+			return usage("bad option or missing value: '%s'",
+			             optind > 1 ? argv[optind - 1] : "?");
 		}
 	}
 	int left = argc - optind;
 	if (list) {
-		if (left != 0 || rm || out || complete) {
-			fputs(usage_text, stderr);
-			return ORBIT_DUMP_USAGE;
-		}
+		if (left != 0 || rm || out || complete)
+			return usage("%s", "--list takes no other option and no segment");
 		return orbit__dump_list(stdout, stderr);
 	}
-	if (left != 1 || (rm && out) || (complete && (rm || out))) {
-		fputs(usage_text, stderr);
-		return ORBIT_DUMP_USAGE;
-	}
+	if (left != 1)
+		return usage("%s",
+		             left == 0 ? "no PID or SEGMENT given" : "one PID or SEGMENT only");
+	if ((rm && out) || (complete && (rm || out)))
+		return usage("%s", rm ? "--remove writes no capture: no -o"
+		                      : "--complete takes no -o or --remove");
 	if (rm)
 		return orbit__dump_remove(argv[optind], stdout, stderr);
 

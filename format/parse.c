@@ -2,6 +2,7 @@
 #include "parse.h"
 
 #include <errno.h>
+#include <getopt.h>
 #include <string.h>
 
 const char ORBIT_PARSE_URL[] = "a URL, not HOST:PORT";
@@ -121,4 +122,25 @@ int orbit__parse_size(const char *s, uint64_t *out)
 		return -ERANGE;
 	*out = v << shift;
 	return 0;
+}
+
+int orbit__parse_long_whole(char *const *argv, int optind, const char *optarg,
+                            const struct option *opts, int li, const char **written)
+{
+	if (li < 0 || optind < 2)
+		return 0;
+	/* The option is the word before optind, or the one before its value
+	 * when the value came as a word of its own ("--name VALUE"). */
+	const char *word = argv[optind - 1];
+	if (optarg != NULL && optarg == argv[optind - 1] && optind >= 3)
+		word = argv[optind - 2];
+	if (strncmp(word, "--", 2) != 0)
+		return 0;
+	const char *name = word + 2;
+	size_t len = strcspn(name, "=");
+	const char *want = opts[li].name;
+	if (strlen(want) == len && memcmp(name, want, len) == 0)
+		return 0;
+	*written = word;
+	return -1;
 }

@@ -1,9 +1,11 @@
 /*
- * parse.h — the two syntaxes the agent and orbit-collector share: an
- * address, HOST:PORT (ORBIT_COLLECTOR, --listen), and a size (ORBIT_SEND_BUFFER,
- * ORBIT_RING_BUDGET, --max-capture-size, ...). One parser each, one rule
- * each, so the same string means the same thing at both ends
- * (docs/operations.md and docs/collector.md state the rules).
+ * parse.h — the syntaxes the programs share: an address, HOST:PORT
+ * (ORBIT_COLLECTOR, --listen), and a size (ORBIT_SEND_BUFFER,
+ * ORBIT_RING_BUDGET, --max-capture-size, ...), shared by the agent and
+ * orbit-collector; and a long option written whole, for the programs that
+ * read their options with getopt_long. One parser each, one rule each, so
+ * the same string means the same thing everywhere (docs/operations.md and
+ * docs/collector.md state the rules).
  */
 #ifndef ORBIT_FORMAT_PARSE_H
 #define ORBIT_FORMAT_PARSE_H
@@ -44,5 +46,22 @@ void orbit__parse_url_authority(const char *s, char *out, size_t outlen);
  * range.
  */
 int orbit__parse_size(const char *s, uint64_t *out);
+
+struct option;
+
+/*
+ * Whether the long option getopt_long just returned was written whole.
+ * getopt_long takes any unambiguous prefix ("--chrom" for "--chrome"), so a
+ * word that works today would mean another option once one is added: every
+ * Orbit program takes long options by their whole name only.
+ *
+ * Call right after getopt_long returned with *longindex = li (set it to -1
+ * before the call: it stays -1 for a short option), with the optind and
+ * optarg it left. 0: a short option, or the long one written whole
+ * ("--name" or "--name=VALUE"); -1: abbreviated, with *written the word as
+ * written.
+ */
+int orbit__parse_long_whole(char *const *argv, int optind, const char *optarg,
+                            const struct option *opts, int li, const char **written);
 
 #endif

@@ -8,6 +8,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "parse.h"
 #include "replay.h"
 #include "replay_export_clickhouse.h"
 
@@ -287,11 +288,16 @@ int main(int argc, char **argv)
 	orbit__replay_defaults(&o);
 	orbit__rp_ch_defaults(&ch);
 	opterr = 0;
-	while ((c = getopt_long(argc, argv, "qh", long_opts, NULL)) != -1) {
+	int li = -1;
+	while ((c = getopt_long(argc, argv, "qh", long_opts, &li)) != -1) {
 		if (c == '?' || c == ':') {
 			const char *bad = optind > 1 ? argv[optind - 1] : "?";
 			return usage("bad option or missing value: '%s'", bad);
 		}
+		const char *word;
+		if (orbit__parse_long_whole(argv, optind, optarg, long_opts, li, &word) != 0)
+			return usage("'%s' is not an option: long options are written whole", word);
+		li = -1;
 		int r = option(&o, c, optarg);
 		if (r)
 			return r < 0 ? 0 : r;

@@ -843,6 +843,32 @@ def case_list():
     print("list: %s" % " ".join(rows[dead_pid]))
 
 
+def case_usage():
+    """A usage error is one line that points to --help, never the whole
+    help; a long option is taken by its whole name only."""
+    _, dead_pid, _ = run([VICTIM, "crash"], env=env(ORBIT_FLIGHT="2M"))
+    out = os.path.join(TMP, "u.orbit.zst")
+    for args in (["--outp", out, str(dead_pid)], ["--lis"], ["--bogus"], [],
+                 [str(dead_pid), str(dead_pid)], ["--list", str(dead_pid)],
+                 ["--remove", "-o", out, str(dead_pid)], ["-o"]):
+        p = subprocess.run([DUMP] + args, capture_output=True)
+        what = "orbit-dump %s" % " ".join(args)
+        check(p.returncode == 1, "%s: exit %d, want 1" % (what, p.returncode))
+        line = one_line(p.stderr.decode(errors="replace"), what)
+        check(line.startswith("orbit-dump: ") and line.endswith("see orbit-dump --help"),
+              "%s: %r" % (what, line))
+        check(not p.stdout, "%s wrote to stdout" % what)
+        check(not os.path.exists(out), "%s wrote a capture" % what)
+    p = subprocess.run([DUMP, "--outp", out, str(dead_pid)], capture_output=True)
+    check(b"'--outp' is not an option" in p.stderr, "--outp: %r" % p.stderr)
+    check(segments(dead_pid), "a usage error removed the segment")
+    p = subprocess.run([DUMP, "--output", out, str(dead_pid)], capture_output=True)
+    check(p.returncode == 0 and os.path.exists(out), "--output whole: %r" % (p,))
+    p = subprocess.run([DUMP, "--help"], capture_output=True)
+    check(p.returncode == 0 and p.stdout.startswith(b"usage: orbit-dump") and not p.stderr,
+          "--help: %r" % (p,))
+
+
 CASES = {n[5:]: f for n, f in globals().items() if n.startswith("case_")}
 
 try:

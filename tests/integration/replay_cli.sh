@@ -35,13 +35,21 @@ help)
 	;;
 usage)
 	for args in "" "--sort bogus $emit" "--top x $emit" "--from abc $emit" "--bogus $emit" \
-		"--thread" "--page-size 0 --pages x" "--from 10 --to 5 $emit"; do
+		"--thread" "--page-size 0 --pages x" "--from 10 --to 5 $emit" \
+		"--chrom $tmp/c.json $emit" "--jso=- $emit"; do
 		# shellcheck disable=SC2086
 		status 1 $args
 		[ "$(wc -l < "$tmp/err")" -eq 1 ] || fail "'$args': want one line on stderr"
 		grep -q -- '--help' "$tmp/err" || fail "'$args': no pointer to --help"
 		[ ! -s "$tmp/out" ] || fail "'$args': wrote to stdout"
 	done
+	# A long option is taken by its whole name only (getopt_long would take
+	# "--chrom" for "--chrome"); as the value of another, any word is a value.
+	status 1 --chrom "$tmp/c.json" "$emit"
+	grep -q "'--chrom' is not an option" "$tmp/err" || fail "--chrom: $(cat "$tmp/err")"
+	[ ! -e "$tmp/c.json" ] || fail "--chrom wrote a Chrome trace"
+	status 0 --name --chrom --json - "$emit"
+	grep -q '"captures"' "$tmp/out" || fail "--name --chrom --json -: no JSON"
 	;;
 missing)
 	# A missing file, or a directory, is not damage: one line saying what.
