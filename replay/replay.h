@@ -42,9 +42,10 @@ struct orbit_rp_ch_options;
 
 /* What a run read of its inputs (struct orbit_replay_options.reads). */
 struct orbit_replay_reads {
-	uint64_t bytes;  /* read from the input files, every reading together */
-	uint64_t before; /* captures read whole before the run: their kernel states, origin */
-	uint64_t tails;  /* captures whose end was read first: names, origin */
+	uint64_t bytes;   /* read from the input files, every reading together */
+	uint64_t before;  /* captures read whole before the run: their kernel states, origin */
+	uint64_t tails;   /* captures whose end was read first: names, origin */
+	uint64_t threads; /* captures of the run read on threads of their own */
 };
 
 struct orbit_replay_options {
@@ -81,6 +82,9 @@ struct orbit_replay_options {
 	 * before the run, its names from its tail). The outputs are the same;
 	 * the tests compare the two readings. */
 	int up_front_off;
+	/* 1: every capture read in-line, on the run's thread (replay_prefetch.h:
+	 * the outputs are the same; the tests compare the two). */
+	int inline_reads;
 	/* Filled at the end when not NULL: what the run read. */
 	struct orbit_replay_reads *reads;
 };

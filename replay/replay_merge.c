@@ -22,8 +22,10 @@
 #include <stdlib.h>
 #include <string.h>
 #include <sys/stat.h>
+#include <unistd.h>
 
 #include "frame.h"
+#include "replay_prefetch.h"
 #include "replay_report.h"
 #include "replay_sched_scan.h"
 #include "replay_timeline.h"
@@ -159,18 +161,25 @@ static void ahead_batch(struct orbit_rp_timeline *tl, struct orbit_rp_read *e)
  * the scan now. */
 static void read_one(struct orbit_rp_timeline *tl, struct orbit_rp_source *src)
 {
-	struct orbit_capture_problem prob = {0, 0};
-	uint64_t before = orbit__capture_offset(src->r);
-	Orbit__Packet *p = NULL;
-	int rc = orbit__capture_next(src->r, &p, &prob);
+	struct orbit_rp_fetched f;
 	size_t i = (size_t)(src->cap - tl->caps);
 	struct orbit_rp_read *e;
 
-	if (rc == 0 || (rc < 0 && prob.error != rc)) {
-		if (rc < 0) {
+	if (src->pf != NULL) {
+		orbit__rp_prefetch_take(src->pf, &f);
+		if (f.last) { /* the thread has ended: the reader is ours again */
+			orbit__rp_prefetch_free(src->pf);
+			src->pf = NULL;
+		}
+	} else {
+		orbit__rp_prefetch_read(src->r, &f);
+	}
+	Orbit__Packet *p = f.p;
+	if (f.last) {
+		if (f.rc < 0) {
 			e = q_push(src);
-			e->read_error = rc;
-			e->error_at = before;
+			e->read_error = f.rc;
+			e->error_at = f.before;
 		}
 		src->eof = 1;
 		if (src->ahead)
@@ -178,15 +187,15 @@ static void read_one(struct orbit_rp_timeline *tl, struct orbit_rp_source *src)
 		return;
 	}
 	e = q_push(src);
-	if (rc < 0) {
-		e->frame_error = prob.error;
-		e->error_at = prob.offset;
+	if (f.rc < 0) {
+		e->frame_error = f.prob.error;
+		e->error_at = f.prob.offset;
 		return;
 	}
-	if (orbit__capture_offset(src->r) != before)
-		src->frame_read = before;
+	if (f.after != f.before)
+		src->frame_read = f.before;
 	e->frame_at = src->frame_read;
-	if (orbit__packet_validate(p) != 0) {
+	if (!f.valid) {
 		e->invalid = packet_kind(p);
 		orbit__packet__free_unpacked(p, NULL);
 		return;
@@ -376,6 +385,10 @@ static void source_open(struct orbit_rp_timeline *tl, struct orbit_rp_source *sr
 		src->done = 1;
 		return;
 	}
+	if (tl->threads_left > 0 && (src->pf = orbit__rp_prefetch_start(src->r)) != NULL) {
+		tl->threads_left--;
+		tl->threads++;
+	}
 	orbit__rp_hold(tl->rep);
 	peek(tl, src);
 	const char *what = src->peek == NULL ? not_a_capture(src) : NULL;
@@ -399,6 +412,11 @@ int orbit__rp_timeline_open(struct orbit_rp_timeline *tl, const char *const *pat
 		return -1;
 	}
 	tl->n = n;
+	/* Reader threads while a CPU is left beside the merge's. */
+	long cpus = sysconf(_SC_NPROCESSORS_ONLN);
+	tl->threads_left = tl->inline_reads || cpus < 2                 ? 0
+	                   : cpus - 1 < (long)ORBIT_RP_PREFETCH_THREADS ? (unsigned)(cpus - 1)
+	                                                                : ORBIT_RP_PREFETCH_THREADS;
 	for (size_t i = 0; i < n; i++) {
 		tl->caps[i].path = paths[i];
 		tl->srcs[i].cap = &tl->caps[i];
@@ -436,13 +454,19 @@ static struct orbit_rp_source *next_source(struct orbit_rp_timeline *tl)
 	return best;
 }
 
+/* Where src's reads taken so far reach in its file. */
+static uint64_t source_offset(const struct orbit_rp_source *src)
+{
+	return src->pf != NULL ? orbit__rp_prefetch_offset(src->pf) : orbit__capture_offset(src->r);
+}
+
 static void progress(struct orbit_rp_timeline *tl)
 {
 	if (!orbit__rp_progress_due(tl->rep))
 		return;
 	uint64_t done = 0;
 	for (size_t i = 0; i < tl->n; i++)
-		done += tl->srcs[i].r && !tl->srcs[i].done ? orbit__capture_offset(tl->srcs[i].r)
+		done += tl->srcs[i].r && !tl->srcs[i].done ? source_offset(&tl->srcs[i])
 		                                           : tl->caps[i].size;
 	orbit__rp_progress_show(tl->rep, done, tl->total_bytes);
 }
@@ -482,6 +506,8 @@ void orbit__rp_timeline_free(struct orbit_rp_timeline *tl)
 		struct orbit_rp_source *src = &tl->srcs[i];
 		if (src->peek)
 			orbit__packet__free_unpacked(src->peek, NULL);
+		orbit__rp_prefetch_free(src->pf); /* the thread stopped: the reader is ours */
+		src->pf = NULL;
 		free(src->peek_records);
 		for (size_t k = 0; k < src->qlen; k++)
 			read_free(tl, q_at(src, k));

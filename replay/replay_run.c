@@ -228,6 +228,7 @@ static void read_inputs(struct run *r)
 	tl->d = &r->d;
 	tl->sched = r->sched;
 	tl->ahead = !o->up_front_off;
+	tl->inline_reads = o->inline_reads;
 	if (orbit__rp_timeline_open(tl, o->inputs, o->ninputs) != 0)
 		return;
 	r->view.caps = tl->caps;
@@ -285,6 +286,7 @@ static void cleanup(struct run *r)
 	}
 	orbit__rp_timeline_free(&r->tl); /* it adds up what its readers read */
 	r->reads.bytes += r->tl.bytes_read;
+	r->reads.threads = r->tl.threads;
 	orbit__rp_sched_scan_free(r->sched);
 	free(r->stated);
 	if (r->o->reads != NULL)

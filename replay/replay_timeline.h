@@ -11,6 +11,11 @@
  * capture's queue until the states its scopes need are final, so the
  * capture is read once. The queue holds at most ORBIT_RP_AHEAD_BYTES;
  * past that the first in it goes with the states known so far.
+ *
+ * The first captures opened (ORBIT_RP_PREFETCH_THREADS, and one fewer than
+ * the CPUs) are each read on a thread of their own a few packets ahead of
+ * the merge (replay_prefetch.h); the others in-line. What the merge takes
+ * is the same either way.
  */
 #ifndef ORBIT_REPLAY_TIMELINE_H
 #define ORBIT_REPLAY_TIMELINE_H
@@ -21,6 +26,7 @@
 #include "capture.h"
 #include "replay_stream.h"
 
+struct orbit_rp_prefetch;
 struct orbit_rp_report;
 struct orbit_rp_dispatch;
 struct orbit_rp_sched_scan;
@@ -66,12 +72,13 @@ struct orbit_rp_source {
 	/* what has been read and waits (a ring of qcap entries) */
 	struct orbit_rp_read *q;
 	size_t qhead, qlen, qcap, qbytes;
-	int eof;             /* the reader has nothing more */
-	int ahead;           /* read ahead for the kernel's states */
-	int read_any;        /* a packet has been read */
-	uint64_t frame_read; /* offset of the frame the last packet read is in */
-	int forced;          /* the queue was full before the states came: said */
-	uint32_t version;    /* the first packet's protocol version (a Handshake), or 0 */
+	int eof;                      /* the reader has nothing more */
+	int ahead;                    /* read ahead for the kernel's states */
+	int read_any;                 /* a packet has been read */
+	uint64_t frame_read;          /* offset of the frame the last packet read is in */
+	int forced;                   /* the queue was full before the states came: said */
+	uint32_t version;             /* the first packet's protocol version (a Handshake), or 0 */
+	struct orbit_rp_prefetch *pf; /* its reader's thread, NULL: read in-line */
 };
 
 struct orbit_rp_timeline {
@@ -81,7 +88,10 @@ struct orbit_rp_timeline {
 	uint32_t streams; /* made so far, in all captures */
 	uint8_t *batch;   /* one decoded ring batch */
 	uint64_t total_bytes;
-	int progress; /* draw the progress bar */
+	int progress;          /* draw the progress bar */
+	int inline_reads;      /* 1: every capture read in-line, no reader threads */
+	unsigned threads_left; /* reader threads still to start (replay_prefetch.h) */
+	unsigned threads;      /* ... and started */
 	struct orbit_rp_report *rep;
 	struct orbit_rp_dispatch *d;       /* NULL: counts and times only */
 	struct orbit_rp_sched_scan *sched; /* the streams' states, or NULL */
