@@ -254,7 +254,10 @@ struct orbit_capture_reader {
 	int fd;
 	int own_fd;
 	int eof;
-	uint8_t *buf; /* bytes read, not yet consumed: [start, end) */
+	int follow;    /* a read of 0 bytes is the end for now, not the end */
+	int dry;       /* following: the last read found nothing more yet */
+	int resyncing; /* following: a search for the next frame waits for bytes */
+	uint8_t *buf;  /* bytes read, not yet consumed: [start, end) */
 	size_t start, end, cap;
 	uint64_t base; /* file offset of buf[0] */
 	struct orbit_frame_scratch scratch;
@@ -301,6 +304,12 @@ void orbit__capture_close(struct orbit_capture_reader *r)
 	free(r);
 }
 
+void orbit__capture_follow(struct orbit_capture_reader *r)
+{
+	r->follow = 1;
+	r->eof = 0;
+}
+
 uint64_t orbit__capture_offset(const struct orbit_capture_reader *r)
 {
 	return r->base + r->start;
@@ -327,12 +336,17 @@ static int fill(struct orbit_capture_reader *r, size_t want)
 	}
 	if (grow(&r->buf, &r->cap, r->start + want) != 0)
 		return -ENOMEM;
+	r->dry = 0;
 	while (!r->eof && r->end - r->start < want) {
 		ssize_t n = read(r->fd, r->buf + r->end, r->cap - r->end);
 		if (n < 0 && errno == EINTR)
 			continue;
 		if (n < 0)
 			return -errno;
+		if (n == 0 && r->follow) {
+			r->dry = 1;
+			break;
+		}
 		if (n == 0)
 			r->eof = 1;
 		r->end += (size_t)n;
@@ -341,10 +355,11 @@ static int fill(struct orbit_capture_reader *r, size_t want)
 	return 0;
 }
 
-/* After damage at start: the next zstd magic past it, or the end. */
-static int resync(struct orbit_capture_reader *r)
+/* After damage at start: the next zstd magic past it, or the end; following,
+ * 1 when the file ends for now before one (the search goes on at the next
+ * call: resync_on). */
+static int resync_on(struct orbit_capture_reader *r)
 {
-	r->start++;
 	for (;;) {
 		while (r->start + 4 <= r->end) {
 			const uint8_t *p = r->buf + r->start;
@@ -363,10 +378,22 @@ static int resync(struct orbit_capture_reader *r)
 			r->start = r->end;
 			return 0;
 		}
+		if (r->dry && r->end - r->start < 4) {
+			r->resyncing = 1;
+			return 1;
+		}
 	}
 }
 
-/* Skips a skippable frame at start, if there is one: 1 skipped, 0 not. */
+static int resync(struct orbit_capture_reader *r)
+{
+	r->start++;
+	int rc = resync_on(r);
+	return rc < 0 ? rc : 0;
+}
+
+/* Skips a skippable frame at start, if there is one: 1 skipped, 0 not,
+ * following, 2 when it is not all written yet. */
 static int skip_skippable(struct orbit_capture_reader *r)
 {
 	const uint8_t *p = r->buf + r->start;
@@ -374,13 +401,17 @@ static int skip_skippable(struct orbit_capture_reader *r)
 	    (uint32_t)p[0] | (uint32_t)p[1] << 8 | (uint32_t)p[2] << 16 | (uint32_t)p[3] << 24;
 	if ((magic & SKIPPABLE_MASK) != SKIPPABLE_MAGIC)
 		return 0;
-	if (fill(r, 8) != 0 || r->end - r->start < 8)
+	if (fill(r, 8) != 0)
 		return 0;
+	if (r->end - r->start < 8)
+		return r->dry ? 2 : 0;
 	p = r->buf + r->start;
 	uint64_t n = 8 + ((uint64_t)p[4] | (uint64_t)p[5] << 8 | (uint64_t)p[6] << 16 |
 	                  (uint64_t)p[7] << 24);
 	if (fill(r, n > ORBIT_FRAME_MAX_COMPRESSED ? 8 : (size_t)n) != 0)
 		return 0;
+	if (r->dry && n <= ORBIT_FRAME_MAX_COMPRESSED && r->end - r->start < n)
+		return 2;
 	if (r->end - r->start < n) {
 		/* Skippable frames longer than we buffer: skip by reading. */
 		uint64_t left = n - (r->end - r->start);
@@ -399,6 +430,12 @@ static int skip_skippable(struct orbit_capture_reader *r)
 int orbit__capture_next(struct orbit_capture_reader *r, Orbit__Packet **packet,
                         struct orbit_capture_problem *problem)
 {
+	if (r->resyncing) {
+		r->resyncing = 0;
+		int rc = resync_on(r);
+		if (rc != 0)
+			return rc < 0 ? rc : ORBIT_CAPTURE_AGAIN;
+	}
 	for (;;) {
 		if (r->in_frame) {
 			const uint8_t *p;
@@ -420,16 +457,25 @@ int orbit__capture_next(struct orbit_capture_reader *r, Orbit__Packet **packet,
 		int err = fill(r, 4);
 		if (err)
 			return err;
+		if (r->dry && r->end - r->start < 4)
+			return ORBIT_CAPTURE_AGAIN;
 		if (r->end - r->start == 0)
 			return 0;
-		if (r->end - r->start >= 4 && skip_skippable(r))
-			continue;
+		if (r->end - r->start >= 4) {
+			int skipped = skip_skippable(r);
+			if (skipped == 2)
+				return ORBIT_CAPTURE_AGAIN;
+			if (skipped)
+				continue;
+		}
 		size_t flen = 0;
 		uint64_t at = orbit__capture_offset(r);
 		for (;;) {
 			err = orbit__frame_size(r->buf + r->start, r->end - r->start, &flen);
 			if (err != 1)
 				break;
+			if (r->dry)
+				return ORBIT_CAPTURE_AGAIN; /* the frame is still being written */
 			if (r->eof) {
 				err = ORBIT_FRAME_ETRUNC;
 				break;

@@ -181,9 +181,17 @@ struct orbit_capture_problem {
 struct orbit_capture_reader *orbit__capture_open(const char *path, int *err);
 /* Reads from an already open file descriptor (not closed by the reader). */
 struct orbit_capture_reader *orbit__capture_from_fd(int fd, int *err);
+/* What orbit__capture_next returns, following, where the file ends for now. */
+#define ORBIT_CAPTURE_AGAIN 2
+/* Follows a file still being written (tail -f): from now on, where the
+ * file ends, or ends inside a frame, orbit__capture_next returns
+ * ORBIT_CAPTURE_AGAIN instead of the end or a cut frame, consuming
+ * nothing, and the next call reads on from there. */
+void orbit__capture_follow(struct orbit_capture_reader *r);
 /*
  * The next packet: 1 and *packet (free with orbit__packet__free_unpacked),
- * 0 at the end of the file, or a negative error for a damaged frame, with
+ * 0 at the end of the file (following: ORBIT_CAPTURE_AGAIN), or a negative
+ * error for a damaged frame, with
  * *problem set: the reader has then skipped to the next zstd frame magic and
  * the call may be repeated. A frame's packets are delivered only once the
  * whole frame decompressed with a good checksum: nothing from a damaged

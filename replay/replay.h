@@ -10,6 +10,7 @@
 #ifndef ORBIT_REPLAY_H
 #define ORBIT_REPLAY_H
 
+#include <signal.h>
 #include <stddef.h>
 #include <stdint.h>
 #include <stdio.h>
@@ -85,6 +86,11 @@ struct orbit_replay_options {
 	/* 1: every capture read in-line, on the run's thread (replay_prefetch.h:
 	 * the outputs are the same; the tests compare the two). */
 	int inline_reads;
+	/* --follow: the one input is read while it is being written, a table
+	 * drawn about once a second, until its stream ends or *stop is set
+	 * (NULL: never). */
+	int follow;
+	volatile sig_atomic_t *stop;
 	/* Filled at the end when not NULL: what the run read. */
 	struct orbit_replay_reads *reads;
 };

@@ -46,6 +46,13 @@ void orbit__rp_dispatch_add(struct orbit_rp_dispatch *d, struct orbit_rp_export 
 	ADD(line, nline, line);
 	ADD(loss, nloss, loss);
 	ADD(kernel, nkernel, kernel);
+	ADD(tick, ntick, tick);
+}
+
+void orbit__rp_dispatch_tick(struct orbit_rp_dispatch *d)
+{
+	for (uint32_t i = 0; i < d->ntick; i++)
+		d->tick[i].fn(d->tick[i].x);
 }
 
 void orbit__rp_dispatch_filter(struct orbit_rp_dispatch *d, const struct orbit_replay_options *o,

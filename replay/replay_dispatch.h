@@ -21,6 +21,7 @@ typedef void (*orbit_rp_value_cb)(struct orbit_rp_export *x, const struct orbit_
 typedef void (*orbit_rp_line_cb)(struct orbit_rp_export *x, const struct orbit_rp_line *l);
 typedef void (*orbit_rp_loss_cb)(struct orbit_rp_export *x, const struct orbit_rp_loss_mark *m);
 typedef void (*orbit_rp_kernel_cb)(struct orbit_rp_export *x, const struct orbit_rp_kernel_page *p);
+typedef void (*orbit_rp_tick_cb)(struct orbit_rp_export *x);
 
 struct orbit_rp_dispatch {
 	struct orbit_rp_threads *threads;
@@ -42,7 +43,8 @@ struct orbit_rp_dispatch {
 	ORBIT_RP_LIST(orbit_rp_line_cb) line[ORBIT_RP_EXPORTS];
 	ORBIT_RP_LIST(orbit_rp_loss_cb) loss[ORBIT_RP_EXPORTS];
 	ORBIT_RP_LIST(orbit_rp_kernel_cb) kernel[ORBIT_RP_EXPORTS];
-	uint32_t nstream, nstream_end, nscope, nasync, nslice, nvalue, nline, nloss, nkernel;
+	ORBIT_RP_LIST(orbit_rp_tick_cb) tick[ORBIT_RP_EXPORTS];
+	uint32_t nstream, nstream_end, nscope, nasync, nslice, nvalue, nline, nloss, nkernel, ntick;
 	struct orbit__rp_sched_event *kev; /* a kernel page's events in the window */
 	size_t kev_cap;
 	int64_t held; /* scopes the threads' tie orders hold */
@@ -63,6 +65,8 @@ void orbit__rp_dispatch_stream(struct orbit_rp_dispatch *d, const struct orbit_r
 void orbit__rp_dispatch_stream_end(struct orbit_rp_dispatch *d, const struct orbit_rp_stream *s);
 void orbit__rp_dispatch_loss(struct orbit_rp_dispatch *d, const struct orbit_rp_loss_mark *m);
 void orbit__rp_dispatch_kernel(struct orbit_rp_dispatch *d, const struct orbit_rp_kernel_page *p);
+/* Following a capture (--follow): the read goes on, or waits for more. */
+void orbit__rp_dispatch_tick(struct orbit_rp_dispatch *d);
 void orbit__rp_dispatch_free(struct orbit_rp_dispatch *d);
 /* Writes what the tie orders still hold: after the last event. */
 void orbit__rp_dispatch_flush(struct orbit_rp_dispatch *d);

@@ -4,6 +4,7 @@
  */
 #include <errno.h>
 #include <getopt.h>
+#include <signal.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -41,6 +42,12 @@ static const char usage_text[] =
     "                   scopes and async spans the page keeps, the longest\n"
     "                   (default 1000000; 0: all); the page counts the others\n"
     "  --log            print the log lines in time order instead of the summary\n"
+    "  --follow         read the one CAPTURE while it is being written (by the\n"
+    "                   collector or ORBIT_CAPTURE) and draw a table about once a\n"
+    "                   second: scopes by total time in the last second, with\n"
+    "                   count, total, p50 and p99 since the start; events/s,\n"
+    "                   loss, threads. Ends when the stream ends, or on Ctrl-C,\n"
+    "                   with the summary; to a pipe, one table per second\n"
     "  --pages FILE     print every page header and record of a raw ftrace page\n"
     "                   file (ours, or a copy of a kernel trace_pipe_raw)\n"
     "  --page-size N    page size of the --pages file (default 4096)\n"
@@ -88,6 +95,7 @@ enum {
 	OPT_HTML,
 	OPT_HTML_MAX,
 	OPT_LOG,
+	OPT_FOLLOW,
 	OPT_PAGES,
 	OPT_PAGE_SIZE,
 	OPT_THREAD,
@@ -116,6 +124,7 @@ static const struct option long_opts[] = {
     {"html", required_argument, NULL, OPT_HTML},
     {"html-max-scopes", required_argument, NULL, OPT_HTML_MAX},
     {"log", no_argument, NULL, OPT_LOG},
+    {"follow", no_argument, NULL, OPT_FOLLOW},
     {"pages", required_argument, NULL, OPT_PAGES},
     {"page-size", required_argument, NULL, OPT_PAGE_SIZE},
     {"thread", required_argument, NULL, OPT_THREAD},
@@ -238,6 +247,9 @@ static int option(struct orbit_replay_options *o, int c, const char *arg)
 			return usage("--html-max-scopes takes a number, not '%s'", arg);
 		o->html_max_scopes = (size_t)v;
 		return 0;
+	case OPT_FOLLOW:
+		o->follow = 1;
+		return 0;
 	case OPT_LOG:
 		o->log = 1;
 		return 0;
@@ -281,6 +293,14 @@ static int option(struct orbit_replay_options *o, int c, const char *arg)
 	}
 }
 
+static volatile sig_atomic_t interrupted;
+
+static void on_interrupt(int sig)
+{
+	(void)sig;
+	interrupted = 1;
+}
+
 int main(int argc, char **argv)
 {
 	struct orbit_replay_options o;
@@ -320,6 +340,18 @@ int main(int argc, char **argv)
 	}
 	if (o.ninputs == 0 && o.pages_path == NULL)
 		return usage("%s", "no capture given");
+	if (o.follow && (o.ninputs != 1 || o.pages_path || o.log))
+		return usage("%s", "--follow reads one capture, without --pages or --log");
+	if (o.follow) { /* Ctrl-C ends the read; the run then writes what it read */
+		struct sigaction sa;
+		memset(&sa, 0, sizeof sa);
+		sa.sa_handler = on_interrupt;
+		sa.sa_flags = SA_RESETHAND; /* a second Ctrl-C ends the program */
+		sigemptyset(&sa.sa_mask);
+		sigaction(SIGINT, &sa, NULL);
+		sigaction(SIGTERM, &sa, NULL);
+		o.stop = &interrupted;
+	}
 	if (o.from.set && o.to.set && o.from.relative == o.to.relative && o.from.ns > o.to.ns)
 		return usage("%s", "--from is after --to");
 	return orbit__replay_run(&o);

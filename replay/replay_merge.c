@@ -22,9 +22,11 @@
 #include <stdlib.h>
 #include <string.h>
 #include <sys/stat.h>
+#include <time.h>
 #include <unistd.h>
 
 #include "frame.h"
+#include "replay_dispatch.h"
 #include "replay_prefetch.h"
 #include "replay_report.h"
 #include "replay_sched_scan.h"
@@ -159,12 +161,42 @@ static void ahead_batch(struct orbit_rp_timeline *tl, struct orbit_rp_read *e)
 /* Reads what comes next in src into its queue (which has room); at the
  * end, or on a read error, the reader is done. What is read ahead goes to
  * the scan now. */
+static int stopped(const struct orbit_rp_timeline *tl)
+{
+	return tl->stop != NULL && *tl->stop != 0;
+}
+
+/* Following, the file has nothing more yet: the exporters' tick, then a
+ * pause before the next read. */
+static void wait_more(struct orbit_rp_timeline *tl)
+{
+	if (tl->d != NULL)
+		orbit__rp_dispatch_tick(tl->d);
+	struct timespec ts = {0, 50 * 1000 * 1000};
+	nanosleep(&ts, NULL); /* a signal cuts it short: stopped() says why */
+}
+
+/* Nothing more is read from src (input i). A capture followed has the size
+ * it grew to as it was read. */
+static void at_end(struct orbit_rp_timeline *tl, struct orbit_rp_source *src, size_t i)
+{
+	src->eof = 1;
+	if (src->ahead)
+		orbit__rp_sched_scan_end(tl->sched, i);
+	if (tl->follow && src->pf == NULL && orbit__capture_offset(src->r) > src->cap->size)
+		src->cap->size = orbit__capture_offset(src->r);
+}
+
 static void read_one(struct orbit_rp_timeline *tl, struct orbit_rp_source *src)
 {
 	struct orbit_rp_fetched f;
 	size_t i = (size_t)(src->cap - tl->caps);
 	struct orbit_rp_read *e;
 
+	if (tl->follow && stopped(tl)) { /* what was read is the capture */
+		at_end(tl, src, i);
+		return;
+	}
 	if (src->pf != NULL) {
 		orbit__rp_prefetch_take(src->pf, &f);
 		if (f.last) { /* the thread has ended: the reader is ours again */
@@ -175,15 +207,22 @@ static void read_one(struct orbit_rp_timeline *tl, struct orbit_rp_source *src)
 		orbit__rp_prefetch_read(src->r, &f);
 	}
 	Orbit__Packet *p = f.p;
+	if (f.rc == ORBIT_CAPTURE_AGAIN) { /* following: the end, for now */
+		if (src->ended) {          /* and its stream's end: the capture's */
+			f.rc = 0;
+			f.last = 1;
+		} else {
+			wait_more(tl);
+			return;
+		}
+	}
 	if (f.last) {
 		if (f.rc < 0) {
 			e = q_push(src);
 			e->read_error = f.rc;
 			e->error_at = f.before;
 		}
-		src->eof = 1;
-		if (src->ahead)
-			orbit__rp_sched_scan_end(tl->sched, i);
+		at_end(tl, src, i);
 		return;
 	}
 	e = q_push(src);
@@ -206,6 +245,7 @@ static void read_one(struct orbit_rp_timeline *tl, struct orbit_rp_source *src)
 		    tl->ahead && tl->sched != NULL && src->version >= ORBIT_PROTOCOL_UP_FRONT;
 	}
 	src->read_any = 1;
+	src->ended = p->body_case == ORBIT__PACKET__BODY_END;
 	e->p = p;
 	e->bytes = 64;
 	if (!src->ahead)
@@ -385,7 +425,9 @@ static void source_open(struct orbit_rp_timeline *tl, struct orbit_rp_source *sr
 		src->done = 1;
 		return;
 	}
-	if (tl->threads_left > 0 && (src->pf = orbit__rp_prefetch_start(src->r)) != NULL) {
+	if (tl->follow)
+		orbit__capture_follow(src->r);
+	else if (tl->threads_left > 0 && (src->pf = orbit__rp_prefetch_start(src->r)) != NULL) {
 		tl->threads_left--;
 		tl->threads++;
 	}
@@ -491,8 +533,12 @@ void orbit__rp_timeline_read(struct orbit_rp_timeline *tl)
 		peek(tl, src);
 		if (src->done)
 			orbit__rp_source_finish(tl, src);
-		if (tl->progress && (++tick & 63) == 0)
-			progress(tl);
+		if ((++tick & 63) == 0) {
+			if (tl->progress)
+				progress(tl);
+			if (tl->follow && tl->d != NULL)
+				orbit__rp_dispatch_tick(tl->d);
+		}
 	}
 	orbit__rp_progress_clear(tl->rep);
 	for (size_t i = 0; i < tl->n; i++)

@@ -126,7 +126,7 @@ static uint64_t bound(uint64_t origin, const struct orbit_replay_bound *b, uint6
 static int want_progress(const struct run *r)
 {
 	const struct orbit_replay_options *o = r->o;
-	if (o->err == NULL || o->progress == 0)
+	if (o->err == NULL || o->progress == 0 || o->follow)
 		return 0;
 	if (o->progress > 0)
 		return 1;
@@ -229,6 +229,8 @@ static void read_inputs(struct run *r)
 	tl->sched = r->sched;
 	tl->ahead = !o->up_front_off;
 	tl->inline_reads = o->inline_reads;
+	tl->follow = o->follow;
+	tl->stop = o->stop;
 	if (orbit__rp_timeline_open(tl, o->inputs, o->ninputs) != 0)
 		return;
 	r->view.caps = tl->caps;

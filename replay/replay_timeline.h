@@ -20,6 +20,7 @@
 #ifndef ORBIT_REPLAY_TIMELINE_H
 #define ORBIT_REPLAY_TIMELINE_H
 
+#include <signal.h>
 #include <stddef.h>
 #include <stdint.h>
 
@@ -78,6 +79,7 @@ struct orbit_rp_source {
 	uint64_t frame_read;          /* offset of the frame the last packet read is in */
 	int forced;                   /* the queue was full before the states came: said */
 	uint32_t version;             /* the first packet's protocol version (a Handshake), or 0 */
+	int ended;                    /* the last packet read ended its stream (EndOfStream) */
 	struct orbit_rp_prefetch *pf; /* its reader's thread, NULL: read in-line */
 };
 
@@ -92,6 +94,10 @@ struct orbit_rp_timeline {
 	int inline_reads;      /* 1: every capture read in-line, no reader threads */
 	unsigned threads_left; /* reader threads still to start (replay_prefetch.h) */
 	unsigned threads;      /* ... and started */
+	/* --follow: the inputs are read as they are written, until each
+	 * stream ends or *stop is set (replay.h) */
+	int follow;
+	volatile sig_atomic_t *stop;
 	struct orbit_rp_report *rep;
 	struct orbit_rp_dispatch *d;       /* NULL: counts and times only */
 	struct orbit_rp_sched_scan *sched; /* the streams' states, or NULL */

@@ -13,6 +13,8 @@
  *   value, line                order the captures give them (below)
  *   loss                       a ring's loss counted, never filtered
  *   kernel                     a kernel page's events (within --from/--to)
+ *   tick                       --follow: every few packets read, and every
+ *                              50 ms while the file has nothing more yet
  *   stream_end                 a stream is over: counts, loss, equation final
  *   end                        after the last event, when every thread has
  *                              its final name and the statistics and the
@@ -104,6 +106,7 @@ struct orbit_rp_exporter {
 	void (*loss)(struct orbit_rp_export *x, const struct orbit_rp_loss_mark *m);
 	/* The kernel events of each KernelPage, as the pages come. */
 	void (*kernel)(struct orbit_rp_export *x, const struct orbit_rp_kernel_page *p);
+	void (*tick)(struct orbit_rp_export *x);
 	void (*end)(struct orbit_rp_export *x);
 	void (*free)(struct orbit_rp_export *x);
 };
@@ -120,5 +123,6 @@ extern const struct orbit_rp_exporter orbit__rp_export_log;
 extern const struct orbit_rp_exporter orbit__rp_export_clickhouse;
 extern const struct orbit_rp_exporter orbit__rp_export_summary;
 extern const struct orbit_rp_exporter orbit__rp_export_json;
+extern const struct orbit_rp_exporter orbit__rp_export_follow;
 
 #endif

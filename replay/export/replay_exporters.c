@@ -13,6 +13,7 @@ const struct orbit_rp_exporter *const orbit__rp_exporters[] = {
     &orbit__rp_export_html,
     &orbit__rp_export_log,
     &orbit__rp_export_clickhouse,
+    &orbit__rp_export_follow,
     &orbit__rp_export_summary,
     &orbit__rp_export_json,
     NULL, /* the end (this comment keeps clang-format to one per line) */

@@ -25,8 +25,8 @@ case $case in
 help)
 	status 0 --help
 	grep -q '^usage: orbit-replay' "$tmp/out" || fail "no usage text"
-	for o in --top --sort --json --csv --chrome --perfetto --log --pages --thread --name \
-		--from --to; do
+	for o in --top --sort --json --csv --chrome --perfetto --log --follow --pages --thread \
+		--name --from --to; do
 		grep -q -- "$o" "$tmp/out" || fail "--help does not mention $o"
 	done
 	[ ! -s "$tmp/err" ] || fail "--help wrote to stderr"
@@ -36,7 +36,7 @@ help)
 usage)
 	for args in "" "--sort bogus $emit" "--top x $emit" "--from abc $emit" "--bogus $emit" \
 		"--thread" "--page-size 0 --pages x" "--from 10 --to 5 $emit" \
-		"--chrom $tmp/c.json $emit" "--jso=- $emit"; do
+		"--chrom $tmp/c.json $emit" "--jso=- $emit" "--follow $emit $emit" "--follow --log $emit"; do
 		# shellcheck disable=SC2086
 		status 1 $args
 		[ "$(wc -l < "$tmp/err")" -eq 1 ] || fail "'$args': want one line on stderr"
