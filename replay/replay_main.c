@@ -342,6 +342,11 @@ int main(int argc, char **argv)
 		return usage("%s", "no capture given");
 	if (o.follow && (o.ninputs != 1 || o.pages_path || o.log))
 		return usage("%s", "--follow reads one capture, without --pages or --log");
+	const char *outs[] = {o.json_path, o.csv_path, o.chrome_path, o.perfetto_path, o.html_path};
+	for (size_t i = 0; o.follow && i < sizeof outs / sizeof outs[0]; i++)
+		if (outs[i] != NULL && strcmp(outs[i], "-") == 0)
+			return usage(
+			    "%s", "--follow draws its tables on stdout: its outputs go to files");
 	if (o.follow) { /* Ctrl-C ends the read; the run then writes what it read */
 		struct sigaction sa;
 		memset(&sa, 0, sizeof sa);

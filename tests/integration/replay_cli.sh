@@ -36,7 +36,8 @@ help)
 usage)
 	for args in "" "--sort bogus $emit" "--top x $emit" "--from abc $emit" "--bogus $emit" \
 		"--thread" "--page-size 0 --pages x" "--from 10 --to 5 $emit" \
-		"--chrom $tmp/c.json $emit" "--jso=- $emit" "--follow $emit $emit" "--follow --log $emit"; do
+		"--chrom $tmp/c.json $emit" "--jso=- $emit" "--follow $emit $emit" "--follow --log $emit" \
+		"--follow --json - $emit"; do
 		# shellcheck disable=SC2086
 		status 1 $args
 		[ "$(wc -l < "$tmp/err")" -eq 1 ] || fail "'$args': want one line on stderr"
