@@ -4,6 +4,7 @@
 #include <errno.h>
 #include <getopt.h>
 #include <string.h>
+#include <strings.h>
 
 const char ORBIT_PARSE_URL[] = "a URL, not HOST:PORT";
 
@@ -78,6 +79,19 @@ int orbit__parse_host_port(const char *s, int port_zero, char *host, size_t host
 	host[hl] = '\0';
 	*port = (uint16_t)v;
 	return 0;
+}
+
+int orbit__parse_bool(const char *s, int *out)
+{
+	static const char *const yes[] = {"1", "yes", "true", "on"};
+	static const char *const no[] = {"0", "no", "false", "off"};
+	for (size_t i = 0; s != NULL && i < sizeof yes / sizeof yes[0]; i++) {
+		if (strcasecmp(s, yes[i]) == 0 || strcasecmp(s, no[i]) == 0) {
+			*out = strcasecmp(s, yes[i]) == 0;
+			return 0;
+		}
+	}
+	return -EINVAL;
 }
 
 int orbit__parse_size(const char *s, uint64_t *out)

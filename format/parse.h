@@ -47,6 +47,14 @@ void orbit__parse_url_authority(const char *s, char *out, size_t outlen);
  */
 int orbit__parse_size(const char *s, uint64_t *out);
 
+/*
+ * A yes-or-no: 1, yes, true, on, or 0, no, false, off, in any case, and
+ * nothing else (no white space). 0 and *out (1 or 0), or -EINVAL. The
+ * words a refusal names: ORBIT_PARSE_BOOL_WORDS.
+ */
+#define ORBIT_PARSE_BOOL_WORDS "1/0, yes/no, true/false or on/off"
+int orbit__parse_bool(const char *s, int *out);
+
 struct option;
 
 /*

@@ -230,6 +230,16 @@ static enum orbit__config_clock read_clock(struct orbit__config_said *said)
 	return ORBIT__CONFIG_CLOCK_AUTO;
 }
 
+/* A yes-or-no variable (format/parse.h); unset or refused: 0. */
+static int read_bool(const char *name, enum var v, struct orbit__config_said *said)
+{
+	const char *s = getenv(name);
+	int on = 0;
+	if (s != NULL && orbit__parse_bool(s, &on) != 0)
+		bad(said, v, "orbit: %s=%s is not " ORBIT_PARSE_BOOL_WORDS "; using 0\n", name, s);
+	return on;
+}
+
 static void read_pages(struct orbit__config *c, struct orbit__config_said *said)
 {
 	c->page_ring_pages = ORBIT__CONFIG_PAGE_RING_PAGES;
@@ -248,23 +258,13 @@ static void read_pages(struct orbit__config *c, struct orbit__config_said *said)
 		else
 			c->page_ring_pages = (uint32_t)v;
 	}
-	c->page_ring_overwrite = 0;
-	s = getenv("ORBIT_PAGE_RING_OVERWRITE");
-	if (s != NULL && strcmp(s, "1") == 0)
-		c->page_ring_overwrite = 1;
-	else if (s != NULL && strcmp(s, "0") != 0)
-		bad(said, V_PAGE_RING_OVERWRITE,
-		    "orbit: ORBIT_PAGE_RING_OVERWRITE=%s is not 0 or 1; using 0\n", s);
+	c->page_ring_overwrite =
+	    read_bool("ORBIT_PAGE_RING_OVERWRITE", V_PAGE_RING_OVERWRITE, said);
 }
 
 static int read_sched(struct orbit__config_said *said)
 {
-	const char *s = getenv("ORBIT_SCHED");
-	if (s != NULL && strcmp(s, "1") == 0)
-		return 1;
-	if (s != NULL && strcmp(s, "0") != 0)
-		bad(said, V_SCHED, "orbit: ORBIT_SCHED=%s is not 0 or 1; using 0\n", s);
-	return 0;
+	return read_bool("ORBIT_SCHED", V_SCHED, said);
 }
 
 void orbit__config_read(struct orbit__config *c, struct orbit__config_said *said)

@@ -20,6 +20,7 @@
 #include "clock.h"
 #include "logs.h"
 #include "orbit.h"
+#include "parse.h"
 #include "producers.h"
 #include "unit/page_util.h"
 
@@ -839,13 +840,14 @@ static void case_env(void)
 		arg = "";
 	if (strncmp(arg, "ow:", 3) == 0) {
 		setenv("ORBIT_PAGE_RING_OVERWRITE", arg + 3, 1);
-		if (strcmp(arg + 3, "1") == 0)
-			want_ow = 1;
-		else if (strcmp(arg + 3, "0") != 0) {
+		if (orbit__parse_bool(arg + 3, &want_ow) != 0) {
 			bad = 1;
-			snprintf(want, sizeof(want),
-			         "orbit: ORBIT_PAGE_RING_OVERWRITE=%s is not 0 or 1; using 0\n",
-			         arg + 3);
+			want_ow = 0;
+			snprintf(
+			    want, sizeof(want),
+			    "orbit: ORBIT_PAGE_RING_OVERWRITE=%s is not 1/0, yes/no, true/false "
+			    "or on/off; using 0\n",
+			    arg + 3);
 		}
 	} else if (strcmp(arg, "unset") != 0) {
 		char *end;

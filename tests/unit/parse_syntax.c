@@ -6,6 +6,9 @@
  *
  *   parse_syntax host_port        the rule, case by case
  *   parse_syntax size             the size rule, case by case
+ *   parse_syntax bool             the yes-or-no rule, case by case
+ *   parse_syntax agent_bool       ORBIT_SCHED and ORBIT_PAGE_RING_OVERWRITE
+ *                                 take it: the words, and one line for the rest
  *   parse_syntax agent_env        ORBIT_COLLECTOR: the line for a bad value
  *                                 and for a URL, once
  *   parse_syntax agree COLLECTOR  every HOST:PORT case through the agent's
@@ -144,6 +147,58 @@ static void size(void)
 	CHECK(orbit__parse_size(NULL, &(uint64_t){0}) == -EINVAL);
 }
 
+static void bool_rule(void)
+{
+	static const struct {
+		const char *s;
+		int r, v;
+	} b[] = {{"1", 0, 1},        {"0", 0, 0},          {"yes", 0, 1},
+	         {"no", 0, 0},       {"true", 0, 1},       {"false", 0, 0},
+	         {"on", 0, 1},       {"off", 0, 0},        {"YES", 0, 1},
+	         {"Off", 0, 0},      {"TRUE", 0, 1},       {"", -EINVAL, 0},
+	         {"2", -EINVAL, 0},  {"y", -EINVAL, 0},    {" 1", -EINVAL, 0},
+	         {"1 ", -EINVAL, 0}, {"yes!", -EINVAL, 0}, {"enable", -EINVAL, 0},
+	         {"01", -EINVAL, 0}};
+	for (size_t i = 0; i < sizeof b / sizeof b[0]; i++) {
+		int v = 7;
+		int r = orbit__parse_bool(b[i].s, &v);
+		if (r != b[i].r)
+			fprintf(stderr, "'%s': %d, want %d\n", b[i].s, r, b[i].r);
+		CHECK(r == b[i].r);
+		CHECK(v == (r == 0 ? b[i].v : 7)); /* untouched when refused */
+	}
+	CHECK(orbit__parse_bool(NULL, &(int){0}) == -EINVAL);
+}
+
+static int read_bools_env(const void *value)
+{
+	setenv("ORBIT_SCHED", value, 1);
+	setenv("ORBIT_PAGE_RING_OVERWRITE", value, 1);
+	static struct orbit__config c;
+	static struct orbit__config_said said;
+	orbit__config_read(&c, &said);
+	orbit__config_read(&c, &said); /* said once */
+	return (c.sched ? 1 : 0) | (c.page_ring_overwrite ? 2 : 0);
+}
+
+static void agent_bool(void)
+{
+	static const char *const on[] = {"1", "yes", "true", "on", "Yes"};
+	static const char *const off[] = {"0", "no", "false", "off", "NO"};
+	char err[2048];
+	for (size_t i = 0; i < sizeof on / sizeof on[0]; i++) {
+		CHECK(test_in_child(read_bools_env, on[i], err, sizeof err) == 3);
+		CHECK(err[0] == '\0');
+		CHECK(test_in_child(read_bools_env, off[i], err, sizeof err) == 0);
+		CHECK(err[0] == '\0');
+	}
+	CHECK(test_in_child(read_bools_env, "enabled", err, sizeof err) == 0);
+	CHECK(strcmp(err, "orbit: ORBIT_PAGE_RING_OVERWRITE=enabled is not 1/0, yes/no, "
+	                  "true/false or on/off; using 0\n"
+	                  "orbit: ORBIT_SCHED=enabled is not 1/0, yes/no, true/false or on/off; "
+	                  "using 0\n") == 0);
+}
+
 static int read_collector_env(const void *value)
 {
 	setenv("ORBIT_COLLECTOR", value, 1);
@@ -224,10 +279,8 @@ static void agree(void)
 }
 
 static const struct test_case cases[] = {
-    {"host_port", host_port},
-    {"size", size},
-    {"agent_env", agent_env},
-    {"agree", agree},
+    {"host_port", host_port},   {"size", size},           {"bool", bool_rule},
+    {"agent_bool", agent_bool}, {"agent_env", agent_env}, {"agree", agree},
 };
 
 TEST_MAIN_WITH(cases, .args = "[COLLECTOR]", .arg = &collector)
