@@ -21,6 +21,7 @@ enum orbit_replay_status {
 	ORBIT_REPLAY_USAGE = 1,   /* bad options (decided by the caller) */
 	ORBIT_REPLAY_DAMAGED = 2, /* some input could not be read, or is inconsistent */
 	ORBIT_REPLAY_OUTPUT = 3,  /* an output could not be written */
+	ORBIT_REPLAY_EMPTY = 4,   /* --from/--to select nothing of the captures (said) */
 };
 
 enum orbit_replay_sort {
@@ -34,7 +35,7 @@ enum orbit_replay_sort {
  * the start of the earliest capture. */
 struct orbit_replay_bound {
 	int set;
-	int relative;
+	int relative; /* counted from the origin; 0: absolute CLOCK_MONOTONIC ns */
 	uint64_t ns;
 };
 
@@ -101,7 +102,8 @@ void orbit__replay_defaults(struct orbit_replay_options *o);
 /* Runs a replay. Returns an enum orbit_replay_status (never USAGE). */
 int orbit__replay_run(const struct orbit_replay_options *o);
 
-/* Parses "123", "+1.5s", "+200ms", "+10us", "+7ns" into a bound; 0 or -EINVAL. */
+/* Parses a bound: "1.5s", "+200ms", "10us", "7" (ns), counted from the
+ * origin, or "@123456789", "@12.5s", absolute CLOCK_MONOTONIC; 0 or -EINVAL. */
 int orbit__replay_parse_bound(const char *s, struct orbit_replay_bound *b);
 
 #endif

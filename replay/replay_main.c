@@ -78,11 +78,13 @@ static const char usage_text[] =
     "  --thread TID     only this thread\n"
     "  --name TEXT      only scopes, spans, values and log lines whose name or\n"
     "                   text contains TEXT\n"
-    "  --from T, --to T only what overlaps [from, to]. T is CLOCK_MONOTONIC ns,\n"
-    "                   or +N[ns|us|ms|s] after the start of the earliest capture\n"
+    "  --from T, --to T only what overlaps [from, to]. T is N[ns|us|ms|s] after\n"
+    "                   the start of the earliest capture (+N the same), or\n"
+    "                   @N[ns|us|ms|s] absolute CLOCK_MONOTONIC (as in the CSV)\n"
     "\n"
     "Exit status: 0 clean, 1 usage, 2 damaged or incomplete input (one line per\n"
-    "problem on stderr, everything readable still used), 3 output failure.\n";
+    "problem on stderr, everything readable still used), 3 output failure,\n"
+    "4 --from/--to select nothing of the captures (one line says their range).\n";
 
 enum {
 	OPT_TOP = 256,
@@ -273,7 +275,9 @@ static int option(struct orbit_replay_options *o, int c, const char *arg)
 	case OPT_FROM:
 	case OPT_TO:
 		if (orbit__replay_parse_bound(arg, c == OPT_FROM ? &o->from : &o->to))
-			return usage("--from and --to take ns or +N[ns|us|ms|s], not '%s'", arg);
+			return usage("--from and --to take N[ns|us|ms|s] from the start, or @N "
+			             "absolute, not '%s'",
+			             arg);
 		return 0;
 	case 'q':
 		o->quiet = 1;

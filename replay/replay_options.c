@@ -1,6 +1,7 @@
 /*
  * replay_options.c — the replay core's options: their defaults, and the
- * --from / --to syntax ("123" absolute ns, "+1.5s" after the origin).
+ * --from / --to syntax ("1.5s" or "+1.5s" after the origin, "@123" absolute
+ * CLOCK_MONOTONIC ns).
  */
 #include <errno.h>
 #include <string.h>
@@ -36,10 +37,9 @@ int orbit__replay_parse_bound(const char *s, struct orbit_replay_bound *b)
 {
 	uint64_t whole = 0, frac = 0, scale = 1, unit;
 	memset(b, 0, sizeof *b);
-	if (*s == '+') {
-		b->relative = 1;
+	b->relative = *s != '@';
+	if (*s == '+' || *s == '@')
 		s++;
-	}
 	if (*s < '0' || *s > '9')
 		return -EINVAL;
 	for (; *s >= '0' && *s <= '9'; s++) {

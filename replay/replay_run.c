@@ -258,6 +258,34 @@ static void read_inputs(struct run *r)
 		origin_check(r);
 }
 
+/* Whether --from/--to select nothing of the captures' events: said in one
+ * line, with what the captures hold. */
+static int window_misses(struct run *r)
+{
+	const struct orbit_replay_options *o = r->o;
+	if (!o->from.set && !o->to.set)
+		return 0;
+	uint64_t first = UINT64_MAX, last = 0;
+	for (size_t i = 0; i < r->tl.n; i++)
+		for (const struct orbit_rp_stream *s = r->tl.caps[i].streams; s; s = s->next)
+			if (s->first <= s->last) {
+				first = s->first < first ? s->first : first;
+				last = s->last > last ? s->last : last;
+			}
+	uint64_t from = bound(r->view.origin, &o->from, 0);
+	uint64_t to = bound(r->view.origin, &o->to, UINT64_MAX);
+	if (first > last || (to >= first && from <= last))
+		return 0; /* nothing to miss, or the window overlaps them */
+	uint64_t o0 = r->view.origin;
+	orbit__rp_say(
+	    &r->rep,
+	    "--from/--to select nothing: the captures hold +0 to +%.6f s (CLOCK_MONOTONIC "
+	    "%" PRIu64 " to %" PRIu64 " ns); times count from their start, '@N' is "
+	    "absolute",
+	    (double)(last - o0) / 1e9, first, last);
+	return 1;
+}
+
 /* ---- a run ---- */
 
 /* Ends the exports, closes every output. */
@@ -274,8 +302,9 @@ static int finish(struct run *r, int status)
 	bad |= close_file(r, &r->out);
 	if (bad || status == ORBIT_REPLAY_OUTPUT)
 		return ORBIT_REPLAY_OUTPUT;
-	return r->rep.damaged || status == ORBIT_REPLAY_DAMAGED ? ORBIT_REPLAY_DAMAGED
-	                                                        : ORBIT_REPLAY_OK;
+	if (r->rep.damaged || status == ORBIT_REPLAY_DAMAGED)
+		return ORBIT_REPLAY_DAMAGED;
+	return window_misses(r) ? ORBIT_REPLAY_EMPTY : ORBIT_REPLAY_OK;
 }
 
 static void cleanup(struct run *r)

@@ -155,13 +155,23 @@ filters)
 	# a window around one inner scope of the middle
 	mid=$(grep ',t0 inner 25,' "$tmp/all.csv" | cut -d, -f6,7)
 	from=${mid%,*} to=${mid#*,}
-	status 0 "$emit" --csv "$tmp/w.csv" --from "$from" --to "$to" -q
+	status 0 "$emit" --csv "$tmp/w.csv" --from "@$from" --to "@$to" -q
 	tail -n +2 "$tmp/w.csv" | awk -F, -v f="$from" -v t="$to" \
 		'$7 < f || $6 > t { bad = 1 } END { exit bad }' || fail "--from/--to overlap"
 	grep -q ',t0 inner 25,' "$tmp/w.csv" || fail "window lost its scope"
 	[ "$(rows "$tmp/w.csv")" -lt 10 ] || fail "window too wide: $(rows "$tmp/w.csv")"
 	status 0 "$emit" --csv "$tmp/r.csv" --from +0 --to +1s -q
 	[ "$(rows "$tmp/r.csv")" -eq 200 ] || fail "relative window"
+	# Without '+' a time still counts from the start: only '@' is absolute.
+	status 0 "$emit" --csv "$tmp/r2.csv" --from 0 --to 1s -q
+	cmp -s "$tmp/r.csv" "$tmp/r2.csv" || fail "--from 0 --to 1s is not +0 to +1s"
+	# A window that selects nothing says so, with the captures' range: exit 4.
+	status 4 "$emit" --from @10 --to @20 -q
+	[ "$(wc -l < "$tmp/err")" -eq 1 ] || fail "empty window: want one line: $(cat "$tmp/err")"
+	grep -q 'select nothing: the captures hold +0 to +' "$tmp/err" ||
+		fail "empty window: $(cat "$tmp/err")"
+	status 4 "$emit" --from 1000s -q
+	status 0 "$emit" --to @$to -q
 	;;
 multi)
 	status 0 "$emit" "$emit3" --csv "$tmp/m.csv"

@@ -104,7 +104,7 @@ class Run:
         return json.loads(p.stdout)
 
     def summary_window(self, f, lo, hi):
-        return self.summary([f], "--from", lo, "--to", hi)
+        return self.summary([f], "--from", "@%s" % lo, "--to", "@%s" % hi)
 
 
 # ---- what replay computes, from exact values ----

@@ -72,12 +72,12 @@ def main():
         a, b = (last - origin) // 3, 2 * (last - origin) // 3
         rel, ab = rp.path("rel.csv"), rp.path("abs.csv")
         rp.run(*captures, "--csv", rel, "--from", "+%dns" % a, "--to", "+%dns" % b, "-q")
-        rp.run(*captures, "--csv", ab, "--from", str(origin + a), "--to", str(origin + b), "-q")
+        rp.run(*captures, "--csv", ab, "--from", "@%d" % (origin + a), "--to", "@%d" % (origin + b), "-q")
         with open(rel, "rb") as f1, open(ab, "rb") as f2:
             check(f1.read() == f2.read(), "--from/--to +T is not the absolute window")
         log_rel = rp.run(*captures, "--log", "--from", "+%dns" % a, "--to", "+%dns" % b).stdout
-        log_abs = rp.run(*captures, "--log", "--from", str(origin + a),
-                         "--to", str(origin + b)).stdout
+        log_abs = rp.run(*captures, "--log", "--from", "@%d" % (origin + a),
+                         "--to", "@%d" % (origin + b)).stdout
         check(log_rel == log_abs, "--log with +T is not the absolute window")
         check(all(a <= t <= b for _, _, t in log_times(log_rel)), "--log window")
     finally:

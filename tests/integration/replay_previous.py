@@ -42,7 +42,14 @@ def digests(exe, directory, capture, tmp):
         argv = [exe] + [a.format(out=out) for a in args] + [capture]
         p = subprocess.run(argv, cwd=directory, capture_output=True)
         data = p.stdout if where is None else open(out, "rb").read() if os.path.exists(out) else b""
-        h = hashlib.sha256(b"%d\n" % p.returncode + data + b"\n" + p.stderr)
+        rc, err = p.returncode, p.stderr
+        if name == "window" and rc == 4 and err.count(b"\n") == 1 and \
+                b"--from/--to select nothing" in err:
+            # The one change on purpose: the previous release exited 0 and
+            # said nothing of a window past a capture's end; the outputs'
+            # bytes must still be its own.
+            rc, err = 0, b""
+        h = hashlib.sha256(b"%d\n" % rc + data + b"\n" + err)
         got[name] = h.hexdigest()
         if os.path.exists(out):
             os.unlink(out)

@@ -136,13 +136,16 @@ static void text_cases(void)
 static void bound_cases(void)
 {
 	struct orbit_replay_bound b;
-	CHECK(orbit__replay_parse_bound("123", &b) == 0 && b.set && !b.relative && b.ns == 123);
+	CHECK(orbit__replay_parse_bound("123", &b) == 0 && b.set && b.relative && b.ns == 123);
+	CHECK(orbit__replay_parse_bound("10ms", &b) == 0 && b.relative && b.ns == 10000000);
+	CHECK(orbit__replay_parse_bound("@123", &b) == 0 && b.set && !b.relative && b.ns == 123);
+	CHECK(orbit__replay_parse_bound("@1.5s", &b) == 0 && !b.relative && b.ns == 1500000000);
 	CHECK(orbit__replay_parse_bound("+1.5s", &b) == 0 && b.relative && b.ns == 1500000000);
 	CHECK(orbit__replay_parse_bound("+200ms", &b) == 0 && b.ns == 200000000);
 	CHECK(orbit__replay_parse_bound("+10us", &b) == 0 && b.ns == 10000);
 	CHECK(orbit__replay_parse_bound("+7ns", &b) == 0 && b.ns == 7);
 	CHECK(orbit__replay_parse_bound("+0.000000001s", &b) == 0 && b.ns == 1);
-	CHECK(orbit__replay_parse_bound("18446744073709551615", &b) == 0 && b.ns == UINT64_MAX);
+	CHECK(orbit__replay_parse_bound("@18446744073709551615", &b) == 0 && b.ns == UINT64_MAX);
 	static const char *bad[] = {"",
 	                            "+",
 	                            "abc",
@@ -151,7 +154,12 @@ static void bound_cases(void)
 	                            "1.5.5",
 	                            "+s",
 	                            "99999999999999999999",
-	                            "18446744073709551615s"};
+	                            "18446744073709551615s",
+	                            "@",
+	                            "@+5",
+	                            "+@5",
+	                            "@@5",
+	                            "@-5"};
 	for (size_t i = 0; i < sizeof bad / sizeof bad[0]; i++)
 		if (orbit__replay_parse_bound(bad[i], &b) == 0) {
 			fprintf(stderr, "bound '%s' accepted\n", bad[i]);
