@@ -190,7 +190,8 @@ static void on_span(struct orbit_rp_dispatch *d, struct orbit_rp_stream *s,
 	    .flags = (async ? ORBIT_RP_ASYNC : 0) | (ev->unfinished ? ORBIT_RP_UNFINISHED : 0) |
 	             (ev->name_incomplete ? ORBIT_RP_NAME_INCOMPLETE : 0) |
 	             (ev->time_untrusted ? ORBIT_RP_TIME_UNTRUSTED : 0) |
-	             (ev->has_attrs ? ORBIT_RP_ATTRS : 0),
+	             (ev->has_attrs ? ORBIT_RP_ATTRS : 0) |
+	             (!async && ev->unfinished && s->finishing ? ORBIT_RP_OPEN_AT_END : 0),
 	    .color = ev->color,
 	    .group = ev->group,
 	    .id = ev->id,

@@ -28,6 +28,9 @@ enum orbit_rp_flag {
 	ORBIT_RP_LOG_RING = 1u << 5,        /* loss mark: of a page ring (log lines) */
 	ORBIT_RP_TIME_UNTRUSTED = 1u << 6,  /* span, value: the agent could not trust the
 	                                     * conversion of a time (record flag bit 1) */
+	ORBIT_RP_OPEN_AT_END = 1u << 7,     /* scope: unfinished, open when the input ended
+	                                     * (a crash, a kill, a dump): end is the last
+	                                     * time it was known open */
 };
 
 /* Where an event was written in the program's source. The

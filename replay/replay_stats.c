@@ -113,15 +113,17 @@ void orbit__rp_stats_span(struct orbit_rp_stats *st, const struct orbit_rp_span 
 	int async = (s->flags & ORBIT_RP_ASYNC) != 0;
 	if (st->by_location)
 		stat_add(st, loc_stat_of(st, async, s->loc), s);
-	if (!stat_add(st, stat_of(st, async, s->name_id), s))
-		return;
+	int finished = stat_add(st, stat_of(st, async, s->name_id), s);
 	uint64_t d = s->end - s->start;
 	struct orbit_rp_thread *t = s->thread;
-	if (t != NULL && !async) {
+	if (t == NULL || async)
+		return;
+	if (finished)
 		t->scopes++;
-		if (s->depth == 0)
-			t->busy_ns += d;
-	}
+	/* A thread caught inside its scopes (a crash, a dump) was busy in them
+	 * up to the last time they were known open. */
+	if (s->depth == 0 && (finished || (s->flags & ORBIT_RP_OPEN_AT_END)))
+		t->busy_ns += d;
 }
 
 static void stat_array_free(struct orbit_rp_stat *a, uint32_t n)

@@ -172,6 +172,16 @@ def case_crash():
     check(len(outer) == 1 and "unfinished" in outer[0]["marks"], "crash-outer: %r" % outer)
     check(max(int(r["end_ns"]) for r in steps) <= int(outer[0]["start_ns"]),
           "the last step ends after crash-outer began")
+    # The main thread died inside crash-outer: busy in it up to the last
+    # time it was known open, beside its finished steps.
+    p = subprocess.run([REPLAY, "--json", "-", "--top", "0", out], capture_output=True)
+    main = [t for t in json.loads(p.stdout)["threads"] if t["tid"] == pid]
+    step_ns = sum(int(r["end_ns"]) - int(r["start_ns"]) for r in steps)
+    outer_ns = int(outer[0]["end_ns"]) - int(outer[0]["start_ns"])
+    check(outer_ns > 0, "crash-outer was open for no time")
+    check(len(main) == 1 and main[0]["busy_ns"] >= step_ns + outer_ns,
+          "the main thread's busy time %r leaves out the scopes it died in (steps %d ns, "
+          "crash-outer %d ns)" % (main, step_ns, outer_ns))
     print("crash: %d steps, main: %s" % (len(steps), " > ".join(stacks[pid])))
 
 
