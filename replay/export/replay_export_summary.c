@@ -40,18 +40,25 @@ static void out_name(struct orbit_rp_out *o, const char *s, size_t n)
 		orbit__rp_out_s(o, "...");
 }
 
-/* On-CPU, runnable ("wait") and blocked ("asleep") time as shares of the
- * time of the name's scopes that the kernel's scheduling covers; what they
- * leave of 100 % is unknown (no kernel events there). */
+/* On-CPU, runnable, blocked and unknown time (the one vocabulary of every
+ * output) as shares of the time of the name's scopes that the kernel's
+ * scheduling covers: unknown is what the kernel's events leave (none
+ * there, or lost), so the four printed add up to 100 %. */
 static void sched_shares(struct orbit_rp_out *o, const struct orbit_rp_stat *x)
 {
 	if (x->sched_count == 0 || x->sched_total == 0) {
-		orbit__rp_out_printf(o, " %7s %7s %7s", "-", "-", "-");
+		orbit__rp_out_printf(o, " %8s %8s %8s %8s", "-", "-", "-", "-");
 		return;
 	}
-	double t = (double)x->sched_total;
-	orbit__rp_out_printf(o, " %6.1f%% %6.1f%% %6.1f%%", 100.0 * (double)x->oncpu / t,
-	                     100.0 * (double)x->runnable / t, 100.0 * (double)x->blocked / t);
+	double t = (double)x->sched_total, share[3];
+	const uint64_t part[3] = {x->oncpu, x->runnable, x->blocked};
+	double left = 100.0;
+	for (int i = 0; i < 3; i++) { /* rounded as printed, so the rest is exact */
+		share[i] = (double)(long long)(1000.0 * (double)part[i] / t + 0.5) / 10.0;
+		left -= share[i];
+	}
+	orbit__rp_out_printf(o, " %7.1f%% %7.1f%% %7.1f%% %7.1f%%", share[0], share[1], share[2],
+	                     left > 0.0 ? left : 0.0);
 }
 
 static void scope_table(const struct orbit_rp_view *v, struct orbit_rp_out *o, int async)
@@ -76,7 +83,8 @@ static void scope_table(const struct orbit_rp_view *v, struct orbit_rp_out *o, i
 	orbit__rp_out_printf(o, "%10s %14s %14s %14s %14s %14s %14s %14s %8s", "count", "total",
 	                     async ? "-" : "self", "mean", "p50", "p95", "p99", "max", "unfin.");
 	if (sched)
-		orbit__rp_out_printf(o, " %7s %7s %7s", "on-CPU", "wait", "asleep");
+		orbit__rp_out_printf(o, " %8s %8s %8s %8s", "on-CPU", "runnable", "blocked",
+		                     "unknown");
 	orbit__rp_out_s(o, loc ? "  location  name\n" : "  name\n");
 	for (size_t i = 0; i < k; i++) {
 		const struct orbit_rp_stat *x = r[i].st;

@@ -424,7 +424,10 @@ class Page {
       out.push(["thread", this.threadName(lane)], ["depth", String(row.depth)]);
     }
     if (site.file) out.push(["source", site.file + (site.line ? ":" + site.line : "") + (site.func ? " (" + site.func + ")" : "")]);
-    if (x && x.sched) out.push(["on CPU", fmtDur(x.sched.oncpu)], ["runnable", fmtDur(x.sched.runnable)], ["blocked", fmtDur(x.sched.blocked)]);
+    if (x && x.sched) {
+      const s = x.sched, left = sp.dur(i) - s.oncpu - s.runnable - s.blocked;
+      out.push(["on-CPU", fmtDur(s.oncpu)], ["runnable", fmtDur(s.runnable)], ["blocked", fmtDur(s.blocked)], ["unknown", fmtDur(left > 0 ? left : 0)]);
+    }
     if (!short) {
       out.push(["process", (lane.proc.name || "") + " (pid " + lane.proc.pid + ")"]);
       out.push(["start (ns)", String(sp.start[i]) + " after the origin"]);

@@ -10,7 +10,7 @@
  *   logs     log lines and markers, when the thread has any
  *   spans    its scopes, one row per depth
  *   merged   where --html-max-scopes left scopes out, when it did
- *   state    running / runnable / blocked, when the capture has the
+ *   state    on-CPU / runnable / blocked, when the capture has the
  *            kernel's scheduling (THST)
  *
  * and under the process header, before its lanes, one CPU track per CPU
@@ -28,7 +28,7 @@ const MERGED_H = 6, STATE_H = 12, CPU_H = 14, LANE_GAP = 7, MIN_PX = 2.5, FONT =
 const MIN_SPAN_NS = 20;
 
 /* Thread states (replay_sched.h's enum orbit__rp_sched_state). */
-const STATE_NAMES = ["unknown", "running", "runnable", "blocked", "dead"];
+const STATE_NAMES = ["unknown", "on-CPU", "runnable", "blocked", "dead"]; /* every output's words */
 const STATE_COLORS = ["#9aa0a6", "#2da44e", "#e3a008", "#8c959f", "rgba(0,0,0,0)"];
 const STATE_D_COLOR = "#8250df"; /* blocked uninterruptibly (D): often I/O */
 

@@ -434,7 +434,7 @@ def case_states(env):
         for k in range(24):
             c.call("Input.dispatchMouseEvent", {"type": "mouseMoved", "x": x0 + w * (k + 0.5) / 24, "y": y})
             seen.add(c.eval("document.getElementById('tip').textContent.split(/from/)[0]"))
-        check({"running", "runnable", "blocked"} <= seen, "the tooltip names the states: %r" % seen)
+        check({"on-CPU", "runnable", "blocked"} <= seen, "the tooltip names the states: %r" % seen)
         shot = c.screenshot()
         green = sum(v for k, v in colours(shot).items() if abs(k[0] - 0x2d) < 10 and abs(k[1] - 0xa4) < 10 and abs(k[2] - 0x4e) < 10)
         check(green > 100, "running is drawn green (%d pixels)" % green)
@@ -481,7 +481,7 @@ def case_sched(env):
         # the page), and it ran at least once. Unknown is allowed: a loaded
         # host's kernel loses events, and the page says so where it did.
         alive = [t for t in spin if t != "dead"]
-        check(alive and "running" in alive and set(alive) <= {"running", "runnable", "unknown"},
+        check(alive and "on-CPU" in alive and set(alive) <= {"on-CPU", "runnable", "unknown"},
               "the spinner runs: %r" % spin)
         check(sleep.count("blocked") >= len(sleep) // 2, "the sleeper sleeps: %r" % sleep)
         names = set()
@@ -499,7 +499,8 @@ def case_sched(env):
         tab = c.eval("(() => { const r = document.querySelector('#tabs button[data-tab=details]').getBoundingClientRect(); return [r.x + r.width / 2, r.y + r.height / 2]; })()")
         c.click(*tab)
         details = c.eval("document.getElementById('details').textContent")
-        check("on CPU" in details and "blocked" in details, "the selection shows the split: %r" % details[:400])
+        check("on-CPU" in details and "blocked" in details and "unknown" in details,
+              "the selection shows the split: %r" % details[:400])
         clean(c, page)
         print("ok: state tracks %s, %d CPU tracks naming %s" % (sorted(st), len(cpus), sorted(names)))
     finally:
