@@ -523,6 +523,7 @@ class Page {
         return { index: i, name: M.sites[M.spans.site[i]].name, start: M.spans.start[i], end: M.spans.end[i], lane: row.lane.name, depth: row.depth };
       },
       found: () => ({ count: page.search.list ? page.search.list.length : 0, index: page.search.index }),
+      threadColor: lane => page.tl.threadColor(lane),
       counts: () => ({ spans: M.spans.n, lanes: M.lanes.length, values: M.values.t.length, logs: M.logs.t.length, procs: M.procs.length, stats: M.stats.length, merged: (M.meta.get("merged") || { v: 0 }).v }),
       names: () => ({
         lanes: M.lanes.map(l => l.name),

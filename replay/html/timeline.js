@@ -726,10 +726,21 @@ class Timeline {
     }
   }
 
-  /* A thread's colour on the CPU tracks: by its name, as spans are. */
+  /* A thread's colour on the CPU tracks: its own. By its name where no
+   * other thread has that name, else the name's colour turned for each of
+   * the threads sharing it (in lane order), so two "compress" threads are
+   * told apart. */
   threadColor(laneIndex) {
-    const l = this.M.lanes[laneIndex];
-    return cssColor(nameColor(l && l.name !== null ? l.name : "tid " + (l ? l.tid : laneIndex), this.dark), 1);
+    const L = this.M.lanes, l = L[laneIndex];
+    const name = l && l.name !== null ? l.name : "tid " + (l ? l.tid : laneIndex);
+    if (!this.nameRank) { /* per lane: its rank among the threads of its name, or -1: alone */
+      const by = new Map();
+      L.forEach((x, i) => { if (x && x.kind === LANE_THREAD && x.name !== null) (by.get(x.name) || by.set(x.name, []).get(x.name)).push(i); });
+      this.nameRank = new Int32Array(L.length).fill(-1);
+      for (const list of by.values()) if (list.length > 1) list.forEach((i, k) => { this.nameRank[i] = k; });
+    }
+    const k = laneIndex < this.nameRank.length ? this.nameRank[laneIndex] : -1;
+    return cssColor(k < 0 ? nameColor(name, this.dark) : nameColorNth(name, k, this.dark), 1);
   }
 
   drawCpu(ctx, tr, y) {

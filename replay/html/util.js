@@ -79,6 +79,16 @@ function nameColor(name, dark) {
   return hsl(hue, sat, light);
 }
 
+/* The colour of the k-th of several things sharing one name: the name's,
+ * its hue turned by the golden angle k times, so that each differs. */
+function nameColorNth(name, k, dark) {
+  const h = hashText(name);
+  const hue = ((h % 360) + k * 137.508) % 360;
+  const sat = 50 + (h >>> 9) % 25;
+  const light = dark ? 38 + (h >>> 17) % 14 : 62 + (h >>> 17) % 14;
+  return hsl(hue, sat, light);
+}
+
 /* 0xRRGGBBAA as given by ..._WITH_COLOR. An alpha of 0 is taken as
  * opaque: a colour nobody could see is not what was meant. */
 function givenColor(c) {

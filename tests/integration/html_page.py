@@ -20,6 +20,9 @@ measures are printed (docs/performance.md records them).
     loss         a capture with lost records: the notice, red on the timeline
     states       the thread-state track: a page given
                  THST rows by the test draws them under the thread's lane
+    colours      two threads of one name get colours of their own on the CPU
+                 tracks (their LANE rows given one name by the test); the
+                 first keeps its name's colour
     sched        a real capture with the kernel's scheduling (ORBIT_SCHED=1,
                  root and tracefs, else skip): a state track under each
                  thread's lane (the spinner running, the sleeper blocked),
@@ -394,6 +397,48 @@ def case_loss(env):
         check(red >= 20, "the loss is drawn in red (%d pixels)" % red)
         clean(c, page)
         print("ok: %d red pixels" % red)
+    finally:
+        c.close()
+
+
+def case_colours(env):
+    from html_common import typed_tables, with_tables
+    page = env.page(os.path.join(env.src, "tests/data/replay/demo-collector-4x500.orbit.zst"), "co.html")
+    with open(page, encoding="utf-8") as f:
+        html = f.read()
+    typed = typed_tables(html)
+    tabs = {t[0]: t for t in typed}
+    lanes = dict((c[0], c[2]) for c in tabs["LANE"][2])
+    threads = [i for i, k in enumerate(lanes["kind"]) if k == 1]
+    check(len(threads) >= 3, "thread lanes: %r" % threads)
+    a, b, other = threads[0], threads[1], threads[2]
+    c = browser()
+    try:
+        c.open("light")
+        load(c, page)
+        before = [c.eval("orbit.threadColor(%d)" % i) for i in (a, b, other)]
+        names = c.eval("orbit.names()")["lanes"]
+        check(names[a] != names[b] and len(set(before)) == 3,
+              "distinct names, distinct colours: %r %r" % ([names[i] for i in (a, b, other)], before))
+        clean(c, page)
+        # b now has a's name: two threads of one name
+        name_col = [col for col in tabs["LANE"][2] if col[0] == "name"][0]
+        values = list(name_col[2])
+        values[b] = values[a]
+        cols = [(n, t, values if n == "name" else v) for n, t, v in tabs["LANE"][2]]
+        typed = [(tag, rows, cols) if tag == "LANE" else (tag, rows, cs) for tag, rows, cs in typed]
+        with open(page, "w", encoding="utf-8") as f:
+            f.write(with_tables(html, typed))
+        load(c, page)
+        after = [c.eval("orbit.threadColor(%d)" % i) for i in (a, b, other)]
+        names = c.eval("orbit.names()")["lanes"]
+        check(names[a] == names[b], "the test gave both lanes one name: %r" % names)
+        check(after[0] != after[1], "two threads named %r share the colour %s" % (names[a], after[0]))
+        check(after[0] == before[0] and after[2] == before[2],
+              "the first of the name and a thread of a name of its own keep their colours: "
+              "%r -> %r" % (before, after))
+        clean(c, page)
+        print("ok: two threads named %r: %s and %s" % (names[a], after[0], after[1]))
     finally:
         c.close()
 
