@@ -22,6 +22,7 @@ enum orbit_replay_status {
 	ORBIT_REPLAY_DAMAGED = 2, /* some input could not be read, or is inconsistent */
 	ORBIT_REPLAY_OUTPUT = 3,  /* an output could not be written */
 	ORBIT_REPLAY_EMPTY = 4,   /* --from/--to select nothing of the captures (said) */
+	ORBIT_REPLAY_NEWER = 5,   /* a stream made by a newer Orbit was left out (said) */
 };
 
 enum orbit_replay_sort {

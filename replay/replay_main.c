@@ -84,7 +84,8 @@ static const char usage_text[] =
     "\n"
     "Exit status: 0 clean, 1 usage, 2 damaged or incomplete input (one line per\n"
     "problem on stderr, everything readable still used), 3 output failure,\n"
-    "4 --from/--to select nothing of the captures (one line says their range).\n";
+    "4 --from/--to select nothing of the captures (one line says their range),\n"
+    "5 a stream made by a newer Orbit, left out (one line says so).\n";
 
 enum {
 	OPT_TOP = 256,

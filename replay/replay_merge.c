@@ -225,6 +225,21 @@ static void read_one(struct orbit_rp_timeline *tl, struct orbit_rp_source *src)
 		at_end(tl, src, i);
 		return;
 	}
+	/* A stream made by a newer Orbit: said once, at its handshake's turn,
+	 * and its packets left out, up to the next handshake. */
+	if (f.rc == 1 && p->body_case == ORBIT__PACKET__BODY_HANDSHAKE)
+		src->newer = p->handshake->protocol_version > ORBIT_PROTOCOL_VERSION_MAX
+		                 ? p->handshake->protocol_version
+		                 : 0;
+	if (f.rc == 1 && src->newer != 0) {
+		if (p->body_case == ORBIT__PACKET__BODY_HANDSHAKE) {
+			e = q_push(src);
+			e->newer = src->newer;
+			e->error_at = f.before;
+		}
+		orbit__packet__free_unpacked(p, NULL);
+		return;
+	}
 	e = q_push(src);
 	if (f.rc < 0) {
 		e->frame_error = f.prob.error;
@@ -309,6 +324,14 @@ static void say(struct orbit_rp_timeline *tl, struct orbit_rp_source *src, struc
 		                  e->error_at, strerror(-e->read_error));
 		src->cap->io_error = 1;
 		src->done = 1;
+	} else if (e->newer != 0) {
+		orbit__rp_say(tl->rep,
+		              "%s: offset %" PRIu64
+		              ": a stream made by a newer Orbit (protocol %" PRIu32
+		              "); this orbit-replay reads protocols %u to %u: left out",
+		              path, e->error_at, e->newer, ORBIT_PROTOCOL_VERSION_MIN,
+		              ORBIT_PROTOCOL_VERSION_MAX);
+		src->cap->newer = e->newer;
 	} else if (e->invalid != NULL) {
 		orbit__rp_problem(tl->rep,
 		                  "%s: frame at offset %" PRIu64 ": %s packet outside the "
@@ -542,7 +565,8 @@ void orbit__rp_timeline_read(struct orbit_rp_timeline *tl)
 	}
 	orbit__rp_progress_clear(tl->rep);
 	for (size_t i = 0; i < tl->n; i++)
-		if (tl->caps[i].streams == NULL && !tl->caps[i].io_error && !tl->caps[i].error)
+		if (tl->caps[i].streams == NULL && !tl->caps[i].io_error && !tl->caps[i].error &&
+		    !tl->caps[i].newer)
 			orbit__rp_problem(tl->rep, "%s: no stream could be read", tl->caps[i].path);
 }
 

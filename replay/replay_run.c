@@ -304,6 +304,9 @@ static int finish(struct run *r, int status)
 		return ORBIT_REPLAY_OUTPUT;
 	if (r->rep.damaged || status == ORBIT_REPLAY_DAMAGED)
 		return ORBIT_REPLAY_DAMAGED;
+	for (size_t i = 0; i < r->tl.n; i++)
+		if (r->tl.caps[i].newer != 0)
+			return ORBIT_REPLAY_NEWER;
 	return window_misses(r) ? ORBIT_REPLAY_EMPTY : ORBIT_REPLAY_OK;
 }
 

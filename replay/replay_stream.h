@@ -130,6 +130,7 @@ struct orbit_rp_capture {
 	struct orbit_rp_stream *streams, *tail;
 	uint64_t damaged; /* frames that could not be read */
 	uint64_t invalid; /* packets, batches or pages rejected */
+	uint32_t newer;   /* a stream of this newer protocol was left out; 0 none */
 	int io_error;
 	const char *error; /* why none of it was read: "no such file", ... */
 };

@@ -47,6 +47,7 @@ struct orbit_rp_read {
 	uint64_t error_at;   /* ... at that offset, or a failed read's */
 	int read_error;      /* p NULL: the -errno of a read that failed */
 	const char *invalid; /* p NULL: the kind of a packet outside the format's limits */
+	uint32_t newer;      /* p NULL: a stream of this newer protocol begins, at error_at */
 	/* read ahead: the states its stream's scopes need (NULL: none), and
 	 * for a ring batch its records, decoded, and their latest time */
 	const struct orbit__rp_sched_timeline *states;
@@ -80,6 +81,7 @@ struct orbit_rp_source {
 	int forced;                   /* the queue was full before the states came: said */
 	uint32_t version;             /* the first packet's protocol version (a Handshake), or 0 */
 	int ended;                    /* the last packet read ended its stream (EndOfStream) */
+	uint32_t newer;               /* in a stream of this newer protocol: left out; 0 none */
 	struct orbit_rp_prefetch *pf; /* its reader's thread, NULL: read in-line */
 };
 

@@ -227,6 +227,8 @@ static void json_capture(struct orbit_rp_out *o, const struct orbit_rp_capture *
 	ju64(o, "bytes", c->size, &f);
 	ju64(o, "damaged_frames", c->damaged, &f);
 	ju64(o, "rejected_packets", c->invalid, &f);
+	if (c->newer != 0)
+		ju64(o, "newer_protocol", c->newer, &f);
 	for (const struct orbit_rp_stream *s = c->streams; s; s = s->next)
 		complete &= s->ended;
 	jkey(o, "complete", &f);

@@ -9,6 +9,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "frame.h"
 #include "replay_export.h"
 
 #define NAME_SHOWN 80u
@@ -426,7 +427,13 @@ static void capture_text(const struct orbit_rp_view *v, struct orbit_rp_out *o,
 			orbit__rp_out_printf(o, " stream %d\n", n + 1);
 		stream_text(v, o, s);
 	}
-	if (c->streams == NULL)
+	if (c->newer != 0)
+		orbit__rp_out_printf(
+		    o,
+		    "  NEWER      a stream made by a newer Orbit (protocol %" PRIu32
+		    ") left out: this orbit-replay reads protocols %u to %u\n",
+		    c->newer, ORBIT_PROTOCOL_VERSION_MIN, ORBIT_PROTOCOL_VERSION_MAX);
+	else if (c->streams == NULL)
 		orbit__rp_out_s(o, "  nothing could be read\n");
 	if (c->damaged || c->invalid || c->io_error)
 		orbit__rp_out_printf(o,

@@ -1,7 +1,8 @@
 #!/bin/sh
 # replay_cli.sh — orbit-replay's command line: options, filters, several
 # captures at once, exit statuses (0 clean, 1 usage, 2 damaged or
-# incomplete input, 3 output failure) and the one-line-per-problem rule.
+# incomplete input, 3 output failure, 4 a window that selects nothing, 5 a
+# stream made by a newer Orbit) and the one-line-per-problem rule.
 # usage: replay_cli.sh ORBIT_REPLAY DATA_DIR SYNTH_DIR CASE
 set -u
 replay=$1 data=$2 synth=$3 case=$4
@@ -172,6 +173,21 @@ filters)
 		fail "empty window: $(cat "$tmp/err")"
 	status 4 "$emit" --from 1000s -q
 	status 0 "$emit" --to @$to -q
+	;;
+newer)
+	# A stream of a newer protocol is not damage: one line saying so, its
+	# own status, and the other captures read as ever.
+	status 5 "$synth/newer.orbit.zst"
+	[ "$(wc -l < "$tmp/err")" -eq 1 ] || fail "newer: want one line: $(cat "$tmp/err")"
+	grep -q 'made by a newer Orbit (protocol 4); this orbit-replay reads protocols 1 to 3' \
+		"$tmp/err" || fail "newer: $(cat "$tmp/err")"
+	grep -q '^  NEWER ' "$tmp/out" || fail "newer: the summary does not say so"
+	grep -q 'DAMAGED' "$tmp/out" "$tmp/err" && fail "a newer capture called damaged"
+	status 5 "$synth/newer.orbit.zst" "$emit" --csv "$tmp/n.csv"
+	[ "$(rows "$tmp/n.csv")" -eq 200 ] || fail "newer beside emit: $(rows "$tmp/n.csv") rows"
+	status 0 "$emit" --json "$tmp/e.json" -q
+	status 5 "$synth/newer.orbit.zst" --json - -q
+	grep -q '"newer_protocol":4' "$tmp/out" || fail "newer: --json: $(cat "$tmp/out")"
 	;;
 multi)
 	status 0 "$emit" "$emit3" --csv "$tmp/m.csv"

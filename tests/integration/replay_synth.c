@@ -13,6 +13,7 @@
  *   ties     nested scopes whose starts and ends share timestamps
  *   logs     log lines and a marker on two page rings, out of order
  *   loss     a ring gap with its Loss packet: the equation holds
+ *   newer    a stream of the protocol after the newest this tree reads
  *   noend    a stream without EndOfStream
  *   badeq    an EndOfStream claiming more than was delivered or lost
  *   streams  two streams (two handshakes) in one file
@@ -348,6 +349,17 @@ static void scenario_noend(void)
 	frame();
 }
 
+/* A stream of the protocol after the newest this tree reads. */
+static void scenario_newer(void)
+{
+	hs_version = ORBIT_PROTOCOL_VERSION_MAX + 1;
+	handshake(PID, "newer");
+	rec(0, T0 + 100, 71, ORBIT_REC_SCOPE_START, 1, "next", 4);
+	stop(0, T0 + 200, 71, 1);
+	batch(0, 0);
+	end(0, NULL, 0);
+}
+
 static void scenario_badeq(void)
 {
 	handshake(PID, "badeq");
@@ -674,7 +686,8 @@ int main(int argc, char **argv)
 	          {"logs", scenario_logs},       {"loss", scenario_loss},
 	          {"noend", scenario_noend},     {"badeq", scenario_badeq},
 	          {"streams", scenario_streams}, {"marks", scenario_marks},
-	          {"sched", scenario_sched},     {"sched2", scenario_sched2}};
+	          {"sched", scenario_sched},     {"sched2", scenario_sched2},
+	          {"newer", scenario_newer}};
 	if (argc != 3 && argc != 4) {
 		fprintf(stderr, "usage: replay_synth SCENARIO OUT [DATA]\n");
 		return 1;
