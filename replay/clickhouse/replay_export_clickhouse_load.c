@@ -49,6 +49,7 @@ struct loader {
 	FILE *out, *err;
 	uint64_t loaded, present, not_loaded;
 	int damaged;
+	int newer; /* a capture held a stream of a newer protocol (said) */
 };
 
 /* The wait before attempt k + 1 (k from 1). */
@@ -129,6 +130,7 @@ static int load_file(struct loader *L, size_t i)
 		}
 		if (!l.failed) {
 			L->damaged |= status == ORBIT_REPLAY_DAMAGED;
+			L->newer |= status == ORBIT_REPLAY_NEWER;
 			L->loaded += l.streams_loaded;
 			L->present += l.streams_present;
 			say_loaded(L, path, &l);
@@ -205,6 +207,7 @@ int orbit__replay_clickhouse(const struct orbit_replay_options *o)
 	        plural(L.not_loaded, "file", "files"));
 	status = L.not_loaded ? ORBIT_REPLAY_OUTPUT
 	         : L.damaged  ? ORBIT_REPLAY_DAMAGED
+	         : L.newer    ? ORBIT_REPLAY_NEWER
 	                      : ORBIT_REPLAY_OK;
 out:
 	orbit__rp_ch_http_free(L.h);
