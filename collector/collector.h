@@ -20,7 +20,7 @@
  *     found with orbit__frame_size and checked: decompressed with its
  *     checksum verified, every packet decoded and passed through
  *     orbit__packet_validate. The stream's first frame must be exactly one
- *     Handshake of a version it speaks (ORBIT_PROTOCOL_VERSION_WIRE_MIN to
+ *     Handshake of a version it speaks (ORBIT_PROTOCOL_VERSION_MIN to
  *     ORBIT_PROTOCOL_VERSION_MAX) with the right token; only then,
  *     and if a stream slot (--max-connections) and room in the directory
  *     (--max-dir-size) are free, is the capture file created (O_EXCL, never

@@ -101,10 +101,10 @@ static int handshake_check(struct orbit_conn *k, const Orbit__Packet *p, uint32_
 		return -EPROTO;
 	}
 	const Orbit__Handshake *h = p->handshake;
-	if (h->protocol_version < ORBIT_PROTOCOL_VERSION_WIRE_MIN ||
+	if (h->protocol_version < ORBIT_PROTOCOL_VERSION_MIN ||
 	    h->protocol_version > ORBIT_PROTOCOL_VERSION_MAX) {
 		snprintf(why, n, "protocol version %" PRIu32 ", this collector speaks %u to %u",
-		         h->protocol_version, ORBIT_PROTOCOL_VERSION_WIRE_MIN,
+		         h->protocol_version, ORBIT_PROTOCOL_VERSION_MIN,
 		         ORBIT_PROTOCOL_VERSION_MAX);
 		return -EPROTO;
 	}

@@ -23,10 +23,10 @@
 /* Stream versions (docs/format.md 4.0): 1 ring batches in encoding 1, 2 in
  * encoding 2, 3 what a reader needs up front comes before it matters
  * (format.md 4.13). Writers write ORBIT_PROTOCOL_VERSION; readers of capture
- * files read MIN to MAX; a collector takes WIRE_MIN to MAX. */
+ * files and collectors take every version from MIN to MAX, so that an agent
+ * of an earlier release streams to today's collector. */
 #define ORBIT_PROTOCOL_VERSION 3u
 #define ORBIT_PROTOCOL_VERSION_MIN 1u
-#define ORBIT_PROTOCOL_VERSION_WIRE_MIN 2u
 #define ORBIT_PROTOCOL_VERSION_MAX 3u
 #define ORBIT_PROTOCOL_UP_FRONT 3u /* the first version that keeps format.md 4.13's promises */
 #define ORBIT_HANDSHAKE_FRAME_MAX (64u << 10) /* a stream's first frame, and its content */

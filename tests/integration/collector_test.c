@@ -355,7 +355,7 @@ static void attack_version(struct coll *h)
 	attacker_send(&a, s.bytes, s.len);
 	char want[64];
 	snprintf(want, sizeof want, "protocol version %u, this collector speaks %u to %u",
-	         ORBIT_PROTOCOL_VERSION_MAX + 1, ORBIT_PROTOCOL_VERSION_WIRE_MIN,
+	         ORBIT_PROTOCOL_VERSION_MAX + 1, ORBIT_PROTOCOL_VERSION_MIN,
 	         ORBIT_PROTOCOL_VERSION_MAX);
 	attacker_expect(&a, h, want);
 	stream_free(&s);

@@ -13,6 +13,7 @@
  *   ties     nested scopes whose starts and ends share timestamps
  *   logs     log lines and a marker on two page rings, out of order
  *   loss     a ring gap with its Loss packet: the equation holds
+ *   v1       a stream of protocol 1, its batches in encoding 1
  *   newer    a stream of the protocol after the newest this tree reads
  *   noend    a stream without EndOfStream
  *   badeq    an EndOfStream claiming more than was delivered or lost
@@ -143,6 +144,42 @@ static void batch(uint32_t ring, uint64_t skip)
 		must(-1, "a batch");
 	claims[ring] += nrecs[ring];
 	nrecs[ring] = 0;
+}
+
+/* Sends ring's pending records as one batch in encoding 1 (columns: time
+ * and id deltas, then meta words, then name areas), as writers of
+ * protocol 1 did. */
+static void batch_columns(uint32_t ring)
+{
+	uint32_t n = nrecs[ring];
+	uint8_t *col = calloc(n ? n : 1, ORBIT_RECORD_SIZE);
+	must(col != NULL ? 0 : -1, "memory");
+	uint64_t pt = 0, pi = 0;
+	for (uint32_t i = 0; i < n; i++) {
+		const uint8_t *r = recs[ring] + (size_t)i * ORBIT_RECORD_SIZE;
+		uint64_t t = orbit__le64(r), id = orbit__le64(r + 8);
+		orbit__put_le64(col + (size_t)i * 8, t - pt);
+		orbit__put_le64(col + (size_t)n * 8 + (size_t)i * 8, id - pi);
+		memcpy(col + (size_t)n * 16 + (size_t)i * 8, r + 16, 8);
+		memcpy(col + (size_t)n * 24 + (size_t)i * ORBIT_RECORD_NAME, r + 24,
+		       ORBIT_RECORD_NAME);
+		pt = t;
+		pi = id;
+	}
+	Orbit__RingBatch b = ORBIT__RING_BATCH__INIT;
+	b.ring = ring;
+	b.first_claim = claims[ring];
+	b.count = n;
+	b.encoding = ORBIT_BATCH_COLUMNS;
+	b.records.data = col;
+	b.records.len = (size_t)n * ORBIT_RECORD_SIZE;
+	Orbit__Packet p = ORBIT__PACKET__INIT;
+	p.body_case = ORBIT__PACKET__BODY_RING_BATCH;
+	p.ring_batch = &b;
+	must(orbit__sw_packet(sw, &p), "a batch in encoding 1");
+	claims[ring] += n;
+	nrecs[ring] = 0;
+	free(col);
 }
 
 static void thread_name(uint32_t tid, const char *name)
@@ -347,6 +384,22 @@ static void scenario_noend(void)
 	rec(0, T0 + 300, 51, ORBIT_REC_SCOPE_START, 2, "open", 4);
 	batch(0, 0);
 	frame();
+}
+
+/* A stream of protocol 1, its batches in encoding 1: what the first
+ * release's agents sent. */
+static void scenario_v1(void)
+{
+	hs_version = 1;
+	handshake(PID, "v1");
+	for (uint64_t k = 0; k < 10; k++) {
+		rec(0, T0 + 1000 * k, 81, ORBIT_REC_SCOPE_START, 2 * k + 1, "outer", 5);
+		rec(0, T0 + 1000 * k + 100, 81, ORBIT_REC_SCOPE_START, 2 * k + 2, "inner", 5);
+		stop(0, T0 + 1000 * k + 400, 81, 2 * k + 2);
+		stop(0, T0 + 1000 * k + 900, 81, 2 * k + 1);
+	}
+	batch_columns(0);
+	end(0, NULL, 0);
 }
 
 /* A stream of the protocol after the newest this tree reads. */
@@ -682,12 +735,11 @@ int main(int argc, char **argv)
 	static const struct {
 		const char *name;
 		void (*fn)(void);
-	} sc[] = {{"names", scenario_names},     {"ties", scenario_ties},
-	          {"logs", scenario_logs},       {"loss", scenario_loss},
-	          {"noend", scenario_noend},     {"badeq", scenario_badeq},
-	          {"streams", scenario_streams}, {"marks", scenario_marks},
-	          {"sched", scenario_sched},     {"sched2", scenario_sched2},
-	          {"newer", scenario_newer}};
+	} sc[] = {
+	    {"names", scenario_names},     {"ties", scenario_ties},   {"logs", scenario_logs},
+	    {"loss", scenario_loss},       {"noend", scenario_noend}, {"badeq", scenario_badeq},
+	    {"streams", scenario_streams}, {"marks", scenario_marks}, {"sched", scenario_sched},
+	    {"sched2", scenario_sched2},   {"newer", scenario_newer}, {"v1", scenario_v1}};
 	if (argc != 3 && argc != 4) {
 		fprintf(stderr, "usage: replay_synth SCENARIO OUT [DATA]\n");
 		return 1;
