@@ -11,6 +11,8 @@
 #      binary must not depend on liborbit.so at all (ldd), nor must the
 #      find_package consumer linked with orbit::orbit_static.
 # The shared consumers must load liborbit from the prefix, not the build tree.
+# Source paths: the find_package consumer (its ORBIT_SOURCE_ROOT property) and
+# the pkg-config one (source_root_flag) store main.c, not the absolute path.
 # Exits 77 when pkg-config or a C compiler is missing, and for a sanitizer
 # build (ORBIT_SANITIZED=1): its libraries need the sanitizer runtime, which a
 # plain consumer does not link.
@@ -68,6 +70,19 @@ check_run "find_package orbit::orbit" "$tmp/consumer/consumer"
 check_run "find_package orbit::orbit_static" "$tmp/consumer/consumer_static"
 check_run "find_package C++" "$tmp/consumer/consumer_cxx"
 
+# the file a consumer's scopes name, from a capture of its run
+stored_file() { # binary
+	rm -f "$tmp/src.orbit.zst" "$tmp/src.csv"
+	ORBIT_CAPTURE=$tmp/src.orbit.zst "$1" >/dev/null || fail "$1 with ORBIT_CAPTURE: exit $?"
+	"$build/replay/orbit-replay" -q --csv "$tmp/src.csv" "$tmp/src.orbit.zst" ||
+		fail "orbit-replay on $1's capture failed"
+	python3 -c 'import csv, sys
+rows = [r for r in csv.DictReader(open(sys.argv[1])) if r["name"] == "work"]
+print(sorted({r["file"] for r in rows}))' "$tmp/src.csv"
+}
+got=$(stored_file "$tmp/consumer/consumer")
+[ "$got" = "['main.c']" ] || fail "ORBIT_SOURCE_ROOT: the consumer stored $got, not main.c"
+
 # 2. pkg-config --cflags --libs orbit
 PKG_CONFIG_PATH=$(dirname "$pc")
 export PKG_CONFIG_PATH
@@ -88,6 +103,15 @@ rpath=$(pkg-config --variable=libdir orbit) || fail "pkg-config --variable=libdi
 	-Wl,-rpath,"$rpath" >"$tmp/pc.log" 2>&1 ||
 	{ cat "$tmp/pc.log" >&2; fail "compiling with pkg-config flags '$flags' failed"; }
 check_run "pkg-config (rpath, no LD_LIBRARY_PATH)" env -u LD_LIBRARY_PATH "$tmp/consumer_pc"
+root_flag=$(pkg-config --variable=source_root_flag orbit) || fail "no source_root_flag in orbit.pc"
+# shellcheck disable=SC2086 # flags are words
+"$cc" -o "$tmp/consumer_pc_rel" "$src/tests/integration/install_consumer/main.c" $flags \
+	"$root_flag$src/tests/integration/install_consumer/=" -Wl,-rpath,"$rpath" \
+	>"$tmp/pcr.log" 2>&1 || { cat "$tmp/pcr.log" >&2; fail "compiling with $root_flag failed"; }
+got=$(stored_file "$tmp/consumer_pc_rel")
+[ "$got" = "['main.c']" ] || fail "source_root_flag: the consumer stored $got, not main.c"
+got=$(stored_file "$tmp/consumer_pc")
+case "$got" in "['/"*) ;; *) fail "without a root the stored path $got is not the absolute one" ;; esac
 
 # 3. pkg-config --cflags --libs orbit-static: no liborbit.so at run time.
 no_shared_orbit() { # name binary
