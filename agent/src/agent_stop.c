@@ -113,6 +113,8 @@ void orbit__agent_loss_line(struct orbit__agent_stop *s, uint64_t now_ns)
 	struct orbit__stream_report r = {0};
 	if (s->stream != NULL)
 		orbit__stream_report(s->stream, &r);
+	if (r.dead)
+		return; /* tracing is off, said in its one line: nothing more is said */
 	uint64_t lost = over + r.unsent;
 	if (lost <= s->said_lost)
 		return;
