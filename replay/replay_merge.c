@@ -158,9 +158,6 @@ static void ahead_batch(struct orbit_rp_timeline *tl, struct orbit_rp_read *e)
 	e->bytes += (size_t)b->count * ORBIT_RECORD_SIZE;
 }
 
-/* Reads what comes next in src into its queue (which has room); at the
- * end, or on a read error, the reader is done. What is read ahead goes to
- * the scan now. */
 static int stopped(const struct orbit_rp_timeline *tl)
 {
 	return tl->stop != NULL && *tl->stop != 0;
@@ -187,6 +184,9 @@ static void at_end(struct orbit_rp_timeline *tl, struct orbit_rp_source *src, si
 		src->cap->size = orbit__capture_offset(src->r);
 }
 
+/* Reads what comes next in src into its queue (which has room); at the
+ * end, or on a read error, the reader is done. What is read ahead goes to
+ * the scan now. */
 static void read_one(struct orbit_rp_timeline *tl, struct orbit_rp_source *src)
 {
 	struct orbit_rp_fetched f;

@@ -265,13 +265,14 @@ static int window_misses(struct run *r)
 	const struct orbit_replay_options *o = r->o;
 	if (!o->from.set && !o->to.set)
 		return 0;
-	uint64_t first = UINT64_MAX, last = 0;
+	uint64_t first = UINT64_MAX, last = 0; /* the streams' spans, as the origin takes them */
 	for (size_t i = 0; i < r->tl.n; i++)
-		for (const struct orbit_rp_stream *s = r->tl.caps[i].streams; s; s = s->next)
-			if (s->first <= s->last) {
-				first = s->first < first ? s->first : first;
-				last = s->last > last ? s->last : last;
-			}
+		for (const struct orbit_rp_stream *s = r->tl.caps[i].streams; s; s = s->next) {
+			uint64_t a, b;
+			orbit__rp_stream_span(s, &a, &b);
+			first = a < first ? a : first;
+			last = b > last ? b : last;
+		}
 	uint64_t from = bound(r->view.origin, &o->from, 0);
 	uint64_t to = bound(r->view.origin, &o->to, UINT64_MAX);
 	if (first > last || (to >= first && from <= last))
