@@ -15,6 +15,7 @@
 #include <fcntl.h>
 #include <stdio.h>
 #include <string.h>
+#include <sys/file.h>
 #include <time.h>
 #include <unistd.h>
 
@@ -74,6 +75,9 @@ int orbit__capfile_create(int dirfd, const char *process_name, uint32_t pid, int
 		int fd = openat(dirfd, f->name,
 		                O_WRONLY | O_CREAT | O_EXCL | O_CLOEXEC | O_NOFOLLOW, 0644);
 		if (fd >= 0) {
+			/* Held while the stream is written: --ingest leaves a
+			 * capture being written alone (ingest.c). */
+			flock(fd, LOCK_EX | LOCK_NB);
 			f->fd = fd;
 			f->size = 0;
 			f->frames = 0;

@@ -444,6 +444,11 @@ int main(int argc, char **argv)
 	int r = orbit__collector_parse_args(argc, argv, &c.opt);
 	if (r != 0)
 		return r > 0 ? 0 : 1;
+	if (c.opt.ingest) {
+		r = orbit__ingest(c.opt.dir, c.opt.files, c.opt.nfiles);
+		free(c.opt.files);
+		return r;
+	}
 	signal(SIGPIPE, SIG_IGN);
 	signal(SIGXFSZ, SIG_IGN); /* over a file size limit: EFBIG, reported */
 	c.tty = isatty(STDERR_FILENO);

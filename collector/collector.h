@@ -97,6 +97,9 @@ struct orbit_collector_options {
 	uint64_t frame_timeout_ms;
 	uint64_t idle_timeout_ms;
 	int quiet;
+	int ingest;   /* --ingest: take the spool files named into dir, then exit */
+	char **files; /* ... those (argv's own) */
+	int nfiles;
 };
 
 /* Parses argv into *o. Returns 0, 1 when --help or --version was answered
@@ -105,6 +108,21 @@ int orbit__collector_parse_args(int argc, char **argv, struct orbit_collector_op
 /* Splits HOST:PORT / [V6]:PORT; 0 or -EINVAL (with *why). */
 int orbit__collector_split_listen(const char *s, char *host, size_t hostlen, char *port,
                                   size_t portlen, const char **why);
+
+/* Decompresses frame into s and applies the rules every frame of a stream
+ * meets before a collector writes it (docs/format.md 3.1, 3.2, 4.9): the
+ * first frame (first) exactly one valid Handshake of a protocol from
+ * ORBIT_PROTOCOL_VERSION_MIN to _MAX, later ones no Handshake, every
+ * packet within the format's limits, no Ack. each, if not NULL, sees every
+ * packet that passed, in order; what it returns (nonzero: an error, with
+ * why) ends the check. 0, or a negative error and why. */
+int orbit__frame_rules(struct orbit_frame_scratch *s, const uint8_t *frame, size_t len, int first,
+                       int (*each)(void *ctx, const Orbit__Packet *p, char *why, size_t n),
+                       void *ctx, char *why, size_t n);
+
+/* orbit-collector --ingest (ingest.c): the spool files taken into dir; 0
+ * when every one was, 1 otherwise (each failure said in one line). */
+int orbit__ingest(const char *dir, char **files, int nfiles);
 
 /* One capture file. */
 struct orbit_capture_file {

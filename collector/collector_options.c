@@ -17,9 +17,16 @@ static const char usage[] =
     "                       [--max-connections N] [--max-pending N]\n"
     "                       [--max-capture-size SIZE] [--max-dir-size SIZE|auto]\n"
     "                       [--quiet] [--help]\n"
+    "       orbit-collector --ingest [--dir DIR] SPOOL...\n"
     "\n"
     "Receives Orbit agents' streams over TCP and writes one capture file per\n"
     "connection: DIR/<process>-<pid>-<UTC time>.orbit.zst (a plain zstd stream).\n"
+    "\n"
+    "With --ingest it takes agents' spool files (what an agent kept when no\n"
+    "collector acknowledged it: docs/operations.md, ORBIT_SPOOL) into DIR, as\n"
+    "if they had arrived over TCP, then exits: a spool that continues a capture\n"
+    "in DIR is appended to it, each frame once; taking a file in twice adds\n"
+    "nothing. Exit 0 when every file was taken in.\n"
     "\n"
     "  --listen HOST:PORT     address to listen on (default 127.0.0.1:7411);\n"
     "                         IPv6 as [::1]:7411; port 0 picks a free port.\n"
@@ -179,6 +186,14 @@ static int parse_one(int argc, char **argv, int *i, struct orbit_collector_optio
 		o->quiet = 1;
 		return 0;
 	}
+	if (strcmp(arg, "--ingest") == 0) {
+		o->ingest = 1;
+		return 0;
+	}
+	if (arg[0] != '-' && o->files != NULL) { /* a file for --ingest */
+		o->files[o->nfiles++] = argv[*i];
+		return 0;
+	}
 	if (strcmp(arg, "--help") == 0 || strcmp(arg, "-h") == 0) {
 		fputs(usage, stdout);
 		return 1;
@@ -204,10 +219,22 @@ int orbit__collector_parse_args(int argc, char **argv, struct orbit_collector_op
 	o->handshake_timeout_ms = 3000;
 	o->frame_timeout_ms = 30000;
 	o->idle_timeout_ms = 300000;
+	/* Files are taken only with --ingest, wherever it stands. */
+	for (int i = 1; i < argc && o->files == NULL; i++)
+		if (strcmp(argv[i], "--ingest") == 0 &&
+		    (o->files = calloc((size_t)argc, sizeof *o->files)) == NULL) {
+			fprintf(stderr, "orbit-collector: no memory\n");
+			return -1;
+		}
 	for (int i = 1; i < argc; i++) {
 		int r = parse_one(argc, argv, &i, o);
 		if (r != 0)
 			return r;
+	}
+	if (o->ingest && o->nfiles == 0) {
+		fprintf(stderr, "orbit-collector: --ingest needs the spool files to take in; see "
+		                "--help\n");
+		return -1;
 	}
 	return 0;
 }

@@ -88,37 +88,6 @@ static int token_ok(const struct orbit_collector *c, const ProtobufCBinaryData *
 	return diff == 0;
 }
 
-static int handshake_check(struct orbit_conn *k, const Orbit__Packet *p, uint32_t packets,
-                           char *why, size_t n)
-{
-	if (p->body_case != ORBIT__PACKET__BODY_HANDSHAKE) {
-		snprintf(why, n, "the first packet is not a handshake (packet type %d)",
-		         (int)p->body_case);
-		return -EPROTO;
-	}
-	if (packets != 1) {
-		snprintf(why, n, "the handshake frame holds %" PRIu32 " packets, not 1", packets);
-		return -EPROTO;
-	}
-	const Orbit__Handshake *h = p->handshake;
-	if (h->protocol_version < ORBIT_PROTOCOL_VERSION_MIN ||
-	    h->protocol_version > ORBIT_PROTOCOL_VERSION_MAX) {
-		snprintf(why, n, "protocol version %" PRIu32 ", this collector speaks %u to %u",
-		         h->protocol_version, ORBIT_PROTOCOL_VERSION_MIN,
-		         ORBIT_PROTOCOL_VERSION_MAX);
-		return -EPROTO;
-	}
-	if (orbit__packet_validate(p) != 0) {
-		snprintf(why, n, "invalid handshake (ring geometry out of bounds)");
-		return -EINVAL;
-	}
-	if (k->c->token_len > 0 && !token_ok(k->c, &h->token)) {
-		snprintf(why, n, h->token.len ? "wrong token" : "no token (--token-file is set)");
-		return -EACCES;
-	}
-	return 0;
-}
-
 static int handshake_accept(struct orbit_conn *k, const Orbit__Handshake *h, char *why, size_t n)
 {
 	struct orbit_collector *c = k->c;
@@ -154,65 +123,32 @@ static void packet_account(struct orbit_conn *k, const Orbit__Packet *p)
 		orbit__loss_account_packet(&k->loss, p); /* no memory: that packet is not counted */
 }
 
-/* Checks the packets of the frame decompressed in the scratch. */
-static int packets_check(struct orbit_conn *k, char *why, size_t n)
+/* A packet of a frame that met the rules (frame_rules.c): the Handshake is
+ * the token's check and the stream's file; the rest is accounted. */
+static int packet_take(void *ctx, const Orbit__Packet *p, char *why, size_t n)
 {
-	const struct orbit_frame_scratch *s = &k->c->scratch;
-	size_t off = 0, plen;
-	const uint8_t *bytes;
-	uint32_t i = 0, count = 0;
-	int err = 0;
-
-	while (orbit__frame_next_packet(s, &off, &bytes, &plen))
-		count++;
-	if (!k->handshaken && count == 0) {
-		snprintf(why, n, "the first frame holds no packet");
-		return -EPROTO;
-	}
-	for (off = 0; !err && orbit__frame_next_packet(s, &off, &bytes, &plen); i++) {
-		Orbit__Packet *p = orbit__packet__unpack(NULL, plen, bytes);
-
-		if (p == NULL || p->body_case == ORBIT__PACKET__BODY__NOT_SET) {
-			snprintf(why, n, "packet %" PRIu32 ": %s", i,
-			         orbit__frame_strerror(ORBIT_FRAME_EPACKET));
-			err = ORBIT_FRAME_EPACKET;
-		} else if (!k->handshaken) {
-			err = handshake_check(k, p, count, why, n);
-			if (!err)
-				err = handshake_accept(k, p->handshake, why, n);
-		} else if (p->body_case == ORBIT__PACKET__BODY_HANDSHAKE) {
-			snprintf(why, n, "packet %" PRIu32 ": a second handshake", i);
-			err = -EPROTO;
-		} else if (p->body_case == ORBIT__PACKET__BODY_ACK) { /* collectors' only */
-			snprintf(why, n, "packet %" PRIu32 ": an acknowledgement from an agent", i);
-			err = -EPROTO;
-		} else if (orbit__packet_validate(p) != 0) {
-			snprintf(why, n, "packet %" PRIu32 " (type %d): fields out of bounds", i,
-			         (int)p->body_case);
-			err = -EINVAL;
-		} else {
-			packet_account(k, p);
-			if (p->body_case == ORBIT__PACKET__BODY_RING_BATCH ||
-			    p->body_case == ORBIT__PACKET__BODY_FTRACE_PAGE ||
-			    p->body_case == ORBIT__PACKET__BODY_KERNEL_PAGE)
-				k->data_ms = uv_now(&k->c->loop);
+	struct orbit_conn *k = ctx;
+	if (p->body_case == ORBIT__PACKET__BODY_HANDSHAKE) {
+		const Orbit__Handshake *h = p->handshake;
+		if (k->c->token_len > 0 && !token_ok(k->c, &h->token)) {
+			snprintf(why, n,
+			         h->token.len ? "wrong token" : "no token (--token-file is set)");
+			return -EACCES;
 		}
-		if (p != NULL)
-			orbit__packet__free_unpacked(p, NULL);
+		return handshake_accept(k, h, why, n);
 	}
-	return err; /* an empty frame later in the stream is harmless */
+	packet_account(k, p);
+	if (p->body_case == ORBIT__PACKET__BODY_RING_BATCH ||
+	    p->body_case == ORBIT__PACKET__BODY_FTRACE_PAGE ||
+	    p->body_case == ORBIT__PACKET__BODY_KERNEL_PAGE)
+		k->data_ms = uv_now(&k->c->loop);
+	return 0;
 }
 
 static int frame_check(struct orbit_conn *k, const uint8_t *frame, size_t len, char *why, size_t n)
 {
-	struct orbit_frame_scratch *s = &k->c->scratch;
-	int err = orbit__frame_decompress(s, frame, len);
-
-	if (err)
-		snprintf(why, n, "%s", orbit__frame_strerror(err));
-	else
-		err = packets_check(k, why, n);
-	return err;
+	return orbit__frame_rules(&k->c->scratch, frame, len, !k->handshaken, packet_take, k, why,
+	                          n);
 }
 
 /* ---- writing ---- */

@@ -193,6 +193,14 @@ static void can_drain(void *ctx)
 		arm(a, 0);
 }
 
+/* No stream comes before exit: a stop waiting for one goes on now. */
+static void stream_gone(void *ctx)
+{
+	struct orbit__agent *a = ctx;
+	if (a->stop.waiting)
+		orbit__agent_stop_stream_came(&a->stop);
+}
+
 /* ---- flush and stop ---- */
 
 static void flush_complete(void *ctx)
@@ -330,7 +338,8 @@ static int setup(struct orbit__agent *a)
 	a->planned = 0;
 	if (orbit__config_has_output(&a->cfg)) {
 		orbit__pass_calibrate(&a->pass); /* the handshake states the clock's rate */
-		a->stream_ev = (struct orbit__stream_events){.ctx = a, .can_drain = can_drain};
+		a->stream_ev = (struct orbit__stream_events){
+		    .ctx = a, .can_drain = can_drain, .gone = stream_gone};
 		err = orbit__output_composite(&a->out, &a->loop, &a->cfg, a->seg);
 		if (err == 0)
 			err = orbit__stream_new(&a->stream, &a->cfg, &a->drain, &a->clock,

@@ -17,7 +17,7 @@ static void on_close(uv_handle_t *h)
 int orbit__agent_stop_init(struct orbit__agent_stop *s, uv_loop_t *loop)
 {
 	s->loop = loop;
-	s->stopping = s->waiting = s->streamed = s->done = s->gave_up = 0;
+	s->stopping = s->waiting = s->streamed = s->done = s->gave_up = s->waited_out = 0;
 	s->said_lost = s->said_loss_ns = 0;
 	return uv_timer_init(loop, &s->timer);
 }
@@ -47,6 +47,11 @@ static int why_not(const struct orbit__agent_stop *s, char *buf, size_t len, uin
 	}
 	const char *trouble = s->out->ops->trouble(s->out);
 	unsigned long long acked = r.last.frames_acked, sent = r.last.frames_sent;
+	/* "within" the deadline only when it was waited out: an attempt that
+	 * failed (refused) ended the wait before it. */
+	char within[48] = "";
+	if (s->waited_out)
+		snprintf(within, sizeof within, " within %u ms", waited_ms);
 	if (s->gave_up) /* the last stream was open at the deadline */
 		snprintf(buf, len,
 		         "collector %s acknowledged %llu of %llu frames of the last stream "
@@ -54,12 +59,12 @@ static int why_not(const struct orbit__agent_stop *s, char *buf, size_t len, uin
 		         c->collector, acked, sent, waited_ms);
 	else if (*undelivered > 0) /* it died, and no other stream took its account */
 		snprintf(buf, len,
-		         "collector %s not reached again within %u ms (%s%sit had "
+		         "collector %s not reached again%s (%s%sit had "
 		         "acknowledged %llu of %llu frames of the last stream)",
-		         c->collector, waited_ms, trouble, trouble[0] ? "; " : "", acked, sent);
+		         c->collector, within, trouble, trouble[0] ? "; " : "", acked, sent);
 	else
-		snprintf(buf, len, "collector %s %s within %u ms%s%s%s", c->collector,
-		         r.streams ? "not reached again" : "not reached", waited_ms,
+		snprintf(buf, len, "collector %s %s%s%s%s%s", c->collector,
+		         r.streams ? "not reached again" : "not reached", within,
 		         trouble[0] ? " (" : "", trouble, trouble[0] ? ")" : "");
 	return 1;
 }
@@ -190,6 +195,7 @@ static void on_stop_timeout(uv_timer_t *t)
 	struct orbit__agent_stop *s = t->data;
 	if (!s->waiting)
 		return;
+	s->waited_out = 1;
 	/* No stream came: the local copy, if there is one, takes it all. */
 	s->out->ops->fallback(s->out);
 	finish(s);

@@ -62,6 +62,7 @@ struct orbit__agent_stop {
 	int streamed;          /* its final pass went into a stream */
 	int done;              /* it is over */
 	int gave_up;           /* the deadline came with frames not settled */
+	int waited_out;        /* the deadline came while it waited for a stream */
 	uint64_t at_ms;        /* when it began (the loop's clock) */
 	uint64_t said_lost;    /* the loss the last loss line gave */
 	uint64_t said_loss_ns; /* when it was said (0: never) */

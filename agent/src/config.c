@@ -30,6 +30,8 @@ enum var {
 	V_ACK_TIMEOUT_MS,
 	V_SCHED,
 	V_CAPTURE,
+	V_SPOOL,
+	V_SPOOL_MAX,
 };
 
 __attribute__((format(printf, 3, 4))) static void bad(struct orbit__config_said *said, enum var v,
@@ -68,6 +70,51 @@ static int read_collector(const char *s, struct orbit__config *c, struct orbit__
 		    "orbit: ORBIT_COLLECTOR=%s is not HOST:PORT (%s); tracing is off\n", s, why);
 	}
 	return 0;
+}
+
+/*
+ * ORBIT_SPOOL: off (a boolean's no) or a directory; unset or a boolean's
+ * yes: $XDG_STATE_HOME/orbit/spool, else $HOME/.local/state/orbit/spool,
+ * else /tmp/orbit-spool-UID (a per-user place on disk that outlives the
+ * process and a reboot, unlike $XDG_RUNTIME_DIR's small tmpfs). Only with
+ * ORBIT_COLLECTOR.
+ */
+static void read_spool(struct orbit__config *c, struct orbit__config_said *said)
+{
+	c->spool = 0;
+	c->spool_max = ORBIT__CONFIG_SPOOL_MAX;
+	if (!c->collector_set)
+		return;
+	const char *s = getenv("ORBIT_SPOOL");
+	int on = 1;
+	if (s != NULL && s[0] != '\0' && orbit__parse_bool(s, &on) == 0 && !on)
+		return;
+	int n;
+	const char *state = getenv("XDG_STATE_HOME"), *home = getenv("HOME");
+	if (s != NULL && s[0] != '\0' && orbit__parse_bool(s, &on) != 0)
+		n = snprintf(c->spool_dir, sizeof c->spool_dir, "%s", s);
+	else if (state != NULL && state[0] == '/')
+		n = snprintf(c->spool_dir, sizeof c->spool_dir, "%s/orbit/spool", state);
+	else if (home != NULL && home[0] == '/')
+		n = snprintf(c->spool_dir, sizeof c->spool_dir, "%s/.local/state/orbit/spool",
+		             home);
+	else
+		n = snprintf(c->spool_dir, sizeof c->spool_dir, "/tmp/orbit-spool-%u",
+		             (unsigned)getuid());
+	if (n < 0 || (size_t)n >= sizeof c->spool_dir - 64) { /* room for a file name */
+		bad(said, V_SPOOL, "orbit: the spool directory %s is too long a path; no spool\n",
+		    s != NULL ? s : c->spool_dir);
+		c->spool_dir[0] = '\0';
+		return;
+	}
+	c->spool = 1;
+	uint64_t v;
+	s = getenv("ORBIT_SPOOL_MAX");
+	if (s != NULL && (orbit__parse_size(s, &v) != 0 || v < (1ull << 20)))
+		bad(said, V_SPOOL_MAX,
+		    "orbit: ORBIT_SPOOL_MAX=%s is not a size of 1M or more; using 512M\n", s);
+	else if (s != NULL)
+		c->spool_max = v;
 }
 
 static void read_outputs(struct orbit__config *c, struct orbit__config_said *said)
@@ -271,6 +318,7 @@ void orbit__config_read(struct orbit__config *c, struct orbit__config_said *said
 {
 	memset(c, 0, sizeof *c);
 	read_outputs(c, said);
+	read_spool(c, said);
 	read_agent(c, said);
 	read_segment(c, said);
 	c->clock = read_clock(said);

@@ -35,7 +35,8 @@
 #define ORBIT__CONFIG_DRAIN_MS 10u
 #define ORBIT__CONFIG_FLUSH_TIMEOUT_MS 3000u
 #define ORBIT__CONFIG_ACK_TIMEOUT_MS 10000u
-#define ORBIT__CONFIG_PAGE_RING_PAGES 64u /* log page ring pages */
+#define ORBIT__CONFIG_PAGE_RING_PAGES 64u      /* log page ring pages */
+#define ORBIT__CONFIG_SPOOL_MAX (512ull << 20) /* a process's spool files, together */
 
 enum orbit__config_clock {
 	ORBIT__CONFIG_CLOCK_AUTO = 0,
@@ -58,6 +59,11 @@ struct orbit__config {
 	uint64_t send_buffer;    /* ORBIT_SEND_BUFFER, bytes */
 	int zstd_level;          /* ORBIT_ZSTD_LEVEL */
 	uint32_t ack_timeout_ms; /* ORBIT_ACK_TIMEOUT_MS: a collector's answer, its progress */
+	/* The spool beside a collector (ORBIT_SPOOL): where what it does not
+	 * acknowledge is kept (output_composite.c). */
+	int spool;                /* 1 with ORBIT_COLLECTOR, unless ORBIT_SPOOL is off */
+	char spool_dir[PATH_MAX]; /* ORBIT_SPOOL, or the default (docs/operations.md) */
+	uint64_t spool_max;       /* ORBIT_SPOOL_MAX, bytes */
 
 	/* The agent thread. */
 	uint32_t drain_ms;         /* ORBIT_DRAIN_MS: the longest gap between passes */

@@ -226,7 +226,8 @@ void orbit__ledger_died(struct orbit__ledger *l, const struct orbit__fate *fate,
 				unsent(l, f->e[i].ring, f->e[i].records);
 			else {
 				maybe[f->e[i].ring] += f->e[i].records;
-				l->ring[f->e[i].ring].unsent += f->e[i].records;
+				if (!fate->late) /* late: they are in the spool (output.h) */
+					l->ring[f->e[i].ring].unsent += f->e[i].records;
 			}
 		}
 		free(f);

@@ -85,6 +85,13 @@ static inline uint8_t *orbit__frame_take(struct orbit__frame *f)
 	return p;
 }
 
+/* A frame written and never acknowledged, byte for byte. */
+struct orbit__kept {
+	const uint8_t *bytes;
+	size_t len;
+	uint64_t seq;
+};
+
 /* What an output knows of its stream's frames (when the stream breaks or is
  * given up): for the ledger's account of a stream that died. */
 struct orbit__fate {
@@ -92,6 +99,14 @@ struct orbit__fate {
 	uint64_t frames_acked; /* the destination has the first frames_acked of them */
 	uint32_t end;          /* the collector's last Ack's end, 0 if none came */
 	int certain;           /* frames after frames_acked are certainly not there */
+	/* The frames after frames_acked, oldest first, when the output kept
+	 * their bytes (TCP beside a spool); valid during the broken call. */
+	const struct orbit__kept *kept;
+	size_t n_kept;
+	/* The owner may still send the broken stream's open frame, during the
+	 * broken call: it goes where the frames not acknowledged went (the
+	 * spool), and those frames are not certainly lost. */
+	int late;
 };
 
 struct orbit__output;
@@ -114,6 +129,11 @@ struct orbit__output_events {
 	               const struct orbit__fate *fate);
 	/* Everything o took has settled (for a flush waiting on it). */
 	void (*idle)(void *ctx, struct orbit__output *o);
+	/* An attempt to reach the destination failed before it answered
+	 * (nobody listens there, no route, not a collector): the owner may
+	 * take another (the spool), and a stop waiting for o after hurry
+	 * waits for nothing. */
+	void (*unreachable)(void *ctx, struct orbit__output *o);
 };
 
 struct orbit__output_ops {
@@ -172,10 +192,16 @@ struct orbit__output *orbit__output_tcp(uv_loop_t *loop, const struct orbit__con
 /* The flight ring in seg, this process's segment (ORBIT_FLIGHT): the newest
  * frames of the current stream, the handshake kept aside. */
 struct orbit__output *orbit__output_flight(uv_loop_t *loop, struct orbit__segment *seg);
-/* The capture file cfg->capture ("%p" stands for the pid); copy: it is the
- * local copy beside a collector, whose failures do not stop tracing. */
-struct orbit__output *orbit__output_file(uv_loop_t *loop, const struct orbit__config *cfg,
-                                         int copy);
+/* What a file output is to the stream: the capture (ORBIT_CAPTURE), the
+ * local copy beside a collector (whose failures do not stop tracing), or a
+ * spool file (output_composite.c). */
+enum orbit__file_role { ORBIT__FILE_CAPTURE, ORBIT__FILE_COPY, ORBIT__FILE_SPOOL };
+/* The file path ("%p" stands for the pid), at most max bytes (UINT64_MAX:
+ * only RLIMIT_FSIZE bounds it). */
+struct orbit__output *orbit__output_file(uv_loop_t *loop, const char *path,
+                                         enum orbit__file_role role, uint64_t max);
+/* Bytes a file output wrote to its file so far. */
+uint64_t orbit__output_file_size(const struct orbit__output *o);
 /* The outputs cfg asks for, as one: *out, or -EINVAL (a bad ORBIT_COLLECTOR,
  * said by the configuration) or -ENOMEM. output_composite.c says which
  * stream each of them carries. */

@@ -4,7 +4,8 @@
  *
  * The same output is the local copy beside a collector (both ORBIT_COLLECTOR
  * and ORBIT_CAPTURE set): it takes the frames of one stream, byte for byte
- * what the collector receives, and its failures stop the copy, not tracing.
+ * what the collector receives, and its failures stop the copy, not tracing;
+ * and a spool file (output_composite.c): mode 0600, at most max bytes.
  *
  * Opening (open_capture; docs/operations.md states the rule for users). The
  * agent runs in someone else's process, perhaps as root, and the path may
@@ -50,7 +51,8 @@
 struct file_output {
 	struct orbit__output o;
 	int fd;
-	int copy;
+	enum orbit__file_role role;
+	uint64_t max;          /* the spool's bound; UINT64_MAX: none */
 	uint64_t size;         /* bytes of complete frames in the file */
 	uint64_t frames;       /* ... and how many */
 	char target[PATH_MAX]; /* as configured, then the path opened */
@@ -59,14 +61,14 @@ struct file_output {
 /* Why open_capture refused a path, for the one line. */
 enum refusal { R_NONE, R_LINK, R_NOT_REGULAR, R_OTHER_USER, R_BUSY };
 
-static int fresh(const char *path)
+static int fresh(const char *path, mode_t mode)
 {
-	return open(path, O_WRONLY | O_CREAT | O_EXCL | O_NOFOLLOW | O_CLOEXEC, 0644);
+	return open(path, O_WRONLY | O_CREAT | O_EXCL | O_NOFOLLOW | O_CLOEXEC, mode);
 }
 
 /* A new locked file at path, in place of the unlocked earlier capture that
  * old (locked by us) is; -errno on failure. */
-static int replace(const char *path)
+static int replace(const char *path, mode_t mode)
 {
 	char tmp[PATH_MAX];
 	int fd = -1;
@@ -74,7 +76,7 @@ static int replace(const char *path)
 		int n = snprintf(tmp, sizeof tmp, "%s.%d-%u.tmp", path, (int)getpid(), i);
 		if (n < 0 || (size_t)n >= sizeof tmp)
 			return -ENAMETOOLONG;
-		fd = fresh(tmp);
+		fd = fresh(tmp, mode);
 		if (fd < 0 && errno != EEXIST)
 			return -errno;
 	}
@@ -93,11 +95,11 @@ static int replace(const char *path)
 
 /* Opens path for a new stream by the rules above: a locked, empty file this
  * process created, or -errno (*why says which rule refused it). */
-static int open_capture(const char *path, enum refusal *why, uid_t *owner)
+static int open_capture(const char *path, mode_t mode, enum refusal *why, uid_t *owner)
 {
 	*why = R_NONE;
 	for (int tries = 0; tries < 8; tries++) {
-		int fd = fresh(path);
+		int fd = fresh(path, mode);
 		if (fd >= 0) {
 			if (flock(fd, LOCK_EX | LOCK_NB) == 0)
 				return fd;
@@ -151,7 +153,7 @@ static int open_capture(const char *path, enum refusal *why, uid_t *owner)
 			close(old);
 			continue;
 		}
-		fd = replace(path);
+		fd = replace(path, mode);
 		close(old); /* its lock goes with it */
 		return fd;
 	}
@@ -171,8 +173,10 @@ static void say_refused(const struct file_output *f, const char *path, int err, 
 		         (unsigned)owner);
 	else
 		snprintf(reason, sizeof reason, "%s", strerror(-err));
-	fprintf(stderr, "orbit: cannot create the capture %s: %s; %s\n", path, reason,
-	        f->copy ? "no local copy" : "tracing is off");
+	static const char *const what[] = {"the capture", "the capture", "the spool file"};
+	static const char *const then[] = {"tracing is off", "no local copy", "no spool"};
+	fprintf(stderr, "orbit: cannot create %s %s: %s; %s\n", what[f->role], path, reason,
+	        then[f->role]);
 }
 
 /* "%p" in the name stands for the pid. A file that another live agent is
@@ -186,8 +190,17 @@ static int file_start(struct orbit__output *o)
 	uid_t owner = 0;
 	int n;
 	int fd = orbit__config_capture_path(f->target, path, sizeof path);
-	if (fd == 0)
-		fd = open_capture(path, &why, &owner);
+	if (fd == 0 && f->role == ORBIT__FILE_SPOOL) {
+		/* A name of its own (output_composite.c): an earlier spool
+		 * there is never replaced. */
+		fd = fresh(path, 0600);
+		if (fd < 0)
+			fd = -errno;
+		else if (flock(fd, LOCK_EX | LOCK_NB) != 0)
+			fd = -errno;
+	} else if (fd == 0) {
+		fd = open_capture(path, 0644, &why, &owner);
+	}
 	if (fd < 0 && why == R_BUSY) {
 		n = snprintf(alt, sizeof alt, "%s.%d", path, (int)getpid());
 		if (n < 0 || (size_t)n >= sizeof alt) {
@@ -198,7 +211,7 @@ static int file_start(struct orbit__output *o)
 			        "process; writing %s\n",
 			        path, alt);
 			memcpy(path, alt, (size_t)n + 1);
-			fd = open_capture(path, &why, &owner);
+			fd = open_capture(path, 0644, &why, &owner);
 		}
 	}
 	if (fd < 0) {
@@ -226,7 +239,8 @@ static uint64_t size_limit(void)
  * cut back to its complete frames. */
 static int write_frame(struct file_output *f, const uint8_t *p, size_t len)
 {
-	if (len > size_limit() || f->size > size_limit() - len)
+	if (len > size_limit() || f->size > size_limit() - len || len > f->max ||
+	    f->size > f->max - len)
 		return -EFBIG; /* not even a part of it */
 	size_t left = len;
 	while (left > 0) {
@@ -269,17 +283,20 @@ static int file_send(struct orbit__output *o, struct orbit__frame *fr)
 		return 0;
 	}
 	char extra[96] = "";
-	if (err == -EFBIG && size_limit() != UINT64_MAX)
+	if (err == -EFBIG && f->size + fr->len > f->max)
+		snprintf(extra, sizeof extra,
+		         " (the spool's bound, ORBIT_SPOOL_MAX, is %llu bytes)",
+		         (unsigned long long)f->max);
+	else if (err == -EFBIG && size_limit() != UINT64_MAX)
 		snprintf(extra, sizeof extra, " (the file size limit, RLIMIT_FSIZE, is %llu bytes)",
 		         (unsigned long long)size_limit());
-	if (f->copy)
-		fprintf(stderr, "orbit: cannot write the local copy %s: %s%s; it stops here\n",
-		        f->target, strerror(-err), extra);
-	else
-		fprintf(stderr, "orbit: cannot write the capture %s: %s%s; tracing is off\n",
-		        f->target, strerror(-err), extra);
+	static const char *const what[] = {"the capture", "the local copy", "the spool file"};
+	fprintf(stderr, "orbit: cannot write %s %s: %s%s; %s\n", what[f->role], f->target,
+	        strerror(-err), extra,
+	        f->role == ORBIT__FILE_CAPTURE ? "tracing is off" : "it stops here");
 	file_stop(f, 0);
-	struct orbit__fate fate = {f->frames + 1, f->frames, 0, 1};
+	struct orbit__fate fate = {
+	    .frames_sent = f->frames + 1, .frames_acked = f->frames, .certain = 1};
 	o->ev->broken(o->ev->ctx, o, 1, &fate);
 	return err;
 }
@@ -312,18 +329,24 @@ static const char *file_trouble(const struct orbit__output *o)
 	return "";
 }
 
-/* A file holds one stream: it ends with it. The local copy is synced, as a
- * finished capture beside the collector's. */
+/* A file holds one stream: it ends with it. The local copy and the spool
+ * are synced, as finished captures beside the collector's. */
 static void file_end(struct orbit__output *o)
 {
 	struct file_output *f = (struct file_output *)o;
-	file_stop(f, f->copy);
+	file_stop(f, f->role != ORBIT__FILE_CAPTURE);
+}
+
+/* Bytes written so far (the spool's account of its bound). */
+uint64_t orbit__output_file_size(const struct orbit__output *o)
+{
+	return ((const struct file_output *)o)->size;
 }
 
 static void file_close(struct orbit__output *o)
 {
 	struct file_output *f = (struct file_output *)o;
-	file_stop(f, f->copy);
+	file_stop(f, f->role != ORBIT__FILE_CAPTURE);
 	free(f);
 }
 
@@ -350,14 +373,16 @@ static const struct orbit__output_ops file_ops = {
     .forget = file_forget,
 };
 
-struct orbit__output *orbit__output_file(uv_loop_t *loop, const struct orbit__config *cfg, int copy)
+struct orbit__output *orbit__output_file(uv_loop_t *loop, const char *path,
+                                         enum orbit__file_role role, uint64_t max)
 {
 	struct file_output *f = calloc(1, sizeof *f);
 	if (f == NULL)
 		return NULL;
 	f->o = (struct orbit__output){.ops = &file_ops, .loop = loop};
 	f->fd = -1;
-	f->copy = copy;
-	snprintf(f->target, sizeof f->target, "%s", cfg->capture);
+	f->role = role;
+	f->max = max;
+	snprintf(f->target, sizeof f->target, "%s", path);
 	return &f->o;
 }

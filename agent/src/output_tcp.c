@@ -34,7 +34,10 @@
  * the next frame into a new buffer of its own. A frame written at once
  * keeps the compression's buffer until its write callback, so the agent
  * does not map and unmap a buffer for every frame. Nothing is copied on
- * the way, and nothing is held longer than a copy was.
+ * the way. With a spool (keep), a frame keeps its bytes until it is
+ * acknowledged, not only until the kernel took them, and a stream that
+ * breaks hands the ones never acknowledged to its owner (fate.kept): the
+ * same bound, ORBIT_SEND_BUFFER, as what pending() counts.
  *
  * Progress. While frames are unacknowledged, a connection on which for
  * ORBIT_ACK_TIMEOUT_MS no Ack came and no byte left the write queue is
@@ -84,11 +87,14 @@ struct wframe {
 	uint8_t *bytes;
 };
 
-/* A frame written and not acknowledged yet, oldest first. */
+/* A frame written and not acknowledged yet, oldest first; with a spool,
+ * its bytes too (keep). */
 struct sent {
 	struct sent *next;
 	uint64_t seq;       /* its number in the stream */
 	uint64_t end_bytes; /* the stream's bytes up to its end */
+	uint8_t *bytes;     /* NULL unless kept */
+	size_t len;
 };
 
 /*
@@ -116,6 +122,7 @@ struct tcp_output {
 	char coll[300]; /* as given, for messages */
 	char host[256], port[16];
 	uint32_t ack_timeout_ms;
+	int keep; /* frames keep their bytes until acknowledged (a spool takes them) */
 	uv_connect_t conn;
 	uv_tcp_t tcp;
 	int tcp_open;
@@ -246,6 +253,7 @@ static void forget_sent(struct tcp_output *t)
 	while (t->head != NULL) {
 		struct sent *s = t->head;
 		t->head = s->next;
+		free(s->bytes);
 		free(s);
 	}
 	t->tail = NULL;
@@ -264,20 +272,38 @@ static void drop(struct tcp_output *t, int reset)
 	                           .frames_acked = t->frames_acked,
 	                           .end = t->last_end,
 	                           .certain = t->got_last};
-	forget_sent(t);
-	t->bytes_sent = t->bytes_acked = 0;
+	/* The frames not acknowledged, for the spool: libuv writes nothing
+	 * more once the handle is closing, so their bytes are ours. */
 	close_tcp(t, reset);
+	size_t n = 0;
+	for (const struct sent *s = t->head; s != NULL; s = s->next)
+		n += s->bytes != NULL;
+	struct orbit__kept *kept = n > 0 && t->keep ? calloc(n, sizeof *kept) : NULL;
+	if (kept != NULL) {
+		n = 0;
+		for (const struct sent *s = t->head; s != NULL; s = s->next)
+			if (s->bytes != NULL)
+				kept[n++] = (struct orbit__kept){s->bytes, s->len, s->seq};
+		fate.kept = kept;
+		fate.n_kept = n;
+	}
+	t->bytes_sent = t->bytes_acked = 0;
 	if (!t->complete)
 		t->o.ev->broken(t->o.ev->ctx, &t->o, 0, &fate);
+	free(kept);
+	forget_sent(t);
 	check_idle(t);
 }
 
 /* Before the collector answered: not a collector, for this stream. */
 static void not_answered(struct tcp_output *t, const char *what, const char *brief)
 {
-	problem(t, "orbit: %s %s; retrying in the background\n", t->coll, what);
+	if (!t->keep) /* with a spool, the spool's line says it */
+		problem(t, "orbit: %s %s; retrying in the background\n", t->coll, what);
 	set_trouble(t, "%s", brief);
 	drop(t, 1);
+	if (t->o.ev->unreachable != NULL) /* last */
+		t->o.ev->unreachable(t->o.ev->ctx, &t->o);
 }
 
 /* After it answered: the connection is lost. */
@@ -344,7 +370,7 @@ static int tcp_send(struct orbit__output *o, struct orbit__frame *fr)
 	}
 	w->t = t;
 	w->conn = t->conn_id;
-	w->bytes = bytes;
+	w->bytes = t->keep ? NULL : bytes; /* kept: freed when acknowledged, or dropped */
 	uv_buf_t buf = uv_buf_init((char *)bytes, (unsigned)fr->len);
 	int err = uv_write(&w->req, (uv_stream_t *)&t->tcp, &buf, 1, on_write);
 	if (err) { /* no callback will come: the frame never joined the queue */
@@ -360,6 +386,8 @@ static int tcp_send(struct orbit__output *o, struct orbit__frame *fr)
 	}
 	s->next = NULL;
 	s->seq = fr->seq;
+	s->bytes = t->keep ? bytes : NULL;
+	s->len = fr->len;
 	t->bytes_sent += fr->len;
 	s->end_bytes = t->bytes_sent;
 	t->frames_sent++;
@@ -384,7 +412,8 @@ static void reject(struct tcp_output *t, const char *reason)
 	t->state = DEAD;
 	t->o.streaming = 0;
 	uv_timer_stop(&t->tick);
-	struct orbit__fate fate = {t->frames_sent, t->frames_acked, 0, 1};
+	struct orbit__fate fate = {
+	    .frames_sent = t->frames_sent, .frames_acked = t->frames_acked, .certain = 1};
 	forget_sent(t);
 	t->bytes_sent = t->bytes_acked = 0;
 	close_tcp(t, 0);
@@ -454,6 +483,7 @@ static int on_ack(struct tcp_output *t, const struct orbit_ack *a)
 			t->tail = NULL;
 		seq = s->seq;
 		end_bytes = s->end_bytes;
+		free(s->bytes); /* the collector has them: libuv wrote them */
 		free(s);
 	}
 	if (a->bytes != end_bytes) {
@@ -590,14 +620,17 @@ static void on_tick(uv_timer_t *timer)
 
 static void connect_failed(struct tcp_output *t, const char *why)
 {
-	problem(t, "orbit: cannot reach collector %s (%s); retrying in the background\n", t->coll,
-	        why);
+	if (!t->keep) /* with a spool, the spool's line says it */
+		problem(t, "orbit: cannot reach collector %s (%s); retrying in the background\n",
+		        t->coll, why);
 	set_trouble(t, "%s", why);
 	t->state = CLOSING;
 	if (t->tcp_open)
 		close_tcp(t, 0);
 	else
 		tcp_gone(t);
+	if (t->o.ev->unreachable != NULL) /* last */
+		t->o.ev->unreachable(t->o.ev->ctx, &t->o);
 }
 
 static void on_connect(uv_connect_t *req, int status)
@@ -934,5 +967,6 @@ struct orbit__output *orbit__output_tcp(uv_loop_t *loop, const struct orbit__con
 	snprintf(t->host, sizeof t->host, "%s", cfg->host);
 	snprintf(t->port, sizeof t->port, "%s", cfg->port);
 	t->ack_timeout_ms = cfg->ack_timeout_ms;
+	t->keep = cfg->spool;
 	return &t->o;
 }

@@ -797,8 +797,12 @@ static void on_broken(void *ctx, struct orbit__output *o, int fatal, const struc
 {
 	(void)o;
 	struct orbit__stream *s = ctx;
+	if (fate->late && s->open && s->answered)
+		orbit__sw_cut(s->sw); /* the open frame's records go with the others */
 	abort_stream(s);
 	s->last = *fate;
+	s->last.kept = NULL; /* valid during the call only */
+	s->last.n_kept = 0;
 	orbit__ledger_died(&s->ledger, fate, s->answered);
 	s->answered = 0;
 	if (fatal) {
@@ -812,6 +816,14 @@ static void on_idle(void *ctx, struct orbit__output *o)
 {
 	(void)o;
 	check_idle(ctx);
+}
+
+static void on_unreachable(void *ctx, struct orbit__output *o)
+{
+	(void)o;
+	struct orbit__stream *s = ctx;
+	if (s->ev->gone != NULL)
+		s->ev->gone(s->ev->ctx);
 }
 
 /* ---- the interface ---- */
@@ -849,7 +861,8 @@ int orbit__stream_new(struct orbit__stream **out, const struct orbit__config *cf
 	                                          .ready = on_ready,
 	                                          .settled = on_settled,
 	                                          .broken = on_broken,
-	                                          .idle = on_idle};
+	                                          .idle = on_idle,
+	                                          .unreachable = on_unreachable};
 	o->ev = &s->out_ev;
 	err = o->ops->start(o);
 	if (err < 0) {

@@ -49,6 +49,9 @@ struct orbit__stream_events {
 	 * queue fell under ORBIT_SEND_BUFFER after it had held the drain
 	 * back. */
 	void (*can_drain)(void *ctx);
+	/* The output's last attempt failed before it answered: a stop that
+	 * hurried it waits for nothing. */
+	void (*gone)(void *ctx);
 };
 
 /* What the end-of-run line says of the streams. */
