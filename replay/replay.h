@@ -56,6 +56,7 @@ struct orbit_replay_options {
 	size_t ninputs;
 	const char *json_path; /* NULL: not written; "-": stdout */
 	const char *csv_path;
+	const char *values_csv_path; /* --values-csv */
 	const char *chrome_path;
 	const char *perfetto_path;
 	const char *html_path;  /* --html: the self-contained page */

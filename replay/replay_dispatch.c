@@ -229,8 +229,6 @@ static void on_value(struct orbit_rp_dispatch *d, struct orbit_rp_stream *s,
 	if (!passes(d, ev->tid, ev->name, ev->name_len, ev->start, ev->start))
 		return;
 	d->stats->values++;
-	if (d->nvalue == 0)
-		return;
 	struct orbit_rp_value v = {
 	    .stream = s,
 	    .thread = th,
@@ -246,8 +244,9 @@ static void on_value(struct orbit_rp_dispatch *d, struct orbit_rp_stream *s,
 	    .bits = ev->value_bits,
 	    .name = ev->name,
 	    .name_len = (uint32_t)ev->name_len,
-	    .loc = orbit__rp_sites_get(&s->sites, ev->site),
+	    .loc = d->nvalue ? orbit__rp_sites_get(&s->sites, ev->site) : NULL,
 	};
+	orbit__rp_values_add(&d->stats->vals, &v);
 	for (uint32_t i = 0; i < d->nvalue; i++)
 		d->value[i].fn(d->value[i].x, &v);
 }

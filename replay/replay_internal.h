@@ -25,6 +25,7 @@
 #include "replay_event.h"
 #include "replay_out.h"
 #include "replay_sched.h"
+#include "replay_values.h"
 
 /* ---- names: interned once, referred to by id ---- */
 
@@ -191,6 +192,7 @@ struct orbit_rp_stats {
 	int by_location;                                 /* keep the loc_ tables */
 	int64_t hist_budget;
 	uint64_t values, logs;
+	struct orbit_rp_values vals; /* the values that passed, by process, thread and name */
 };
 
 #define ORBIT_RP_HIST_BUDGET (96ll << 20)

@@ -33,6 +33,7 @@ static const char usage_text[] =
     "                   (file:line function where the scope is written)\n"
     "  --json FILE      the summary as JSON ('-': stdout, instead of the text)\n"
     "  --csv FILE       one row per scope and async span (RFC 4180)\n"
+    "  --values-csv FILE  one row per value sample (RFC 4180)\n"
     "  --chrome FILE    Trace Event JSON (Perfetto UI; DevTools' Performance panel\n"
     "                   shows its slices; for a page offline, --html)\n"
     "  --perfetto FILE  Perfetto protobuf trace (Perfetto UI, trace processor)\n"
@@ -93,6 +94,7 @@ enum {
 	OPT_BY,
 	OPT_JSON,
 	OPT_CSV,
+	OPT_VALUES_CSV,
 	OPT_CHROME,
 	OPT_PERFETTO,
 	OPT_HTML,
@@ -122,6 +124,7 @@ static const struct option long_opts[] = {
     {"by", required_argument, NULL, OPT_BY},
     {"json", required_argument, NULL, OPT_JSON},
     {"csv", required_argument, NULL, OPT_CSV},
+    {"values-csv", required_argument, NULL, OPT_VALUES_CSV},
     {"chrome", required_argument, NULL, OPT_CHROME},
     {"perfetto", required_argument, NULL, OPT_PERFETTO},
     {"html", required_argument, NULL, OPT_HTML},
@@ -236,6 +239,9 @@ static int option(struct orbit_replay_options *o, int c, const char *arg)
 	case OPT_CSV:
 		o->csv_path = arg;
 		return 0;
+	case OPT_VALUES_CSV:
+		o->values_csv_path = arg;
+		return 0;
 	case OPT_CHROME:
 		o->chrome_path = arg;
 		return 0;
@@ -335,8 +341,9 @@ int main(int argc, char **argv)
 			    "%s", "--clickhouse-create and --clickhouse-cluster need --clickhouse");
 		if (ch.cluster && !ch.create)
 			return usage("%s", "--clickhouse-cluster goes with --clickhouse-create");
-		if (o.json_path || o.csv_path || o.chrome_path || o.perfetto_path || o.html_path ||
-		    o.log || o.pages_path || o.has_thread || o.name || o.from.set || o.to.set)
+		if (o.json_path || o.csv_path || o.values_csv_path || o.chrome_path ||
+		    o.perfetto_path || o.html_path || o.log || o.pages_path || o.has_thread ||
+		    o.name || o.from.set || o.to.set)
 			return usage("%s", "--clickhouse loads whole captures: no other output "
 			                   "and no filter with it");
 		if (o.ninputs == 0 && !ch.create)
@@ -347,7 +354,8 @@ int main(int argc, char **argv)
 		return usage("%s", "no capture given");
 	if (o.follow && (o.ninputs != 1 || o.pages_path || o.log))
 		return usage("%s", "--follow reads one capture, without --pages or --log");
-	const char *outs[] = {o.json_path, o.csv_path, o.chrome_path, o.perfetto_path, o.html_path};
+	const char *outs[] = {o.json_path,   o.csv_path,      o.values_csv_path,
+	                      o.chrome_path, o.perfetto_path, o.html_path};
 	for (size_t i = 0; o.follow && i < sizeof outs / sizeof outs[0]; i++)
 		if (outs[i] != NULL && strcmp(outs[i], "-") == 0)
 			return usage(

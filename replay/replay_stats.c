@@ -143,6 +143,7 @@ void orbit__rp_stats_free(struct orbit_rp_stats *st)
 	orbit__rp_hist_free(&st->no_loc_async.hist);
 	orbit__rp_hist_free(&st->other_scope.hist);
 	orbit__rp_hist_free(&st->other_async.hist);
+	orbit__rp_values_free(&st->vals);
 	memset(st, 0, sizeof *st);
 }
 

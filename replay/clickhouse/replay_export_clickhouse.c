@@ -515,24 +515,10 @@ static void ch_value(struct orbit_rp_export *x, const struct orbit_rp_value *v)
 	if (!mine(st, v->stream))
 		return;
 	struct batch *b = st->b[ORBIT_RP_CH_VALUES];
-	uint8_t kind = v->kind;
-	double d;
-	switch (kind) {
-	case ORBIT_REC_INT:
-	case ORBIT_REC_INT64:
-		d = (double)(int64_t)v->bits;
-		break;
-	case ORBIT_REC_UINT:
-	case ORBIT_REC_UINT64:
-		d = (double)v->bits;
-		break;
-	default: /* the reconstructor makes values of these kinds only */
-		kind = ORBIT_REC_DOUBLE;
-		/* fallthrough */
-	case ORBIT_REC_FLOAT:
-	case ORBIT_REC_DOUBLE:
-		memcpy(&d, &v->bits, sizeof d);
-	}
+	/* the reconstructor makes values of these kinds only */
+	uint8_t kind =
+	    orbit__rp_value_integral(v) || v->kind == ORBIT_REC_FLOAT ? v->kind : ORBIT_REC_DOUBLE;
+	double d = orbit__rp_value_double(v);
 	common(st, b);
 	put_str(st, b, v->name, v->name ? v->name_len : 0);
 	U64(v->time);

@@ -116,6 +116,7 @@ struct orbit_rp_exporter {
 extern const struct orbit_rp_exporter *const orbit__rp_exporters[];
 
 extern const struct orbit_rp_exporter orbit__rp_export_csv;
+extern const struct orbit_rp_exporter orbit__rp_export_values_csv;
 extern const struct orbit_rp_exporter orbit__rp_export_chrome;
 extern const struct orbit_rp_exporter orbit__rp_export_perfetto;
 extern const struct orbit_rp_exporter orbit__rp_export_html;

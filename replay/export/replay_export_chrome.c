@@ -172,25 +172,6 @@ static void chrome_async(struct orbit_rp_export *x, const struct orbit_rp_span *
 	async_event(x, s, 1);
 }
 
-static void value_of(struct orbit_rp_out *o, const struct orbit_rp_value *v)
-{
-	uint64_t b = v->bits;
-	double d;
-	switch (v->kind) {
-	case ORBIT_REC_INT:
-	case ORBIT_REC_INT64:
-		orbit__rp_out_i64(o, (int64_t)b);
-		return;
-	case ORBIT_REC_UINT:
-	case ORBIT_REC_UINT64:
-		orbit__rp_out_u64(o, b);
-		return;
-	default:
-		memcpy(&d, &b, sizeof d);
-		orbit__rp_out_double(o, d);
-	}
-}
-
 static void chrome_value(struct orbit_rp_export *x, const struct orbit_rp_value *v)
 {
 	struct orbit_rp_out *o = event_open(x, "C");
@@ -199,7 +180,7 @@ static void chrome_value(struct orbit_rp_export *x, const struct orbit_rp_value 
 	put_ts(o, ",\"ts\":", v->time);
 	put_name(o, v->name, v->name_len);
 	orbit__rp_out_s(o, ",\"args\":{\"value\":");
-	value_of(o, v);
+	orbit__rp_out_value(o, v);
 	orbit__rp_out_s(o, "}}");
 }
 

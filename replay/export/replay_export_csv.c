@@ -21,6 +21,12 @@
  * CPU, waiting for one, asleep; what they leave of duration_ns is
  * unknown (no kernel events there). Empty without kernel scheduling for
  * the scope's thread, and for async spans.
+ *
+ * --values-csv: one row per value sample, in the order the captures give
+ * them (a thread's in its order): pid, tid, thread_name, name, time_ns,
+ * value (an integer exactly, a floating value as %.17g), type (int or
+ * double), marks (name_incomplete, time_untrusted), color, group_id, file,
+ * line, function, as above.
  */
 #include "replay_export.h"
 
@@ -33,6 +39,58 @@ static int csv_begin(struct orbit_rp_export *x)
 	return 0;
 }
 
+/* The marks a row's flags carry, space-separated. */
+static void marks_of(struct orbit_rp_out *o, uint32_t flags)
+{
+	static const struct {
+		uint32_t flag;
+		const char *word;
+	} marks[] = {{ORBIT_RP_UNFINISHED, "unfinished"},
+	             {ORBIT_RP_NAME_INCOMPLETE, "name_incomplete"},
+	             {ORBIT_RP_TIME_UNTRUSTED, "time_untrusted"}};
+	const char *sep = "";
+	for (size_t i = 0; i < sizeof marks / sizeof marks[0]; i++) {
+		if (flags & marks[i].flag) {
+			orbit__rp_out_s(o, sep);
+			orbit__rp_out_s(o, marks[i].word);
+			sep = " ";
+		}
+	}
+}
+
+/* color,group_id,marks,file,line,function: the fields spans and values
+ * share, each followed by its comma but the last. */
+static void attrs_and_source(struct orbit_rp_out *o, uint32_t flags, uint32_t color, uint64_t group,
+                             const struct orbit_rp_location *loc)
+{
+	if (flags & ORBIT_RP_ATTRS) {
+		orbit__rp_out_color(o, color);
+		orbit__rp_out_c(o, ',');
+		orbit__rp_out_u64(o, group);
+	} else {
+		orbit__rp_out_c(o, ',');
+	}
+	orbit__rp_out_c(o, ',');
+	marks_of(o, flags);
+	orbit__rp_out_c(o, ',');
+	if (loc != NULL) {
+		orbit__rp_out_csv(o, loc->file, loc->file_len);
+		orbit__rp_out_c(o, ',');
+		orbit__rp_out_u64(o, loc->line);
+		orbit__rp_out_c(o, ',');
+		orbit__rp_out_csv(o, loc->function, loc->function_len);
+	} else {
+		orbit__rp_out_c(o, ',');
+		orbit__rp_out_c(o, ',');
+	}
+}
+
+static void thread_name_field(struct orbit_rp_out *o, const struct orbit_rp_thread *t, uint32_t tid)
+{
+	if (t != NULL && t->name != NULL && t->tid == tid)
+		orbit__rp_out_csv(o, t->name, t->name_len);
+}
+
 static void csv_span(struct orbit_rp_export *x, const struct orbit_rp_span *s)
 {
 	struct orbit_rp_out *o = x->out;
@@ -42,8 +100,7 @@ static void csv_span(struct orbit_rp_export *x, const struct orbit_rp_span *s)
 	orbit__rp_out_c(o, ',');
 	orbit__rp_out_u64(o, s->tid);
 	orbit__rp_out_c(o, ',');
-	if (t != NULL && t->name != NULL && t->tid == s->tid)
-		orbit__rp_out_csv(o, t->name, t->name_len);
+	thread_name_field(o, t, s->tid);
 	orbit__rp_out_c(o, ',');
 	if (!async)
 		orbit__rp_out_u64(o, s->depth);
@@ -56,39 +113,7 @@ static void csv_span(struct orbit_rp_export *x, const struct orbit_rp_span *s)
 	orbit__rp_out_c(o, ',');
 	orbit__rp_out_u64(o, s->end - s->start);
 	orbit__rp_out_s(o, async ? ",async," : ",scope,");
-	if (s->flags & ORBIT_RP_ATTRS) {
-		orbit__rp_out_color(o, s->color);
-		orbit__rp_out_c(o, ',');
-		orbit__rp_out_u64(o, s->group);
-	} else {
-		orbit__rp_out_c(o, ',');
-	}
-	orbit__rp_out_c(o, ',');
-	static const struct {
-		uint32_t flag;
-		const char *word;
-	} marks[] = {{ORBIT_RP_UNFINISHED, "unfinished"},
-	             {ORBIT_RP_NAME_INCOMPLETE, "name_incomplete"},
-	             {ORBIT_RP_TIME_UNTRUSTED, "time_untrusted"}};
-	const char *sep = "";
-	for (size_t i = 0; i < sizeof marks / sizeof marks[0]; i++) {
-		if (s->flags & marks[i].flag) {
-			orbit__rp_out_s(o, sep);
-			orbit__rp_out_s(o, marks[i].word);
-			sep = " ";
-		}
-	}
-	orbit__rp_out_c(o, ',');
-	if (s->loc != NULL) {
-		orbit__rp_out_csv(o, s->loc->file, s->loc->file_len);
-		orbit__rp_out_c(o, ',');
-		orbit__rp_out_u64(o, s->loc->line);
-		orbit__rp_out_c(o, ',');
-		orbit__rp_out_csv(o, s->loc->function, s->loc->function_len);
-	} else {
-		orbit__rp_out_c(o, ',');
-		orbit__rp_out_c(o, ',');
-	}
+	attrs_and_source(o, s->flags, s->color, s->group, s->loc);
 	orbit__rp_out_c(o, ',');
 	if (s->sched != NULL) {
 		orbit__rp_out_u64(o, s->sched->oncpu_ns);
@@ -114,4 +139,43 @@ const struct orbit_rp_exporter orbit__rp_export_csv = {
     .begin = csv_begin,
     .scope = csv_span,
     .async = csv_span,
+};
+
+static int values_begin(struct orbit_rp_export *x)
+{
+	orbit__rp_out_s(x->out, "pid,tid,thread_name,name,time_ns,value,type,color,group_id,marks,"
+	                        "file,line,function\r\n");
+	return 0;
+}
+
+static void values_row(struct orbit_rp_export *x, const struct orbit_rp_value *v)
+{
+	struct orbit_rp_out *o = x->out;
+	orbit__rp_out_u64(o, v->pid);
+	orbit__rp_out_c(o, ',');
+	orbit__rp_out_u64(o, v->tid);
+	orbit__rp_out_c(o, ',');
+	thread_name_field(o, v->thread, v->tid);
+	orbit__rp_out_c(o, ',');
+	orbit__rp_out_csv(o, v->name ? v->name : "", v->name ? v->name_len : 0);
+	orbit__rp_out_c(o, ',');
+	orbit__rp_out_u64(o, v->time);
+	orbit__rp_out_c(o, ',');
+	orbit__rp_out_value(o, v);
+	orbit__rp_out_s(o, orbit__rp_value_integral(v) ? ",int," : ",double,");
+	attrs_and_source(o, v->flags, v->color, v->group, v->loc);
+	orbit__rp_out_s(o, "\r\n");
+}
+
+static const char *values_wanted(const struct orbit_replay_options *o)
+{
+	return o->values_csv_path;
+}
+
+const struct orbit_rp_exporter orbit__rp_export_values_csv = {
+    .name = "values-csv",
+    .wanted = values_wanted,
+    .needs = ORBIT_RP_NEED_EARLY_NAMES,
+    .begin = values_begin,
+    .value = values_row,
 };

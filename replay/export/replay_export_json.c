@@ -321,6 +321,50 @@ static void json_threads(const struct orbit_rp_view *v, struct orbit_rp_out *o)
 	free(a);
 }
 
+/* A value: integers of an integer series whole, other numbers exact
+ * (%.17g). */
+static void jnum(struct orbit_rp_out *o, const char *k, double x, int integral, int *first)
+{
+	jkey(o, k, first);
+	if (integral && x > -9e15 && x < 9e15 && x == (double)(long long)x)
+		orbit__rp_out_i64(o, (int64_t)x);
+	else
+		orbit__rp_out_double(o, x);
+}
+
+/* Values by name, then process and thread, as the summary's table. */
+static void json_values(const struct orbit_rp_view *v, struct orbit_rp_out *o)
+{
+	uint32_t n;
+	struct orbit_rp_vseries *r =
+	    orbit__rp_values_rows((struct orbit_rp_values *)&v->stats->vals, &n);
+	size_t k = orbit__rp_top(v->o, n);
+	orbit__rp_out_c(o, '[');
+	for (size_t i = 0; i < k; i++) {
+		const struct orbit_rp_vseries *x = &r[i];
+		int f = 1;
+		orbit__rp_out_s(o, i ? ",\n{" : "\n{");
+		jkey(o, "name", &f);
+		orbit__rp_out_json(o, x->name, x->name_len);
+		ju64(o, "pid", x->pid, &f);
+		ju64(o, "tid", x->tid, &f);
+		ju64(o, "count", x->count, &f);
+		jnum(o, "min", x->min, x->integral, &f);
+		jnum(o, "mean", x->sum / (double)x->count, 0, &f);
+		jnum(o, "p50", orbit__rp_vseries_pct(x, 50), x->integral, &f);
+		jnum(o, "p95", orbit__rp_vseries_pct(x, 95), x->integral, &f);
+		jnum(o, "max", x->max, x->integral, &f);
+		jnum(o, "last", x->last, x->integral, &f);
+		ju64(o, "last_ns", x->last_time, &f);
+		jkey(o, "integers", &f);
+		orbit__rp_out_s(o, x->integral ? "true" : "false");
+		jkey(o, "percentiles_approximate", &f);
+		orbit__rp_out_s(o, x->approx ? "true" : "false");
+		orbit__rp_out_c(o, '}');
+	}
+	orbit__rp_out_c(o, ']');
+}
+
 static void json_end(struct orbit_rp_export *x)
 {
 	const struct orbit_rp_view *v = x->view;
@@ -346,6 +390,8 @@ static void json_end(struct orbit_rp_export *x)
 	}
 	orbit__rp_out_s(o, ",\n\"threads\":");
 	json_threads(v, o);
+	orbit__rp_out_s(o, ",\n\"value_series\":");
+	json_values(v, o);
 	orbit__rp_out_printf(o,
 	                     ",\n\"values\":%" PRIu64 ",\n\"log_lines\":%" PRIu64
 	                     ",\n\"names_past_limit\":%" PRIu64 "}\n",

@@ -2,7 +2,7 @@
  * replay_export_summary.c — the summary orbit-replay prints by default:
  * for each capture and stream the process, start, duration, events,
  * threads, loss and whether the equation holds, then the tables of scopes,
- * async spans and threads (docs/replay.md, "The summary"). Written at the
+ * async spans, values and threads (docs/replay.md, "The summary"). Written at the
  * end, on the run's standard output; not with --log, -q or --json -.
  */
 #include <inttypes.h>
@@ -113,6 +113,50 @@ static void scope_table(const struct orbit_rp_view *v, struct orbit_rp_out *o, i
 		orbit__rp_out_c(o, '\n');
 	}
 	free(r);
+}
+
+/* A value as the values table shows it: integers whole, other numbers to
+ * six significant digits. */
+static void out_num(struct orbit_rp_out *o, double x, int integral, int approx)
+{
+	char b[40];
+	if (integral && x > -9e15 && x < 9e15 && x == (double)(long long)x)
+		snprintf(b, sizeof b, "%lld", (long long)x);
+	else
+		snprintf(b, sizeof b, "%.6g", x);
+	orbit__rp_out_printf(o, " %c%13s", approx ? '~' : ' ', b);
+}
+
+/* Values by name, then process and thread: one row per series. */
+static void value_table(const struct orbit_rp_view *v, struct orbit_rp_out *o)
+{
+	uint32_t n;
+	struct orbit_rp_vseries *r =
+	    orbit__rp_values_rows((struct orbit_rp_values *)&v->stats->vals, &n);
+	if (n == 0)
+		return;
+	size_t k = orbit__rp_top(v->o, n);
+	orbit__rp_out_printf(
+	    o, "\nvalues by name (%zu of %" PRIu32 " series: name, process, thread)\n", k, n);
+	orbit__rp_out_printf(o, "%10s %14s %14s %14s %14s %14s %14s %10s %10s  %s\n", "count",
+	                     "min", "mean", "p50", "p95", "max", "last", "pid", "tid", "name");
+	for (size_t i = 0; i < k; i++) {
+		const struct orbit_rp_vseries *x = &r[i];
+		orbit__rp_out_printf(o, "%10" PRIu64, x->count);
+		out_num(o, x->min, x->integral, 0);
+		out_num(o, x->sum / (double)x->count, 0, 0);
+		out_num(o, orbit__rp_vseries_pct(x, 50), x->integral, x->approx);
+		out_num(o, orbit__rp_vseries_pct(x, 95), x->integral, x->approx);
+		out_num(o, x->max, x->integral, 0);
+		out_num(o, x->last, x->integral, 0);
+		orbit__rp_out_printf(o, " %10" PRIu32 " %10" PRIu32 "  ", x->pid, x->tid);
+		out_name(o, x->name, x->name_len);
+		orbit__rp_out_c(o, '\n');
+	}
+	if (v->stats->vals.unkept)
+		orbit__rp_out_printf(
+		    o, "%" PRIu64 " samples of further series are counted, not shown\n",
+		    v->stats->vals.unkept);
 }
 
 static void thread_table(const struct orbit_rp_view *v, struct orbit_rp_out *o)
@@ -459,6 +503,7 @@ static void summary_end(struct orbit_rp_export *x)
 	}
 	scope_table(v, o, 0);
 	scope_table(v, o, 1);
+	value_table(v, o);
 	thread_table(v, o);
 	if (v->names->refused)
 		orbit__rp_out_printf(o,

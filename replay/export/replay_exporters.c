@@ -8,6 +8,7 @@
 
 const struct orbit_rp_exporter *const orbit__rp_exporters[] = {
     &orbit__rp_export_csv,
+    &orbit__rp_export_values_csv,
     &orbit__rp_export_chrome,
     &orbit__rp_export_perfetto,
     &orbit__rp_export_html,

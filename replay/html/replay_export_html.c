@@ -297,22 +297,6 @@ static void html_span(struct orbit_rp_export *x, const struct orbit_rp_span *s)
 		h->oom = 1;
 }
 
-static double value_of(const struct orbit_rp_value *v)
-{
-	double d;
-	switch (v->kind) {
-	case ORBIT_REC_INT:
-	case ORBIT_REC_INT64:
-		return (double)(int64_t)v->bits;
-	case ORBIT_REC_UINT:
-	case ORBIT_REC_UINT64:
-		return (double)v->bits;
-	default:
-		memcpy(&d, &v->bits, sizeof d);
-		return d;
-	}
-}
-
 /* ---- thinning values and log lines ---- */
 
 /* Whether lane's next event is kept: 1, 0, or -1 when out of memory. */
@@ -375,7 +359,8 @@ static void html_value(struct orbit_rp_export *x, const struct orbit_rp_value *v
 		h->oom = 1;
 		return;
 	}
-	h->values[h->nvalues++] = (struct orbit_rp_html_value){v->time, value_of(v), lane};
+	h->values[h->nvalues++] =
+	    (struct orbit_rp_html_value){v->time, orbit__rp_value_double(v), lane};
 	if (h->values_thin.limit && h->nvalues >= h->values_thin.limit)
 		thin_half(&h->values_thin, h->values, &h->nvalues, sizeof *h->values,
 		          offsetof(struct orbit_rp_html_value, lane));

@@ -1,0 +1,69 @@
+/*
+ * replay_values.h — what the text outputs say of values (ORBIT_VALUE ...):
+ * per process, thread and name, the count, min, mean, p50, p95, max and
+ * the last sample, for the summary's values table and --json; and the one
+ * way a sample's bits are read as a number.
+ *
+ * Percentiles are exact while the samples fit ORBIT_RP_VALUES_BUDGET bytes;
+ * past it, each series keeps a uniform sample of what it saw (reservoir
+ * sampling, Algorithm R) of at least ORBIT_RP_VALUES_KEEP values and its
+ * percentiles are marked approximate. At most ORBIT_RP_VALUES_MAX_SERIES
+ * series are kept; samples of further ones are only counted.
+ */
+#ifndef ORBIT_REPLAY_VALUES_H
+#define ORBIT_REPLAY_VALUES_H
+
+#include <stddef.h>
+#include <stdint.h>
+
+#include "replay_event.h"
+
+#define ORBIT_RP_VALUES_BUDGET (64ll << 20)
+#define ORBIT_RP_VALUES_KEEP 1024u
+#define ORBIT_RP_VALUES_MAX_SERIES 65536u
+
+/* One series: the samples of one name on one thread. */
+struct orbit_rp_vseries {
+	uint32_t pid, tid;
+	char *name; /* a copy: value names are not interned */
+	uint32_t name_len;
+	int integral; /* every sample was of an integer kind */
+	uint64_t count;
+	double min, max, sum, last;
+	uint64_t last_time;
+	double *kept; /* every sample, or a uniform sample of them (approx) */
+	uint32_t nkept, cap;
+	int approx;
+	int sorted; /* kept is sorted (orbit__rp_values_rows) */
+};
+
+struct orbit_rp_values {
+	struct orbit_rp_vseries *s;
+	uint32_t n, cap;
+	uint32_t *slot; /* open addressing: index + 1, 0 empty */
+	uint32_t nslot;
+	int64_t used; /* bytes of samples kept, against ORBIT_RP_VALUES_BUDGET */
+	uint64_t rng;
+	uint64_t unkept; /* samples of series past ORBIT_RP_VALUES_MAX_SERIES */
+};
+
+/* The sample's number. */
+double orbit__rp_value_double(const struct orbit_rp_value *v);
+/* 1 when the sample is of an integer kind. */
+int orbit__rp_value_integral(const struct orbit_rp_value *v);
+struct orbit_rp_out;
+/* Writes the sample's number: an integer exactly, a double as %.17g. */
+void orbit__rp_out_value(struct orbit_rp_out *o, const struct orbit_rp_value *v);
+
+/* Counts one sample (one that passed the filters). */
+void orbit__rp_values_add(struct orbit_rp_values *vs, const struct orbit_rp_value *v);
+/* The series, sorted by name, then pid, then tid; their samples sorted for
+ * orbit__rp_vseries_pct. NULL (and *n 0) when there are none; not to free,
+ * and valid until the next add. */
+struct orbit_rp_vseries *orbit__rp_values_rows(struct orbit_rp_values *vs, uint32_t *n);
+/* The p-th percentile (0..100) of a series whose samples are sorted:
+ * nearest rank. */
+double orbit__rp_vseries_pct(const struct orbit_rp_vseries *s, double p);
+void orbit__rp_values_free(struct orbit_rp_values *vs);
+
+#endif
