@@ -216,8 +216,10 @@ static void read_flight(struct orbit_dump *d, struct kept *k)
 				d->hs = p->handshake;
 				p->handshake = NULL; /* ours now */
 				p->body_case = ORBIT__PACKET__BODY__NOT_SET;
-				orbit__sw_copy(d->out.sw, hb, m1.handshake_len,
-				               ORBIT__SW_HANDSHAKE);
+				/* The agent's, said to be continued by a dump: a
+				 * capture of its own beside the agent's (4.11). */
+				d->hs->dumped = 1;
+				orbit__sw_handshake(d->out.sw, d->hs, NULL, 0);
 			} else {
 				orbit__dump_problem(
 				    d, base + ORBIT__FLIGHT_HEADER,
@@ -304,6 +306,7 @@ static void own_handshake(struct orbit_dump *d, const uint64_t *start)
 	h.page_ring_count = d->l.page_ring_count;
 	h.page_size = d->l.page_ring_page_size;
 	h.flight_size = d->l.flight_size;
+	h.dumped = 2;
 	orbit__sw_handshake(d->out.sw, &h, NULL, 0);
 }
 

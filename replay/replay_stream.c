@@ -107,6 +107,7 @@ void orbit__rp_stream_info(struct orbit_rp_stream *s, const Orbit__Handshake *h)
 	s->page_ring_count = h->page_ring_count;
 	s->page_size = h->page_size;
 	s->flight_size = h->flight_size;
+	s->dumped = h->dumped;
 	for (uint32_t r = 0; r < h->n_ring_start && r < ORBIT_MAX_RINGS; r++) {
 		s->ring_start[r] = h->ring_start[r];
 		s->next_claim[r] = h->ring_start[r];

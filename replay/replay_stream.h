@@ -97,9 +97,10 @@ struct orbit_rp_stream {
 	int ended;
 	uint32_t cut; /* Ack.end of the collector's frame that ends a cut capture */
 	uint64_t untrusted_times, clock_resets; /* EndOfStream 5 and 6 */
-	uint32_t ended_by;                /* EndOfStream 11: 0 the agent, 1 snapshot, 2 gone */
-	struct orbit_rp_dump *dump;       /* orbit-dump's word, or NULL */
-	uint64_t flight_size;             /* Handshake 32: kept in a flight ring of that size */
+	uint32_t ended_by;          /* EndOfStream 11: 0 the agent, 1 snapshot, 2 gone */
+	struct orbit_rp_dump *dump; /* orbit-dump's word, or NULL */
+	uint64_t flight_size;       /* Handshake 32: kept in a flight ring of that size */
+	uint32_t dumped; /* Handshake 34: orbit-dump wrote it, 1 continuing the agent's stream */
 	struct orbit_rp_open open_at_end; /* scopes open when the input ended */
 	int finishing;                    /* the reconstructor's finish is running */
 	/* page rings: records delivered, lost (last PageLoss), reserved (End) */

@@ -395,7 +395,9 @@ static uint64_t mix(uint64_t z)
 	return z ^ (z >> 31);
 }
 
-uint64_t orbit__rp_ch_capture_id(const struct orbit_rp_stream *s, size_t index)
+/* The id of the stream s's fields name; dumped as given (a dump continues
+ * the agent's stream of the same fields: its own id differs by it). */
+static uint64_t capture_id(const struct orbit_rp_stream *s, size_t index, uint32_t dumped)
 {
 	uint64_t h = 0xcbf29ce484222325ull;
 	if (!s->handshake) {
@@ -421,7 +423,19 @@ uint64_t orbit__rp_ch_capture_id(const struct orbit_rp_stream *s, size_t index)
 	h = fnv_u64(h, s->page_size);
 	for (uint32_t r = 0; r < s->ring_count && r < ORBIT_MAX_RINGS; r++)
 		h = fnv_u64(h, s->ring_start[r]);
+	if (dumped != 0) /* only then: the ids of every other capture stay as they were */
+		h = fnv_u64(fnv_str(h, "dumped"), dumped);
 	return mix(h);
+}
+
+uint64_t orbit__rp_ch_capture_id(const struct orbit_rp_stream *s, size_t index)
+{
+	return capture_id(s, index, s->handshake ? s->dumped : 0);
+}
+
+uint64_t orbit__rp_ch_continues(const struct orbit_rp_stream *s, size_t index)
+{
+	return s->handshake && s->dumped == 1 ? capture_id(s, index, 0) : 0;
 }
 
 /* The time it began in the high half (a cleanup can tell old loads from
@@ -631,6 +645,8 @@ static void capture_row(struct ch *st, const struct orbit_rp_stream *s)
 	U64(s->clock_resets);
 	U64(s->cap ? s->cap->damaged : 0);
 	U64(s->cap ? s->cap->invalid : 0);
+	U8(s->kernel.on != 0);
+	U64(orbit__rp_ch_continues(s, st->index));
 	row_end(st, ORBIT_RP_CH_CAPTURES, 0); /* sent by the commit */
 }
 

@@ -182,5 +182,8 @@ struct orbit_rp_ch_load {
 /* Stable identity of a stream: a hash of its handshake (docs/operations.md). */
 struct orbit_rp_stream;
 uint64_t orbit__rp_ch_capture_id(const struct orbit_rp_stream *s, size_t index);
+/* For a capture orbit-dump made with the agent's Handshake (Handshake.dumped
+ * 1): the id of the agent's stream it continues; else 0. */
+uint64_t orbit__rp_ch_continues(const struct orbit_rp_stream *s, size_t index);
 
 #endif

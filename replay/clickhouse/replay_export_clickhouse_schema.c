@@ -150,6 +150,8 @@ static const struct orbit_rp_ch_column captures[] = {
     {"agent_clock_resets", "UInt64"},
     {"damaged_frames", "UInt64"},
     {"rejected_packets", "UInt64"},
+    {"sched", "UInt8"},
+    {"continues", "UInt64"},
 };
 
 #define FITS(a) _Static_assert(N(a) <= ORBIT_RP_CH_MAX_COLS, #a ": too many columns")
@@ -297,6 +299,57 @@ static int run(struct orbit_rp_ch_http *h, char *sql, int nodb, struct orbit_rp_
 	return r;
 }
 
+static const char *type_in(const char *tsv, const char *table, const char *col, size_t *len);
+
+/* ALTER TABLE name ADD COLUMN `col` type */
+static char *add_column(const char *table, const char *suffix, const struct orbit_rp_ch_column *c)
+{
+	struct sql s = {0};
+	put(&s, "ALTER TABLE ");
+	put(&s, table);
+	put(&s, suffix);
+	put(&s, " ADD COLUMN ");
+	put_quoted(&s, c->name, '`');
+	put(&s, " ");
+	put(&s, c->type);
+	return done(&s);
+}
+
+/* The columns a table made by an earlier orbit-replay lacks, added (at the
+ * end, as they are in the definitions: inserts name their columns). On a
+ * cluster, to the local table and the Distributed one of this server;
+ * the other servers' with their own --clickhouse-create. */
+static int add_missing(struct orbit_rp_ch_http *h, const char *cluster, struct orbit_rp_ch_error *e)
+{
+	struct orbit_rp_ch_reply r = {0};
+	if (orbit__rp_ch_http_run(h,
+	                          "SELECT table, name, type FROM system.columns WHERE database = "
+	                          "currentDatabase() FORMAT TSVRaw",
+	                          NULL, 0, 0, &r, e) != 0) {
+		orbit__rp_ch_reply_free(&r);
+		return -1;
+	}
+	const char *tsv = r.data ? r.data : "";
+	int ret = 0;
+	for (int t = 0; t < ORBIT_RP_CH_TABLES && ret == 0; t++) {
+		const struct orbit_rp_ch_table_def *d = &orbit__rp_ch_tables[t];
+		char local[64];
+		snprintf(local, sizeof local, "%s%s", d->name, cluster ? "_local" : "");
+		for (size_t i = 1; i < d->ncols && ret == 0; i++) {
+			size_t len;
+			if (type_in(tsv, local, d->cols[i].name, &len) == NULL)
+				ret = run(h,
+				          add_column(d->name, cluster ? "_local" : "", &d->cols[i]),
+				          0, e);
+			if (ret == 0 && cluster &&
+			    type_in(tsv, d->name, d->cols[i].name, &len) == NULL)
+				ret = run(h, add_column(d->name, "", &d->cols[i]), 0, e);
+		}
+	}
+	orbit__rp_ch_reply_free(&r);
+	return ret;
+}
+
 int orbit__rp_ch_create(struct orbit_rp_ch_http *h, const char *cluster,
                         struct orbit_rp_ch_error *e)
 {
@@ -328,7 +381,7 @@ int orbit__rp_ch_create(struct orbit_rp_ch_http *h, const char *cluster,
 			ret = run(h, create_distributed(d, cluster, db), 0, e);
 	}
 	orbit__rp_ch_reply_free(&r);
-	return ret;
+	return ret == 0 ? add_missing(h, cluster, e) : ret;
 }
 
 /* ---- the check before a load ---- */
@@ -374,11 +427,12 @@ int orbit__rp_ch_check_columns(const char *tsv, const char *server, const char *
 				         server, d->name, *db ? db : "default");
 				bad = 1;
 			} else if (type == NULL) {
-				snprintf(e->text, sizeof e->text,
-				         "ClickHouse at %s: table %s has no column %s (%s): it was "
-				         "created by another version of orbit-replay "
-				         "(docs/operations.md, the tables)",
-				         server, d->name, d->cols[i].name, d->cols[i].type);
+				snprintf(
+				    e->text, sizeof e->text,
+				    "ClickHouse at %s: table %s has no column %s (%s): it was "
+				    "created by an earlier orbit-replay; --clickhouse-create adds "
+				    "it (docs/operations.md, the tables)",
+				    server, d->name, d->cols[i].name, d->cols[i].type);
 				bad = 1;
 			} else if (!same_type(type, len, d->cols[i].type)) {
 				char shown[64];

@@ -2,10 +2,11 @@
 servers (Debian's clickhouse-server 18.16, clickhouse_harness.py), one
 case per run:
 
-  captures OUT DEMO HOSTILE SYNTH   the fixture: captures of examples/demo
-                                    (two runs), of the hostile-name program
-                                    (ORBIT_CAPTURE), and synthetic ones
-                                    (hostile names, two streams, no end)
+  captures OUT DEMO HOSTILE SYNTH VICTIM DUMP   the fixture: captures of
+            examples/demo (two runs), of the hostile-name program
+            (ORBIT_CAPTURE), synthetic ones (hostile names, two streams, no
+            end, the kernel's scheduling), and a killed flight_victim's cut
+            capture beside orbit-dump's of it
   load      per-name counts, totals, self times, min, max and exact
             quantiles from SQL equal orbit-replay --json on the same
             captures, one by one and all together; so do threads, values,
@@ -29,6 +30,12 @@ case per run:
             18.16, and the ones with a known answer give it
   trickle   a server that trickles its reply, and one that never answers:
             each request fails at --clickhouse-timeout (no ClickHouse)
+  dump      a dump and the cut capture it continues load side by side:
+            distinct capture ids, the dump's continues naming the cut one,
+            the dump's extra scopes all there; captures.sched set for the
+            capture with the kernel's scheduling only; tables without the
+            columns added since: the load says so, --clickhouse-create adds
+            them
 
     python3 replay_clickhouse.py CASE ORBIT_REPLAY CAPTURES DOCS [TCP_PROXY]
 
@@ -54,7 +61,30 @@ COMMITTED = "load_id GLOBAL IN (SELECT load_id FROM captures)"
 
 # ---- the fixture ----
 
-def make_captures(out, demo, hostile, synth):
+def make_dump_pair(out, victim, dump):
+    """A process traced with ORBIT_CAPTURE and ORBIT_FLIGHT, killed: its cut
+    capture (cut.orbit.zst) and orbit-dump's (dumped.orbit.zst), which
+    continues it with 400 scopes the agent never wrote."""
+    cut, dumped = os.path.join(out, "cut.orbit.zst"), os.path.join(out, "dumped.orbit.zst")
+    for f in (cut, dumped):
+        if os.path.exists(f):
+            os.unlink(f)
+    env = {k: v for k, v in os.environ.items() if not k.startswith("ORBIT_")}
+    env.update(ORBIT_CAPTURE=cut, ORBIT_FLIGHT="4M", ORBIT_DRAIN_MS="60000",
+               ASAN_OPTIONS="handle_segv=0:detect_leaks=0")
+    v = subprocess.Popen([victim, "undrained", "2000", "400"], env=env,
+                         stdout=subprocess.DEVNULL, stderr=subprocess.PIPE)
+    err = v.communicate()[1]
+    check(v.returncode < 0, "the victim exited %d: %s" % (v.returncode, err))
+    segs = [f for f in os.listdir("/dev/shm") if f.startswith("orbit-%d-" % v.pid)]
+    check(len(segs) == 1, "the victim's segments: %s" % segs)
+    seg = "/dev/shm/" + segs[0]
+    p = subprocess.run([dump, "-o", dumped, seg], capture_output=True)
+    check(p.returncode == 0, "orbit-dump: %d %s" % (p.returncode, p.stderr))
+    os.unlink(seg)
+
+
+def make_captures(out, demo, hostile, synth, victim=None, dump=None):
     os.makedirs(out, exist_ok=True)
     env = dict(os.environ)
     env.pop("ORBIT_COLLECTOR", None)
@@ -71,8 +101,10 @@ def make_captures(out, demo, hostile, synth):
         p = subprocess.run(argv, env=dict(env, ORBIT_CAPTURE=path), capture_output=True)
         check(p.returncode == 0 and os.path.exists(path),
               "%s: exit %d %s" % (argv[0], p.returncode, p.stderr))
-    for name in ("names", "streams", "noend"):
+    for name in ("names", "streams", "noend", "sched2"):
         shutil.copy(os.path.join(synth, name + ".orbit.zst"), out)
+    if victim:
+        make_dump_pair(out, victim, dump)
 
 
 # ---- running orbit-replay ----
@@ -720,7 +752,48 @@ def run_csv(run, files):
             if r["kind"] == "scope" and "unfinished" not in r["marks"].split()]
 
 
-CASES = {"load": case_load, "twice": case_twice, "refused": case_refused,
+def case_dump(run):
+    """A dump and the cut capture it continues load side by side, told
+    apart, the relation recorded; the kernel's scheduling is in
+    captures.sched; and tables of an earlier orbit-replay get the new
+    columns from --clickhouse-create."""
+    cut, dumped, sched = (os.path.join(run.dir, f + ".orbit.zst")
+                          for f in ("cut", "dumped", "sched2"))
+    with ch.Servers(1) as (s,):
+        # tables of an earlier orbit-replay: without the columns added since
+        run.load(s, files=[cut], want=None, create=True)
+        s.query("ALTER TABLE captures DROP COLUMN sched")
+        s.query("ALTER TABLE captures DROP COLUMN continues")
+        p = run.load(s, files=[sched], want=3)
+        err = p.stderr.decode(errors="replace")
+        check("has no column sched (UInt8): it was created by an earlier orbit-replay; "
+              "--clickhouse-create adds it" in err, err)
+        run.load(s, files=[dumped, sched], want=0, create=True)
+        rows = {os.path.basename(r[0]): (int(r[1]), int(r[2]), int(r[3]), int(r[4]))
+                for r in s.rows("SELECT capture_file, capture_id, continues, sched, scopes "
+                                "FROM captures")}
+        check(set(rows) == {"cut.orbit.zst", "dumped.orbit.zst", "sched2.orbit.zst"},
+              "captures rows %s" % rows)
+        c, d = rows["cut.orbit.zst"], rows["dumped.orbit.zst"]
+        check(c[0] != d[0], "the dump and the cut capture share the capture id %d" % c[0])
+        check(d[1] == c[0], "the dump continues %d, the cut capture is %d" % (d[1], c[0]))
+        check(c[1] == 0 and rows["sched2.orbit.zst"][1] == 0, "continues on others: %s" % rows)
+        # (the cut capture was loaded before the columns were added: 0 in them)
+        check([r[2] for r in (c, d, rows["sched2.orbit.zst"])] == [0, 0, 1],
+              "captures.sched %s" % rows)
+        check(d[3] >= c[3] + 400, "the dump has %d scopes, the cut capture %d" % (d[3], c[3]))
+        # both counted by the loader, the dump's rows all there
+        n = int(s.rows("SELECT count() FROM scopes WHERE capture_id = %d" % d[0])[0][0])
+        check(n == d[3], "scopes of the dump: %d rows, captures says %d" % (n, d[3]))
+        # the preference the docs give: the dump's rows, the cut capture's before it
+        both = int(s.rows(
+            "SELECT count() FROM scopes WHERE capture_id = %d OR (capture_id = %d AND "
+            "start_ns < (SELECT start_ns FROM captures WHERE capture_id = %d))" %
+            (d[0], c[0], d[0]))[0][0])
+        check(d[3] <= both <= d[3] + c[3], "preferring the dump: %d rows" % both)
+
+
+CASES = {"dump": case_dump, "load": case_load, "twice": case_twice, "refused": case_refused,
          "errors": case_errors, "cluster": case_cluster, "shard_down": case_shard_down,
          "shard_midway": case_shard_midway, "queries": case_queries, "trickle": case_trickle}
 
@@ -728,7 +801,7 @@ CASES = {"load": case_load, "twice": case_twice, "refused": case_refused,
 def main():
     case = sys.argv[1]
     if case == "captures":
-        make_captures(*sys.argv[2:6])
+        make_captures(*sys.argv[2:8])
         return
     if case != "trickle" and not ch.available():
         skip("%s not found (Debian clickhouse-server)" % ch.SERVER)
