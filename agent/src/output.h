@@ -107,6 +107,9 @@ struct orbit__fate {
 	 * broken call: it goes where the frames not acknowledged went (the
 	 * spool), and those frames are not certainly lost. */
 	int late;
+	/* The collector refused the stream's protocol version: it is older
+	 * than this agent (docs/format.md 4.0). Its reason is trouble(). */
+	int older;
 };
 
 struct orbit__output;

@@ -281,8 +281,10 @@ static void patience_start(struct composite *c)
 		uv_timer_start(&c->patience, on_patience, SPOOL_PATIENCE_MS, 0);
 }
 
-/* 2.: the spool carries the stream from now on, the collector is let go. */
-static int spool_carry(struct composite *c)
+/* 2.: the spool carries the stream from now on, the collector is let go;
+ * its line says why: the collector "is not answering (...)", or "is older
+ * than this agent (...)". */
+static int spool_carry_because(struct composite *c, const char *what)
 {
 	if (c->dead || !c->cfg->spool || !on_main(c) || !c->patience_open)
 		return 0;
@@ -303,15 +305,21 @@ static int spool_carry(struct composite *c)
 	if (c->flight != NULL) /* the stream the spool carries, from its Handshake */
 		c->flight_on = c->flight->ops->start(c->flight) == 0;
 	fprintf(stderr,
-	        "orbit: collector %s is not answering%s%s%s; the trace goes to the spool %s "
+	        "orbit: collector %s %s%s%s%s; the trace goes to the spool %s "
 	        "(orbit-collector --ingest takes it into a collector's directory)\n",
-	        c->cfg->collector, c->trouble[0] ? " (" : "", c->trouble, c->trouble[0] ? ")" : "",
-	        path);
+	        c->cfg->collector, what, c->trouble[0] ? " (" : "", c->trouble,
+	        c->trouble[0] ? ")" : "", path);
 	c->o.ev->ready(c->o.ev->ctx, &c->o); /* answered at once: a file */
 	return 1;
 }
 
+static int spool_carry(struct composite *c)
+{
+	return spool_carry_because(c, "is not answering");
+}
+
 static int composite_fallback(struct orbit__output *o);
+static int take_over(struct composite *c, int older);
 
 static void on_patience(uv_timer_t *t)
 {
@@ -379,6 +387,15 @@ static void on_broken(void *ctx, struct orbit__output *o, int fatal, const struc
 		else if (o == c->copy)
 			c->copy_on = 0; /* the copy stops; the stream goes on */
 		return;
+	}
+	if (fatal && fate->older && on_main(c)) {
+		/* An older collector: the trace stays here, if it can. The
+		 * stream's Handshake was never answered: it took no records. */
+		if (take_over(c, 1))
+			return;
+		fprintf(stderr,
+		        "orbit: collector %s is older than this agent (%s); tracing is off\n",
+		        c->cfg->collector, c->main->ops->trouble(c->main));
 	}
 	struct orbit__fate up = *fate;
 	up.kept = NULL; /* ours alone, and only during this call */
@@ -567,11 +584,18 @@ static void composite_forget(struct orbit__output *o, int copies)
  * rings hold; else the spool does (2.). */
 static int composite_fallback(struct orbit__output *o)
 {
-	struct composite *c = of(o);
+	return take_over(of(o), 0);
+}
+
+/* The local copy or the spool takes the stream (older: the collector
+ * refused its protocol version). */
+static int take_over(struct composite *c, int older)
+{
 	if (c->dead || !on_main(c))
 		return 0;
 	if (c->copy == NULL || c->copy_used)
-		return spool_carry(c);
+		return spool_carry_because(c,
+		                           older ? "is older than this agent" : "is not answering");
 	c->copy_used = 1;
 	forget_handshake(c);
 	if (c->copy->ops->start(c->copy) != 0)
@@ -582,9 +606,9 @@ static int composite_fallback(struct orbit__output *o)
 	if (c->flight != NULL) /* the stream the copy carries, from its Handshake */
 		c->flight_on = c->flight->ops->start(c->flight) == 0;
 	const char *trouble = c->main->ops->trouble(c->main);
-	fprintf(stderr,
-	        "orbit: collector %s not reached%s%s%s; the trace is in the local copy only\n",
-	        c->cfg->collector, trouble[0] ? " (" : "", trouble, trouble[0] ? ")" : "");
+	fprintf(stderr, "orbit: collector %s %s%s%s%s; the trace is in the local copy only\n",
+	        c->cfg->collector, older ? "is older than this agent" : "not reached",
+	        trouble[0] ? " (" : "", trouble, trouble[0] ? ")" : "");
 	c->o.ev->ready(c->o.ev->ctx, &c->o); /* answered at once: a file */
 	return 1;
 }

@@ -405,15 +405,23 @@ static size_t tcp_pending(const struct orbit__output *o)
 	return (size_t)(t->bytes_sent - t->bytes_acked);
 }
 
+/* Refused for good. A refusal of the stream's protocol version is an older
+ * collector's (docs/format.md 4.0, 7.1): its one line is the owner's, who
+ * may keep the trace elsewhere (the spool, the local copy). */
 static void reject(struct tcp_output *t, const char *reason)
 {
-	fprintf(stderr, "orbit: collector %s refused this process (%s); tracing is off\n", t->coll,
-	        reason);
+	int older = strncmp(reason, "protocol version ", 17) == 0;
+	if (!older)
+		fprintf(stderr, "orbit: collector %s refused this process (%s); tracing is off\n",
+		        t->coll, reason);
+	set_trouble(t, "%s", reason);
 	t->state = DEAD;
 	t->o.streaming = 0;
 	uv_timer_stop(&t->tick);
-	struct orbit__fate fate = {
-	    .frames_sent = t->frames_sent, .frames_acked = t->frames_acked, .certain = 1};
+	struct orbit__fate fate = {.frames_sent = t->frames_sent,
+	                           .frames_acked = t->frames_acked,
+	                           .certain = 1,
+	                           .older = older};
 	forget_sent(t);
 	t->bytes_sent = t->bytes_acked = 0;
 	close_tcp(t, 0);

@@ -20,6 +20,10 @@
 #                makes it the complete capture, byte for byte
 #   hostile      a damaged spool, a file that is no capture: refused, one line
 #                each, the directory unchanged
+#   older        a collector older than the agent refuses its protocol version
+#                (the previous release's refusal, byte for byte: fake_peer
+#                --older): one line, and the trace is in the spool, or in the
+#                local copy (ORBIT_CAPTURE), or with neither tracing is off
 set -eu
 build=$1
 case_=$2
@@ -162,6 +166,31 @@ hostile)
 	rc=$?
 	set -e
 	[ $rc -eq 1 ] && grep -q "needs the spool files" "$dir/out" || fail "--ingest alone: $(cat "$dir/out")"
+	;;
+older)
+	mkfifo "$dir/pfifo"
+	"$build/tests/fake_peer" --older >"$dir/pfifo" &
+	ppid_=$!
+	exec 3<"$dir/pfifo"
+	read -r line <&3 || fail "fake_peer did not start"
+	target=${line#listening on }
+	older="^orbit: collector $target is older than this agent (protocol version 3, this collector speaks 2)"
+	ORBIT_COLLECTOR=$target ORBIT_SPOOL="$dir/spool" "$emit" --threads 2 --iterations 5000 \
+		2>"$dir/agent.err" || fail "emit failed"
+	[ "$(wc -l <"$dir/agent.err")" -eq 1 ] || fail "want one line: $(cat "$dir/agent.err")"
+	f=$(ls "$dir/spool"/emit-*.orbit.zst)
+	grep -q "$older; the trace goes to the spool $f " "$dir/agent.err" || fail "$(cat "$dir/agent.err")"
+	"$dump" --emit 2 5000 "$f" >/dev/null || fail "the spool does not hold the trace"
+	ORBIT_COLLECTOR=$target ORBIT_SPOOL=off ORBIT_CAPTURE="$dir/copy.orbit.zst" "$emit" \
+		--threads 2 --iterations 5000 2>"$dir/agent.err" || fail "emit failed"
+	[ "$(wc -l <"$dir/agent.err")" -eq 1 ] || fail "want one line: $(cat "$dir/agent.err")"
+	grep -q "$older; the trace is in the local copy only$" "$dir/agent.err" ||
+		fail "$(cat "$dir/agent.err")"
+	"$dump" --emit 2 5000 "$dir/copy.orbit.zst" >/dev/null || fail "the copy does not hold the trace"
+	ORBIT_COLLECTOR=$target ORBIT_SPOOL=off "$emit" --threads 2 --iterations 5000 \
+		2>"$dir/agent.err" || fail "emit failed"
+	[ "$(wc -l <"$dir/agent.err")" -eq 1 ] || fail "want one line: $(cat "$dir/agent.err")"
+	grep -q "$older; tracing is off$" "$dir/agent.err" || fail "$(cat "$dir/agent.err")"
 	;;
 *)
 	fail "unknown case"

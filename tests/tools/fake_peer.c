@@ -11,6 +11,11 @@
  *                        (frames 1, its bytes), then sends that same Ack
  *                        again as fast as the connection takes it: a peer
  *                        breaking docs/format.md 7.2's "never the same twice"
+ *   fake_peer --older    reads the agent's Handshake frame and refuses it as
+ *                        the previous release's collector refused a protocol
+ *                        it did not speak, byte for byte ("orbit-collector:
+ *                        rejected: protocol version 3, this collector speaks
+ *                        2"), shuts its side, drains what comes, closes
  *
  * The first stdout line is "listening on 127.0.0.1:PORT", flushed. On
  * SIGTERM it prints "connections N" (accepted so far) on stdout and exits 0.
@@ -77,9 +82,10 @@ int main(int argc, char **argv)
 {
 	const char *mode = argc > 1 ? argv[1] : "";
 	int close_now = strcmp(mode, "--close") == 0, http = strcmp(mode, "--http") == 0;
-	int repeat = strcmp(mode, "--repeat") == 0;
-	if (!close_now && !http && !repeat && strcmp(mode, "--silent") != 0) {
-		fprintf(stderr, "usage: fake_peer --close | --http | --silent | --repeat\n");
+	int repeat = strcmp(mode, "--repeat") == 0, older = strcmp(mode, "--older") == 0;
+	if (!close_now && !http && !repeat && !older && strcmp(mode, "--silent") != 0) {
+		fprintf(stderr,
+		        "usage: fake_peer --close | --http | --silent | --repeat | --older\n");
 		return 2;
 	}
 	struct sigaction sa = {.sa_handler = on_term};
@@ -103,7 +109,7 @@ int main(int argc, char **argv)
 		p[0] = (struct pollfd){lfd, POLLIN, 0};
 		for (int i = 0; i < n; i++)
 			p[1 + i] = (struct pollfd){conns[i],
-			                           (short)(http || repeat ? POLLIN : 0) |
+			                           (short)(http || repeat || older ? POLLIN : 0) |
 			                               (repeat && rep[i].ack_len ? POLLOUT : 0),
 			                           0};
 		if (poll(p, (nfds_t)(1 + n), 100) < 0)
@@ -120,6 +126,9 @@ int main(int argc, char **argv)
 				} else
 					close(c);
 			}
+			/* The new connection has no entry in p yet: every event is
+			 * polled again next time round (poll is level-triggered). */
+			continue;
 		}
 		for (int i = 0; repeat && i < n; i++) {
 			if (p[1 + i].revents & (POLLHUP | POLLERR)) {
@@ -136,6 +145,31 @@ int main(int argc, char **argv)
 			while (r->ack_len != 0 && (k = send(conns[i], r->ack + r->off,
 			                                    r->ack_len - r->off, MSG_DONTWAIT)) > 0)
 				r->off = (r->off + (size_t)k) % r->ack_len;
+		}
+		for (int i = 0; older && i < n; i++) {
+			struct repeater *r = &rep[i];
+			if (!(p[1 + i].revents & (POLLIN | POLLHUP | POLLERR)))
+				continue;
+			char buf[4096];
+			ssize_t k = 1;
+			if (r->ack_len == 0) { /* the Handshake frame, then the line */
+				repeat_read(conns[i], r);
+				if (r->ack_len != 0) {
+					static const char line[] =
+					    "orbit-collector: rejected: protocol "
+					    "version 3, this collector speaks 2\n";
+					(void)write(conns[i], line, sizeof line - 1);
+					shutdown(conns[i], SHUT_WR);
+				}
+			} else {
+				while ((k = recv(conns[i], buf, sizeof buf, MSG_DONTWAIT)) > 0)
+					;
+			}
+			if (k == 0 || (p[1 + i].revents & (POLLHUP | POLLERR))) {
+				close(conns[i]);
+				rep[i] = rep[n - 1];
+				conns[i--] = conns[--n];
+			}
 		}
 		for (int i = 0; http && i < n; i++) {
 			if (!(p[1 + i].revents & (POLLIN | POLLHUP | POLLERR)))
