@@ -315,6 +315,20 @@ static char *add_column(const char *table, const char *suffix, const struct orbi
 	return done(&s);
 }
 
+/* Every column of the database's tables, as TSVRaw lines (table, name,
+ * type) in *r; 0, or -1 (r freed). */
+static int columns_of(struct orbit_rp_ch_http *h, struct orbit_rp_ch_reply *r,
+                      struct orbit_rp_ch_error *e)
+{
+	if (orbit__rp_ch_http_run(h,
+	                          "SELECT table, name, type FROM system.columns WHERE database = "
+	                          "currentDatabase() FORMAT TSVRaw",
+	                          NULL, 0, 0, r, e) == 0)
+		return 0;
+	orbit__rp_ch_reply_free(r);
+	return -1;
+}
+
 /* The columns a table made by an earlier orbit-replay lacks, added (at the
  * end, as they are in the definitions: inserts name their columns). On a
  * cluster, to the local table and the Distributed one of this server;
@@ -322,13 +336,8 @@ static char *add_column(const char *table, const char *suffix, const struct orbi
 static int add_missing(struct orbit_rp_ch_http *h, const char *cluster, struct orbit_rp_ch_error *e)
 {
 	struct orbit_rp_ch_reply r = {0};
-	if (orbit__rp_ch_http_run(h,
-	                          "SELECT table, name, type FROM system.columns WHERE database = "
-	                          "currentDatabase() FORMAT TSVRaw",
-	                          NULL, 0, 0, &r, e) != 0) {
-		orbit__rp_ch_reply_free(&r);
+	if (columns_of(h, &r, e) != 0)
 		return -1;
-	}
 	const char *tsv = r.data ? r.data : "";
 	int ret = 0;
 	for (int t = 0; t < ORBIT_RP_CH_TABLES && ret == 0; t++) {
@@ -461,13 +470,8 @@ int orbit__rp_ch_check_columns(const char *tsv, const char *server, const char *
 int orbit__rp_ch_check(struct orbit_rp_ch_http *h, struct orbit_rp_ch_error *e)
 {
 	struct orbit_rp_ch_reply r = {0};
-	if (orbit__rp_ch_http_run(h,
-	                          "SELECT table, name, type FROM system.columns WHERE database = "
-	                          "currentDatabase() FORMAT TSVRaw",
-	                          NULL, 0, 0, &r, e) != 0) {
-		orbit__rp_ch_reply_free(&r);
+	if (columns_of(h, &r, e) != 0)
 		return -1;
-	}
 	int ret = orbit__rp_ch_check_columns(r.data ? r.data : "", orbit__rp_ch_http_server(h),
 	                                     orbit__rp_ch_http_database(h), e);
 	orbit__rp_ch_reply_free(&r);
