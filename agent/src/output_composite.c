@@ -400,7 +400,8 @@ static void on_broken(void *ctx, struct orbit__output *o, int fatal, const struc
 	struct orbit__fate up = *fate;
 	up.kept = NULL; /* ours alone, and only during this call */
 	up.n_kept = 0;
-	if (c->cfg->spool && c->answered && !fatal && on_main(c) && c->hs != NULL) {
+	if (c->cfg->spool && c->patience_open && c->answered && !fatal && on_main(c) &&
+	    c->hs != NULL) {
 		/* What was not acknowledged, and the open frame the stream may
 		 * still send, go to the tail file: none of it is certainly lost. */
 		c->tail_failed = 0;
@@ -416,6 +417,14 @@ static void on_broken(void *ctx, struct orbit__output *o, int fatal, const struc
 		c->dead = 1;
 	else
 		patience_start(c); /* the next stream has as long to be answered */
+	if (c->tail == NULL) {
+		forget_handshake(c);
+		/* Last: the owner may close (and free) c as it hears this. */
+		c->o.ev->broken(c->o.ev->ctx, &c->o, fatal, &up);
+		return;
+	}
+	/* The owner may close c as it hears this, but c lives on until its
+	 * timer is closed (release, patience_open), and the tail with it. */
 	c->o.ev->broken(c->o.ev->ctx, &c->o, fatal, &up);
 	tail_end(c);
 	forget_handshake(c);
@@ -554,6 +563,8 @@ static void on_patience_closed(uv_handle_t *h)
  * memory too. */
 static void release(struct composite *c, int forget, int copies)
 {
+	if (!forget)
+		tail_end(c); /* closed during a broken call: the tail file is whole */
 	struct orbit__output *leaf[] = {c->flight, c->copy, c->spool, c->main};
 	for (size_t i = 0; i < sizeof leaf / sizeof leaf[0]; i++)
 		if (leaf[i] != NULL && forget)

@@ -302,7 +302,7 @@ static void not_answered(struct tcp_output *t, const char *what, const char *bri
 		problem(t, "orbit: %s %s; retrying in the background\n", t->coll, what);
 	set_trouble(t, "%s", brief);
 	drop(t, 1);
-	if (t->o.ev->unreachable != NULL) /* last */
+	if (!t->closed && t->o.ev != NULL && t->o.ev->unreachable != NULL) /* last */
 		t->o.ev->unreachable(t->o.ev->ctx, &t->o);
 }
 
@@ -637,7 +637,7 @@ static void connect_failed(struct tcp_output *t, const char *why)
 		close_tcp(t, 0);
 	else
 		tcp_gone(t);
-	if (t->o.ev->unreachable != NULL) /* last */
+	if (!t->closed && t->o.ev != NULL && t->o.ev->unreachable != NULL) /* last */
 		t->o.ev->unreachable(t->o.ev->ctx, &t->o);
 }
 
