@@ -4,11 +4,14 @@
  * the last sample, for the summary's values table and --json; and the one
  * way a sample's bits are read as a number.
  *
- * Percentiles are exact while the samples fit ORBIT_RP_VALUES_BUDGET bytes;
- * past it, each series keeps a uniform sample of what it saw (reservoir
- * sampling, Algorithm R) of at least ORBIT_RP_VALUES_KEEP values and its
- * percentiles are marked approximate. At most ORBIT_RP_VALUES_MAX_SERIES
- * series are kept; samples of further ones are only counted.
+ * Percentiles are nearest rank, exact while a series has at most
+ * ORBIT_RP_VALUES_KEEP samples. Past that its samples are counted in log
+ * buckets, as the scope tables' durations are (replay_hist.c): each power
+ * of two cut into 64, so a percentile is its bucket's midpoint, within
+ * 1/128 of the true value, and is marked approximate. Memory follows the
+ * series, not the capture's length: at most ORBIT_RP_VALUES_MAX_SERIES
+ * series are kept (samples of further ones are only counted), each with at
+ * most ORBIT_RP_VALUES_KEEP samples or one count per bucket it touched.
  */
 #ifndef ORBIT_REPLAY_VALUES_H
 #define ORBIT_REPLAY_VALUES_H
@@ -18,9 +21,14 @@
 
 #include "replay_event.h"
 
-#define ORBIT_RP_VALUES_BUDGET (64ll << 20)
-#define ORBIT_RP_VALUES_KEEP 1024u
-#define ORBIT_RP_VALUES_MAX_SERIES 65536u
+#define ORBIT_RP_VALUES_KEEP 256u
+#define ORBIT_RP_VALUES_MAX_SERIES 16384u
+
+/* A bucket of a series past its exact samples, once sorted. */
+struct orbit_rp_vbucket {
+	uint32_t key;
+	uint64_t count;
+};
 
 /* One series: the samples of one name on one thread. */
 struct orbit_rp_vseries {
@@ -31,10 +39,15 @@ struct orbit_rp_vseries {
 	uint64_t count;
 	double min, max, sum, last;
 	uint64_t last_time;
-	double *kept; /* every sample, or a uniform sample of them (approx) */
+	double *kept; /* every sample, while at most ORBIT_RP_VALUES_KEEP */
 	uint32_t nkept, cap;
-	int approx;
-	int sorted; /* kept is sorted (orbit__rp_values_rows) */
+	int approx;     /* past them: the buckets instead */
+	int sorted;     /* kept, or the buckets, sorted (orbit__rp_values_rows) */
+	uint32_t *bkey; /* a bucket's key + 1 (0: empty), open addressing; sorted: packed */
+	uint64_t *bcount;
+	uint32_t nbucket, bcap;
+	struct orbit_rp_vbucket *sorted_b; /* the buckets in order (orbit__rp_values_rows) */
+	uint32_t nsorted_b;
 };
 
 struct orbit_rp_values {
@@ -42,9 +55,9 @@ struct orbit_rp_values {
 	uint32_t n, cap;
 	uint32_t *slot; /* open addressing: index + 1, 0 empty */
 	uint32_t nslot;
-	int64_t used; /* bytes of samples kept, against ORBIT_RP_VALUES_BUDGET */
-	uint64_t rng;
 	uint64_t unkept; /* samples of series past ORBIT_RP_VALUES_MAX_SERIES */
+	uint32_t last;   /* index + 1 of the series the last sample went to: a thread's
+	                    samples of one name come in runs, found without a hash */
 };
 
 /* The sample's number. */
