@@ -126,7 +126,8 @@ static void copy_end(struct composite *c)
 
 /* ---- the spool ---- */
 
-/* dir and its missing parents, mode 0700: 0 or -errno. */
+/* dir and its missing parents, mode 0700: 0 or -errno (-EPERM: dir is not
+ * this user's own, -ENOTDIR: not a directory). */
 static int make_dirs(const char *dir)
 {
 	char p[PATH_MAX];
@@ -145,10 +146,15 @@ static int make_dirs(const char *dir)
 		if (ch == '\0')
 			break;
 	}
+	/* The spool's own directory must be this user's alone: a directory
+	 * (not a link to one), owned by us, writable by nobody else; in /tmp
+	 * another user may have made the name first. */
 	struct stat st;
-	if (stat(p, &st) != 0)
+	if (lstat(p, &st) != 0)
 		return -errno;
-	return S_ISDIR(st.st_mode) ? 0 : -ENOTDIR;
+	if (!S_ISDIR(st.st_mode))
+		return -ENOTDIR;
+	return st.st_uid == geteuid() && (st.st_mode & 022) == 0 ? 0 : -EPERM;
 }
 
 /* A new spool file, started: the file output, its path in path; NULL after
@@ -160,7 +166,11 @@ static struct orbit__output *spool_open(struct composite *c, char *path, size_t 
 	if (err) {
 		if (c->spools++ == 0)
 			fprintf(stderr, "orbit: cannot make the spool directory %s: %s; no spool\n",
-			        cfg->spool_dir, strerror(-err));
+			        cfg->spool_dir,
+			        err == -EPERM ? "it is not this user's own (another owns it, or "
+			                        "others may write it)"
+			        : err == -ENOTDIR ? "it is not a directory (or a symbolic link)"
+			                          : strerror(-err));
 		return NULL;
 	}
 	if (c->spooled >= cfg->spool_max) {

@@ -20,6 +20,9 @@
 #                makes it the complete capture, byte for byte
 #   hostile      a damaged spool, a file that is no capture: refused, one line
 #                each, the directory unchanged
+#   planted      a spool directory made by another user, a symbolic link in its
+#                place, one others may write: refused, one line, nothing
+#                written there, and the run ends as without a spool
 #   older        a collector older than the agent refuses its protocol version
 #                (the previous release's refusal, byte for byte: fake_peer
 #                --older): one line, and the trace is in the spool, or in the
@@ -166,6 +169,27 @@ hostile)
 	rc=$?
 	set -e
 	[ $rc -eq 1 ] && grep -q "needs the spool files" "$dir/out" || fail "--ingest alone: $(cat "$dir/out")"
+	;;
+planted)
+	mkdir -p "$dir/target" "$dir/shared"
+	chmod 777 "$dir/shared"
+	ln -s "$dir/target" "$dir/link"
+	set -- "$dir/link" "$dir/shared"
+	if [ "$(id -u)" = 0 ]; then
+		mkdir "$dir/theirs"
+		chown nobody "$dir/theirs"
+		set -- "$@" "$dir/theirs"
+	fi
+	for d in "$@"; do
+		ORBIT_COLLECTOR=127.0.0.1:1 ORBIT_SPOOL=$d "$emit" --threads 1 --iterations 100 \
+			2>"$dir/agent.err" || fail "emit failed"
+		grep -q "^orbit: cannot make the spool directory $d: it is not .*; no spool$" \
+			"$dir/agent.err" || fail "$d: $(cat "$dir/agent.err")"
+		grep -q "^orbit: 502 event(s) were not delivered: collector 127.0.0.1:1 not reached (connection refused)$" \
+			"$dir/agent.err" || fail "$d: $(cat "$dir/agent.err")"
+	done
+	left=$(find "$dir/target" "$dir/shared" "$dir/theirs" -mindepth 1 2>/dev/null)
+	[ -z "$left" ] || fail "a file was written: $left"
 	;;
 older)
 	mkfifo "$dir/pfifo"
