@@ -2,14 +2,14 @@
  * capture_file.c — naming and creating capture files.
  *
  * The process name in a file name comes from the peer, which may be hostile:
- * only [A-Za-z0-9._-] survive (any other byte becomes '_'), a dot never
- * starts the name nor follows another dot (so no "." / ".." / hidden files),
- * a '-' never starts it (no file name that reads as an option), and at most
+ * orbit__parse_name_for_file (format/parse.h) makes it safe, and at most
  * ORBIT_COLLECTOR_NAME_MAX bytes are kept. Files are created with
  * O_EXCL: an existing file is never opened, let alone overwritten; a name in
  * use gets a "-1", "-2" ... suffix.
  */
 #include "collector.h"
+
+#include "parse.h"
 
 #include <errno.h>
 #include <fcntl.h>
@@ -20,30 +20,6 @@
 #include <unistd.h>
 
 #define CAPFILE_SUFFIX_MAX 9999
-
-static int name_byte_ok(unsigned char ch)
-{
-	return (ch >= 'a' && ch <= 'z') || (ch >= 'A' && ch <= 'Z') || (ch >= '0' && ch <= '9') ||
-	       ch == '.' || ch == '_' || ch == '-';
-}
-
-void orbit__capfile_sanitize(const char *in, char *out, size_t outlen)
-{
-	size_t max = outlen - 1, n = 0;
-
-	if (max > ORBIT_COLLECTOR_NAME_MAX)
-		max = ORBIT_COLLECTOR_NAME_MAX;
-	for (; in != NULL && in[n] != '\0' && n < max; n++) {
-		char ch = name_byte_ok((unsigned char)in[n]) ? in[n] : '_';
-
-		if ((ch == '.' && (n == 0 || out[n - 1] == '.')) || (ch == '-' && n == 0))
-			ch = '_';
-		out[n] = ch;
-	}
-	out[n] = '\0';
-	if (n == 0)
-		snprintf(out, outlen, "unknown");
-}
 
 static int capfile_name(char *out, size_t outlen, const char *safe, uint32_t pid, const char *stamp,
                         unsigned suffix)
@@ -64,7 +40,10 @@ int orbit__capfile_create(int dirfd, const char *process_name, uint32_t pid, int
 	time_t t = (time_t)when;
 	struct tm tm;
 
-	orbit__capfile_sanitize(process_name, safe, sizeof safe);
+	orbit__parse_name_for_file(process_name, safe,
+	                           sizeof safe < ORBIT_COLLECTOR_NAME_MAX + 1
+	                               ? sizeof safe
+	                               : ORBIT_COLLECTOR_NAME_MAX + 1);
 	if (gmtime_r(&t, &tm) == NULL || strftime(stamp, sizeof stamp, "%Y%m%dT%H%M%SZ", &tm) == 0)
 		return -EINVAL;
 	for (unsigned suffix = 0; suffix <= CAPFILE_SUFFIX_MAX; suffix++) {

@@ -132,8 +132,6 @@ struct orbit_capture_file {
 	uint64_t frames;
 };
 
-/* Makes a process name from a peer safe as part of a file name. */
-void orbit__capfile_sanitize(const char *in, char *out, size_t outlen);
 /* Creates DIR/<name>-<pid>-<UTC time>[-N].orbit.zst with O_EXCL; 0 or -errno. */
 int orbit__capfile_create(int dirfd, const char *process_name, uint32_t pid, int64_t when,
                           struct orbit_capture_file *f);

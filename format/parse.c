@@ -3,6 +3,7 @@
 
 #include <errno.h>
 #include <getopt.h>
+#include <stdio.h>
 #include <string.h>
 #include <strings.h>
 
@@ -157,4 +158,24 @@ int orbit__parse_long_whole(char *const *argv, int optind, const char *optarg,
 		return 0;
 	*written = word;
 	return -1;
+}
+
+static int name_byte_ok(unsigned char ch)
+{
+	return (ch >= 'a' && ch <= 'z') || (ch >= 'A' && ch <= 'Z') || (ch >= '0' && ch <= '9') ||
+	       ch == '.' || ch == '_' || ch == '-';
+}
+
+void orbit__parse_name_for_file(const char *in, char *out, size_t outlen)
+{
+	size_t n = 0;
+	for (; in != NULL && in[n] != '\0' && n < outlen - 1; n++) {
+		char ch = name_byte_ok((unsigned char)in[n]) ? in[n] : '_';
+		if ((ch == '.' && (n == 0 || out[n - 1] == '.')) || (ch == '-' && n == 0))
+			ch = '_';
+		out[n] = ch;
+	}
+	out[n] = '\0';
+	if (n == 0)
+		snprintf(out, outlen, "unknown");
 }

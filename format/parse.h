@@ -55,6 +55,15 @@ int orbit__parse_size(const char *s, uint64_t *out);
 #define ORBIT_PARSE_BOOL_WORDS "1/0, yes/no, true/false or on/off"
 int orbit__parse_bool(const char *s, int *out);
 
+/*
+ * A name from outside (a process name, perhaps a hostile peer's) made safe
+ * as part of a file name, into out (outlen bytes of room, at least 8): only
+ * [A-Za-z0-9._-] survive (any other byte becomes '_'), a '.' never starts it
+ * nor follows another '.' (no "." or ".." or hidden files), a '-' never
+ * starts it (no name that reads as an option); NULL or empty is "unknown".
+ */
+void orbit__parse_name_for_file(const char *in, char *out, size_t outlen);
+
 struct option;
 
 /*

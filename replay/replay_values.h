@@ -62,6 +62,11 @@ struct orbit_rp_values {
 
 /* The sample's number. */
 double orbit__rp_value_double(const struct orbit_rp_value *v);
+/* 1 when x is a whole number printed exactly as one (|x| < 9e15). */
+static inline int orbit__rp_value_whole(double x)
+{
+	return x > -9e15 && x < 9e15 && x == (double)(long long)x;
+}
 /* 1 when the sample is of an integer kind. */
 int orbit__rp_value_integral(const struct orbit_rp_value *v);
 struct orbit_rp_out;

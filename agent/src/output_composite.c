@@ -58,6 +58,7 @@
 #include <unistd.h>
 
 #include "output.h"
+#include "parse.h"
 
 #define SPOOL_PATIENCE_MS 1000u /* no stream answered this long: the spool carries */
 
@@ -179,25 +180,17 @@ static struct orbit__output *spool_open(struct composite *c, char *path, size_t 
 			        (unsigned long long)cfg->spool_max);
 		return NULL;
 	}
-	/* PROCESS-PID-STAMP-N.orbit.zst: the name kept to [A-Za-z0-9._-],
-	 * never starting with '.' or '-'. */
+	/* PROCESS-PID-STAMP-N.orbit.zst, the name made safe as the
+	 * collector makes its files' (format/parse.h). */
 	char name[32];
-	size_t n = 0;
-	for (const char *p = program_invocation_short_name; *p && n < sizeof name - 1; p++) {
-		char ch = *p;
-		int ok = (ch >= 'a' && ch <= 'z') || (ch >= 'A' && ch <= 'Z') ||
-		         (ch >= '0' && ch <= '9') || ch == '_' ||
-		         ((ch == '.' || ch == '-') && n > 0);
-		name[n++] = ok ? ch : '_';
-	}
-	name[n] = '\0';
+	orbit__parse_name_for_file(program_invocation_short_name, name, sizeof name);
 	time_t now = time(NULL);
 	struct tm tm;
 	char stamp[32] = "0";
 	if (gmtime_r(&now, &tm) != NULL)
 		strftime(stamp, sizeof stamp, "%Y%m%dT%H%M%SZ", &tm);
-	int w = snprintf(path, len, "%s/%s-%d-%s-%u.orbit.zst", cfg->spool_dir,
-	                 n ? name : "process", (int)getpid(), stamp, ++c->spools);
+	int w = snprintf(path, len, "%s/%s-%d-%s-%u.orbit.zst", cfg->spool_dir, name, (int)getpid(),
+	                 stamp, ++c->spools);
 	if (w < 0 || (size_t)w >= len)
 		return NULL; /* config.c left room for the name */
 	struct orbit__output *f =

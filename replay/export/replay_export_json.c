@@ -326,7 +326,7 @@ static void json_threads(const struct orbit_rp_view *v, struct orbit_rp_out *o)
 static void jnum(struct orbit_rp_out *o, const char *k, double x, int integral, int *first)
 {
 	jkey(o, k, first);
-	if (integral && x > -9e15 && x < 9e15 && x == (double)(long long)x)
+	if (integral && orbit__rp_value_whole(x))
 		orbit__rp_out_i64(o, (int64_t)x);
 	else
 		orbit__rp_out_double(o, x);

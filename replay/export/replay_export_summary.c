@@ -120,7 +120,7 @@ static void scope_table(const struct orbit_rp_view *v, struct orbit_rp_out *o, i
 static void out_num(struct orbit_rp_out *o, double x, int integral, int approx)
 {
 	char b[40];
-	if (integral && x > -9e15 && x < 9e15 && x == (double)(long long)x)
+	if (integral && orbit__rp_value_whole(x))
 		snprintf(b, sizeof b, "%lld", (long long)x);
 	else
 		snprintf(b, sizeof b, "%.6g", x);
