@@ -4,6 +4,7 @@
  * the orderly stop. Connections themselves are conn.c's.
  */
 #include "collector.h"
+#include "live.h"
 
 #include <errno.h>
 #include <fcntl.h>
@@ -95,6 +96,11 @@ void orbit__collector_conn_gone(struct orbit_collector *c, struct orbit_conn *k)
 	if (k->next)
 		k->next->prev = k->prev;
 	c->nconns--;
+	if (k->live_id != 0) {
+		orbit__live_stream_update(c->live, k->live_id, k->records,
+		                          orbit__loss_total(&k->loss.total), k->file.size);
+		orbit__live_stream_end(c->live, k->live_id, k->error ? k->reason : NULL);
+	}
 	orbit__pool_release(k);
 	orbit__caps_release(k);
 	c->lost_closed += orbit__loss_total(&k->loss.total);
@@ -202,6 +208,10 @@ static void on_tick(uv_timer_t *t)
 		next = k->next; /* closing never frees synchronously; still careful */
 		orbit__conn_tick(k, now);
 	}
+	for (struct orbit_conn *k = c->conns; k != NULL; k = k->next)
+		if (k->live_id != 0)
+			orbit__live_stream_update(c->live, k->live_id, k->records,
+			                          orbit__loss_total(&k->loss.total), k->file.size);
 	orbit__strangers_tick(c, now, 0);
 	if (now - c->status_ms >= STATUS_INTERVAL_MS) {
 		status_show(c, now);
@@ -391,6 +401,34 @@ static int listen_start(struct orbit_collector *c)
 	return 0;
 }
 
+/* The live view (live.h): its line on stdout after the listening one. A
+ * default address whose port is taken (another collector has it) is said
+ * in one line; an address asked for must be had. */
+static int live_start(struct orbit_collector *c)
+{
+	if (c->opt.ui == NULL)
+		return 0;
+	struct orbit_live_options lo = {.addr = c->opt.ui,
+	                                .dir = c->dir,
+	                                .token = c->token_len ? c->token : NULL,
+	                                .token_len = c->token_len,
+	                                .history_ns = c->opt.ui_history_ns,
+	                                .quiet = c->opt.quiet};
+	char url[128], why[256];
+	if (orbit__live_start(&lo, &c->live, url, sizeof url, why, sizeof why) != 0) {
+		c->live = NULL;
+		if (c->opt.ui_default) {
+			orbit__log(c, 0, "no live view: %s (--ui to choose another address)", why);
+			return 0;
+		}
+		fprintf(stderr, "orbit-collector: live view: %s\n", why);
+		return -1;
+	}
+	printf("live view: %s%s\n", url, c->token_len ? " (with the token: /login?token=TOKEN)" : "");
+	fflush(stdout);
+	return 0;
+}
+
 static uint64_t tick_interval(const struct orbit_collector_options *o)
 {
 	uint64_t t = ORBIT_COLLECTOR_TICK_MAX_MS; /* acknowledgements are due this often */
@@ -414,7 +452,7 @@ static int setup(struct orbit_collector *c)
 		return -1;
 	}
 	nofile_raise(c);
-	if (listen_start(c) != 0)
+	if (listen_start(c) != 0 || live_start(c) != 0)
 		return -1;
 	uv_signal_init(&c->loop, &c->sigint);
 	uv_signal_init(&c->loop, &c->sigterm);
@@ -466,6 +504,7 @@ int main(int argc, char **argv)
 	status_clear(&c);
 	orbit__log(&c, 0, "stopped: %" PRIu64 " frames, %" PRIu64 " bytes written", c.frames,
 	           c.bytes);
+	orbit__live_stop(c.live); /* c.live stays: what it holds goes with the process */
 	orbit__frame_scratch_free(&c.scratch);
 	orbit__pool_free(&c.pool);
 	orbit__frame_writer_free(&c.ack_writer);

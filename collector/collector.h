@@ -97,6 +97,9 @@ struct orbit_collector_options {
 	uint64_t frame_timeout_ms;
 	uint64_t idle_timeout_ms;
 	int quiet;
+	const char *ui;         /* --ui HOST:PORT; NULL: off */
+	int ui_default;         /* ui is the default: a port taken is said, not fatal */
+	uint64_t ui_history_ns; /* --ui-history */
 	int ingest;   /* --ingest: take the spool files named into dir, then exit */
 	char **files; /* ... those (argv's own) */
 	int nfiles;
@@ -138,6 +141,7 @@ int orbit__capfile_create(int dirfd, const char *process_name, uint32_t pid, int
 
 struct orbit_collector;
 struct orbit_conn;
+struct orbit_live;
 
 /* The pending pool's index by peer address (pool.c). Links between
  * entries are entry numbers + 1 (0: none). */
@@ -206,6 +210,8 @@ struct orbit_conn {
 	uint32_t pid;
 	struct orbit_capture_file file;
 	struct orbit__loss_account loss; /* the stream's, as every reader sums it */
+	uint64_t records;                /* in its ring batches so far */
+	uint32_t live_id;                /* its entry in the live view's list; 0: none */
 
 	/* size caps (caps.c) */
 	uint32_t cut;          /* ORBIT_ACK_CAPTURE_CAP or _DIR_CAP: no more frames */
@@ -266,6 +272,8 @@ struct orbit_collector {
 
 	uint64_t dir_used;    /* bytes of captures in dir, as counted (caps.c) */
 	uint64_t dir_scan_ms; /* when it was last measured */
+
+	struct orbit_live *live; /* the live view (live.h); NULL: none */
 
 	uint64_t bytes, frames; /* written to files, all connections */
 	uint64_t lost_closed;   /* loss reported by closed connections */

@@ -6,6 +6,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "live.h"
 #include "parse.h"
 
 #ifndef ORBIT_VERSION
@@ -16,6 +17,7 @@ static const char usage[] =
     "usage: orbit-collector [--listen HOST:PORT] [--dir DIR] [--token-file FILE]\n"
     "                       [--max-connections N] [--max-pending N]\n"
     "                       [--max-capture-size SIZE] [--max-dir-size SIZE|auto]\n"
+    "                       [--ui HOST:PORT|off] [--ui-history SECONDS]\n"
     "                       [--quiet] [--help]\n"
     "       orbit-collector --ingest [--dir DIR] SPOOL...\n"
     "\n"
@@ -51,6 +53,16 @@ static const char usage[] =
     "                         within N ms (default 30000; 0: no limit)\n"
     "  --idle-timeout-ms N    close a connection that sent nothing for N ms\n"
     "                         (default 300000; 0: no limit)\n"
+    "  --ui HOST:PORT|off     the live view, a web page of every stream while it\n"
+    "                         is received (default 127.0.0.1:7412; port 0 picks a\n"
+    "                         free port); the second line on stdout is\n"
+    "                         'live view: http://HOST:PORT/'. Off loopback only\n"
+    "                         with --token-file, whose token every request needs\n"
+    "                         (open /login?token=TOKEN once). With the default\n"
+    "                         and its port taken, one line, and no live view\n"
+    "  --ui-history SECONDS   what the live view keeps of each stream to scroll\n"
+    "                         back over (default 60; 1 to 3600); older is in the\n"
+    "                         capture file\n"
     "  -q, --quiet            no info lines and no status line; errors still shown\n"
     "  -h, --help             this text\n"
     "      --version          the version\n"
@@ -138,7 +150,9 @@ static int parse_one(int argc, char **argv, int *i, struct orbit_collector_optio
 	                                     "--idle-timeout-ms",
 	                                     "--max-pending",
 	                                     "--max-capture-size",
-	                                     "--max-dir-size"};
+	                                     "--max-dir-size",
+	                                     "--ui",
+	                                     "--ui-history"};
 
 	for (size_t n = 0; n < sizeof valued / sizeof valued[0]; n++) {
 		const char *name = valued[n];
@@ -170,6 +184,23 @@ static int parse_one(int argc, char **argv, int *i, struct orbit_collector_optio
 			    (o->max_capture_size != 0 &&
 			     o->max_capture_size < ORBIT_COLLECTOR_CAPTURE_MIN))
 				return bad(name, v, "expected 0 or a size of at least 128K");
+		} else if (n == 10) {
+			if (strcmp(v, "off") == 0) {
+				o->ui = NULL;
+			} else {
+				char host[256], port[8];
+				const char *why;
+				if (orbit__collector_split_listen(v, host, sizeof host, port,
+				                                  sizeof port, &why) != 0)
+					return bad(name, v, why);
+				o->ui = v;
+			}
+			o->ui_default = 0;
+		} else if (n == 11) {
+			uint64_t secs;
+			if (parse_u64(v, 3600, &secs) != 0 || secs == 0)
+				return bad(name, v, "expected seconds from 1 to 3600");
+			o->ui_history_ns = secs * 1000000000ull;
 		} else if (n == 9) {
 			o->dir_size_auto = strcmp(v, "auto") == 0;
 			if (!o->dir_size_auto && orbit__parse_size(v, &o->max_dir_size) != 0)
@@ -219,6 +250,9 @@ int orbit__collector_parse_args(int argc, char **argv, struct orbit_collector_op
 	o->handshake_timeout_ms = 3000;
 	o->frame_timeout_ms = 30000;
 	o->idle_timeout_ms = 300000;
+	o->ui = ORBIT_LIVE_DEFAULT;
+	o->ui_default = 1;
+	o->ui_history_ns = ORBIT_LIVE_HISTORY_NS;
 	/* Files are taken only with --ingest, wherever it stands. */
 	for (int i = 1; i < argc && o->files == NULL; i++)
 		if (strcmp(argv[i], "--ingest") == 0 &&

@@ -16,6 +16,7 @@
  *     close.
  */
 #include "collector.h"
+#include "live.h"
 
 #include <errno.h>
 #include <inttypes.h>
@@ -110,6 +111,21 @@ static int handshake_accept(struct orbit_conn *k, const Orbit__Handshake *h, cha
 	k->acks = h->acknowledgements == 1;
 	uv_tcp_keepalive(&k->tcp, 1, 60); /* a stream may be quiet for long */
 	orbit__log(c, 0, "%s: pid %" PRIu32 " -> %s/%s", k->peer, h->pid, c->dir, k->file.name);
+	if (c->live != NULL) {
+		char cmd[1024];
+		size_t at = 0;
+		cmd[0] = '\0';
+		for (size_t i = 0; i < h->n_command_line && at + 1 < sizeof cmd; i++)
+			at += (size_t)snprintf(cmd + at, sizeof cmd - at, "%s%s", i ? " " : "",
+			                       h->command_line[i]);
+		struct orbit_live_stream_info info = {.peer = k->peer,
+		                                      .host = h->host_name,
+		                                      .process = h->process_name,
+		                                      .command = cmd,
+		                                      .file = k->file.name,
+		                                      .pid = h->pid};
+		k->live_id = orbit__live_stream_add(c->live, &info);
+	}
 	return 0;
 }
 
@@ -119,6 +135,8 @@ static void packet_account(struct orbit_conn *k, const Orbit__Packet *p)
 {
 	if (p->body_case == ORBIT__PACKET__BODY_END)
 		k->ended = 1;
+	else if (p->body_case == ORBIT__PACKET__BODY_RING_BATCH)
+		k->records += p->ring_batch->count;
 	else
 		orbit__loss_account_packet(&k->loss, p); /* no memory: that packet is not counted */
 }

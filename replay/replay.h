@@ -94,6 +94,15 @@ struct orbit_replay_options {
 	 * (NULL: never). */
 	int follow;
 	volatile sig_atomic_t *stop;
+	/* The live view's data source (orbit-collector --ui): while following,
+	 * about every html_live_every_ns and once more at the end, html_live
+	 * gets the --html page's data block (docs/replay.md, "The page's data
+	 * block": base64 lines) of the spans, values, log lines and loss marks
+	 * of the newest html_live_history_ns, the longest html_max_scopes of
+	 * its spans; the block is valid during the call. NULL: not live. */
+	void (*html_live)(void *ctx, const char *block, size_t len);
+	void *html_live_ctx;
+	uint64_t html_live_history_ns, html_live_every_ns;
 	/* Filled at the end when not NULL: what the run read. */
 	struct orbit_replay_reads *reads;
 };

@@ -74,8 +74,15 @@ class Strings {
 /* The data of the page: its tables, strings and META as a Map. */
 function loadData() {
   const node = $("orbit-data");
-  const bytes = decodeBase64(node.textContent);
+  const text = node.textContent;
   node.textContent = ""; /* the text is a copy nobody needs */
+  return readData(text);
+}
+
+/* A data block's base64 text (the page's own, or one the live view sent)
+ * as its tables, strings and META. */
+function readData(text) {
+  const bytes = decodeBase64(text);
   const tables = readTables(bytes);
   const empty = { rows: 0, cols: {} };
   const tab = tag => tables[tag] || empty;

@@ -38,9 +38,11 @@ function readFragment() {
 }
 
 class Page {
-  constructor() {
+  /* D: the data (loadData, or a live block); live: the live view that
+   * sends more (live.js), or null. */
+  constructor(D, live) {
     const t0 = performance.now();
-    const D = loadData();
+    this.live = live || null;
     const t1 = performance.now();
     this.M = buildModel(D);
     const t2 = performance.now();
@@ -49,7 +51,10 @@ class Page {
     this.header();
     this.notices();
     this.tl = new Timeline(this.M, $("timeline"), $("tl"), $("spacer"), {
-      onView: () => this.viewChanged(),
+      onView: () => {
+        if (this.live) this.live.viewChanged(); /* the user's zoom or pan pauses following */
+        this.viewChanged();
+      },
       onSelect: i => this.details(i),
       onRange: r => this.rangeChanged(r),
       onHover: (h, x, y) => this.tip(h, x, y),
@@ -495,6 +500,30 @@ class Page {
     box.appendChild(el("p", "dim", "Times are shown after the origin, the earliest record of the captures: CLOCK_MONOTONIC " + (origin ? origin.s : "?") + " ns. The page holds " + fmtCount(M.spans.n) + " spans in " + fmtCount(M.dataBytes) + " bytes of data."));
   }
 
+  /* ---- the live view: a newer block of the same streams ---- */
+
+  update(D, follow) {
+    const M = buildModel(D), tl = this.tl;
+    this.M = tl.M = this.flame.M = this.stats.M = M;
+    this.flame.g = null;
+    tl.selected = -1; /* its index was the older block's */
+    this.details(-1);
+    tl.layout();
+    if (follow) {
+      const w = Math.max(tl.t1 - tl.t0, 1000);
+      tl.setView(M.end - w * 0.97, M.end + w * 0.03, true);
+    }
+    if (this.search.text) this.find(this.search.text);
+    this.header();
+    clear($("notices"));
+    this.notices();
+    this.stats.body();
+    clear($("captures"));
+    this.captures();
+    if (this.tab === "flame" && this.ready) this.flameFor(tl.range);
+    tl.relayout();
+  }
+
   /* ---- first frame, and what tests read ---- */
 
   drawn() {
@@ -510,26 +539,26 @@ class Page {
   }
 
   expose() {
-    const page = this, M = this.M;
+    const page = this;
     window.orbit = Object.freeze({
       timing: () => Object.assign({}, page.timing),
       view: () => [page.tl.t0, page.tl.t1],
-      end: () => M.end,
+      end: () => page.M.end,
       range: () => (page.tl.range ? [page.tl.range.a, page.tl.range.b] : null),
       selected: () => {
         const i = page.tl.selected;
         if (i < 0) return null;
-        const row = M.spans.rowOf(i);
-        return { index: i, name: M.sites[M.spans.site[i]].name, start: M.spans.start[i], end: M.spans.end[i], lane: row.lane.name, depth: row.depth };
+        const row = page.M.spans.rowOf(i);
+        return { index: i, name: page.M.sites[page.M.spans.site[i]].name, start: page.M.spans.start[i], end: page.M.spans.end[i], lane: row.lane.name, depth: row.depth };
       },
       found: () => ({ count: page.search.list ? page.search.list.length : 0, index: page.search.index }),
       threadColor: lane => page.tl.threadColor(lane),
-      counts: () => ({ spans: M.spans.n, lanes: M.lanes.length, values: M.values.t.length, logs: M.logs.t.length, procs: M.procs.length, stats: M.stats.length, merged: (M.meta.get("merged") || { v: 0 }).v }),
+      counts: () => ({ spans: page.M.spans.n, lanes: page.M.lanes.length, values: page.M.values.t.length, logs: page.M.logs.t.length, procs: page.M.procs.length, stats: page.M.stats.length, merged: (page.M.meta.get("merged") || { v: 0 }).v }),
       names: () => ({
-        lanes: M.lanes.map(l => l.name),
-        sites: M.sites.map(s => s.name),
-        procs: M.procs.map(p => ({ name: p.name, host: p.host, cmd: p.cmd })),
-        logs: Array.from(M.logs.text, t => M.strings.get(t)),
+        lanes: page.M.lanes.map(l => l.name),
+        sites: page.M.sites.map(s => s.name),
+        procs: page.M.procs.map(p => ({ name: p.name, host: p.host, cmd: p.cmd })),
+        logs: Array.from(page.M.logs.text, t => page.M.strings.get(t)),
       }),
       flame: () => (page.flame.g ? { nodes: page.flame.g.n, total: page.flame.g.total[0], range: page.flame.range ? [page.flame.range.a, page.flame.range.b] : null } : null),
       /* ms per frame drawn at [t0, t1] (default: the view), n frames */
@@ -552,7 +581,8 @@ class Page {
 
 function start() {
   try {
-    new Page();
+    if (document.documentElement.dataset.mode === "live") new LiveView();
+    else new Page(loadData(), null);
   } catch (err) {
     const box = $("notices");
     box.hidden = false;

@@ -17,6 +17,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <time.h>
 
 #include "replay_export.h"
 #include "replay_html.h"
@@ -129,6 +130,12 @@ static int value_eq(struct orbit_rp_html *h, uint32_t id)
 	       l->color == h->value_key.color && l->attrs == h->value_key.attrs;
 }
 
+static uint64_t value_hash(const struct orbit_rp_html_lane *l)
+{
+	return mix((uint64_t)l->proc << 32 ^ l->name ^ (uint64_t)l->color << 17 ^
+	           (uint64_t)l->attrs << 63);
+}
+
 static uint32_t value_lane(struct orbit_rp_html *h, uint32_t pid, uint32_t name, uint32_t color,
                            int attrs)
 {
@@ -137,9 +144,7 @@ static uint32_t value_lane(struct orbit_rp_html *h, uint32_t pid, uint32_t name,
 		return ORBIT_RP_HTML_BIG;
 	h->value_key = (struct orbit_rp_html_lane){
 	    .proc = p, .name = name, .color = attrs ? color : 0, .attrs = (uint8_t)attrs};
-	uint64_t k = mix((uint64_t)p << 32 ^ name ^ (uint64_t)h->value_key.color << 17 ^
-	                 (uint64_t)attrs << 63);
-	uint32_t *slot = map_slot(&h->value_map, k, value_eq, h);
+	uint32_t *slot = map_slot(&h->value_map, value_hash(&h->value_key), value_eq, h);
 	if (slot == NULL)
 		return ORBIT_RP_HTML_BIG;
 	if (*slot)
@@ -187,14 +192,18 @@ static uint32_t span_name(struct orbit_rp_html *h, const struct orbit_rp_span *s
 	return h->name_str[s->name_id] - 1;
 }
 
+static uint64_t site_hash(const struct orbit_rp_html_site *s)
+{
+	return mix((uint64_t)s->name << 32 ^ s->color ^ (uint64_t)s->attrs << 62 ^
+	           (uint64_t)(uintptr_t)s->loc * 31);
+}
+
 static uint32_t site_of(struct orbit_rp_html *h, uint32_t name, uint32_t color, int attrs,
                         const struct orbit_rp_location *loc)
 {
 	h->site_key = (struct orbit_rp_html_site){
 	    .name = name, .color = attrs ? color : 0, .attrs = (uint8_t)attrs, .loc = loc};
-	uint64_t k = mix((uint64_t)name << 32 ^ h->site_key.color ^ (uint64_t)attrs << 62 ^
-	                 (uint64_t)(uintptr_t)loc * 31);
-	uint32_t *slot = map_slot(&h->site_map, k, site_eq, h);
+	uint32_t *slot = map_slot(&h->site_map, site_hash(&h->site_key), site_eq, h);
 	if (slot == NULL)
 		return ORBIT_RP_HTML_BIG;
 	if (*slot)
@@ -225,6 +234,13 @@ static int html_begin(struct orbit_rp_export *x)
 	struct orbit_rp_html *h = x->state;
 	orbit__rp_html_keep_init(&h->keep, x->view->o->html_max_scopes);
 	size_t cap = x->view->o->html_max_scopes;
+	if (x->view->o->html_live != NULL) {
+		/* The live view's history bounds what is kept by time, its
+		 * caps by count (live_evict), not by thinning. */
+		h->live = 1;
+		h->values_thin = h->lines_thin = (struct orbit_rp_html_thin){.stride = 1};
+		return 0;
+	}
 	/* With the default cap, 1 M spans, 500 k values and 250 k log lines
 	 * with their 16 MiB of text stay under 64 MiB of page. */
 	h->values_thin = (struct orbit_rp_html_thin){.limit = cap ? (cap + 1) / 2 : 0, .stride = 1};
@@ -422,10 +438,247 @@ static void html_loss(struct orbit_rp_export *x, const struct orbit_rp_loss_mark
 	h->losses[h->nlosses++] =
 	    (struct orbit_rp_html_loss){m->from, m->to, m->count, p, m->ring, (uint8_t)m->flags};
 }
+/* ---- the live view: a data block of the newest history, now and then ---- */
+
+static int u64_cmp(const void *a, const void *b)
+{
+	uint64_t x = *(const uint64_t *)a, y = *(const uint64_t *)b;
+	return x < y ? -1 : x > y;
+}
+
+/* The time from which the newest max of n events of size bytes (each
+ * with its time at t_off) are kept: the (n - max)th smallest, or cutoff
+ * when n is within max. */
+static uint64_t newest_from(const void *events, size_t n, size_t size, size_t t_off, size_t max,
+                            uint64_t cutoff)
+{
+	if (n <= max)
+		return cutoff;
+	uint64_t *t = malloc(n * sizeof *t);
+	if (t == NULL)
+		return UINT64_MAX; /* out of memory: drop them all */
+	for (size_t i = 0; i < n; i++)
+		memcpy(&t[i], (const char *)events + i * size + t_off, sizeof t[i]);
+	qsort(t, n, sizeof *t, u64_cmp);
+	uint64_t from = t[n - max];
+	free(t);
+	return from > cutoff ? from : cutoff;
+}
+
+/* Keeps the events of time from or later; their order stays. */
+static void drop_before(void *events, size_t *n, size_t size, size_t t_off, uint64_t from)
+{
+	char *e = events;
+	size_t w = 0;
+	for (size_t r = 0; r < *n; r++) {
+		uint64_t t;
+		memcpy(&t, e + r * size + t_off, sizeof t);
+		if (t < from)
+			continue;
+		if (w != r)
+			memcpy(e + w * size, e + r * size, size);
+		w++;
+	}
+	*n = w;
+}
+
+/* The history ends at the streams' newest event; what ended before its
+ * start goes, and values and log lines past their caps (a half and a
+ * quarter of the spans', as the page's thinning), the oldest first. */
+static void live_evict(struct orbit_rp_export *x, struct orbit_rp_html *h)
+{
+	const struct orbit_replay_options *o = x->view->o;
+	uint64_t newest = 0, first = 0;
+	for (size_t c = 0; c < x->view->ncaps; c++)
+		for (const struct orbit_rp_stream *s = x->view->caps[c].streams; s; s = s->next) {
+			if (s->first <= s->last && s->last > newest)
+				newest = s->last;
+			if (first == 0 && s->handshake)
+				first = s->monotonic_ns;
+		}
+	if (h->live_origin == 0)
+		h->live_origin = first;
+	uint64_t cutoff = newest > o->html_live_history_ns ? newest - o->html_live_history_ns : 0;
+	if (cutoff < h->live_from)
+		cutoff = h->live_from;
+	h->live_from = cutoff;
+	orbit__rp_html_keep_evict(&h->keep, cutoff);
+	size_t cap = o->html_max_scopes ? o->html_max_scopes : SIZE_MAX / 4;
+	size_t t_off = offsetof(struct orbit_rp_html_value, t);
+	drop_before(h->values, &h->nvalues, sizeof *h->values, t_off,
+	            newest_from(h->values, h->nvalues, sizeof *h->values, t_off, (cap + 1) / 2,
+	                        cutoff));
+	t_off = offsetof(struct orbit_rp_html_line, t);
+	drop_before(h->lines, &h->nlines, sizeof *h->lines, t_off,
+	            newest_from(h->lines, h->nlines, sizeof *h->lines, t_off, (cap + 3) / 4, cutoff));
+	uint32_t w = 0;
+	for (uint32_t r = 0; r < h->nlosses; r++)
+		if (h->losses[r].to >= cutoff)
+			h->losses[w++] = h->losses[r];
+	h->nlosses = w;
+}
+
+/* ---- the live view's compaction: sites and texts of what is kept ---- */
+
+#define LIVE_SITES_SLACK 4096u       /* sites no kept span uses, before compacting */
+#define LIVE_TEXT_SLACK (4u << 20)   /* string bytes nothing kept uses, likewise */
+
+/* old string index -> new (+ 1, 0: not yet), through the new table. */
+struct restr {
+	struct orbit_rp_html_strs *from, *to;
+	uint32_t *map;
+};
+
+static uint32_t restr(struct restr *r, uint32_t id)
+{
+	if (id == ORBIT_RP_HTML_NO_STR || id >= r->from->n)
+		return ORBIT_RP_HTML_NO_STR;
+	if (r->map[id] == 0) {
+		const struct orbit_rp_html_strs *f = r->from;
+		uint32_t n = orbit__rp_html_str_intern(r->to, f->bytes + f->off[id],
+		                                       f->off[id + 1] - f->off[id]);
+		if (n == ORBIT_RP_HTML_NO_STR)
+			return n;
+		r->map[id] = n + 1;
+	}
+	return r->map[id] - 1;
+}
+
+/* Keeps the sites kept spans use and the texts what is kept refers to,
+ * renumbered, and rebuilds the maps that find them: the history's memory
+ * and its blocks follow what it holds, not every name it ever saw. */
+static int live_compact(struct orbit_rp_html *h)
+{
+	uint32_t *site_to = calloc(h->nsites + 1, sizeof *site_to);
+	if (site_to == NULL)
+		return -1;
+	for (size_t i = 0; i < h->keep.n; i++)
+		if (h->keep.spans[i].site < h->nsites)
+			site_to[h->keep.spans[i].site] = 1;
+	uint32_t used = 0;
+	for (uint32_t i = 0; i < h->nsites; i++)
+		if (site_to[i]) {
+			h->sites[used] = h->sites[i];
+			site_to[i] = used++;
+		}
+	for (size_t i = 0; i < h->keep.n; i++)
+		h->keep.spans[i].site = site_to[h->keep.spans[i].site];
+	h->nsites = used;
+	free(site_to);
+
+	struct orbit_rp_html_strs to = {0};
+	struct restr r = {&h->strs, &to, calloc(h->strs.n + 1, sizeof *r.map)};
+	if (r.map == NULL)
+		return -1;
+	for (uint32_t i = 0; i < h->nprocs; i++) {
+		h->procs[i].name = restr(&r, h->procs[i].name);
+		h->procs[i].host = restr(&r, h->procs[i].host);
+		h->procs[i].cmd = restr(&r, h->procs[i].cmd);
+	}
+	for (uint32_t i = 0; i < h->nlanes; i++)
+		h->lanes[i].name = restr(&r, h->lanes[i].name);
+	for (uint32_t i = 0; i < h->nsites; i++) {
+		h->sites[i].name = restr(&r, h->sites[i].name);
+		h->sites[i].file = restr(&r, h->sites[i].file);
+		h->sites[i].func = restr(&r, h->sites[i].func);
+	}
+	h->text_bytes = 0;
+	for (size_t i = 0; i < h->nlines; i++) {
+		uint32_t t = h->lines[i].text;
+		if (t != ORBIT_RP_HTML_NO_STR && t < h->strs.n && !(h->lines[i].flags & ORBIT_RP_MARKER))
+			h->text_bytes += h->strs.off[t + 1] - h->strs.off[t];
+		h->lines[i].text = restr(&r, t);
+	}
+	free(r.map);
+	to.refused += h->strs.refused;
+	orbit__rp_html_strs_free(&h->strs);
+	h->strs = to;
+	if (h->name_str != NULL) /* a cache: names are looked up again */
+		memset(h->name_str, 0, h->nname_str * sizeof *h->name_str);
+
+	/* The maps hash string and site numbers: built again. */
+	map_free(&h->site_map);
+	map_free(&h->value_map);
+	memset(&h->site_map, 0, sizeof h->site_map);
+	memset(&h->value_map, 0, sizeof h->value_map);
+	for (uint32_t i = 0; i < h->nsites; i++) {
+		h->site_key = h->sites[i];
+		uint32_t *slot = map_slot(&h->site_map, site_hash(&h->site_key), site_eq, h);
+		if (slot == NULL)
+			return -1;
+		*slot = i + 1;
+		h->site_map.n++;
+	}
+	for (uint32_t i = 0; i < h->nlanes; i++) {
+		if (h->lanes[i].kind != ORBIT_RP_HTML_VALUE)
+			continue;
+		h->value_key = h->lanes[i];
+		uint32_t *slot = map_slot(&h->value_map, value_hash(&h->value_key), value_eq, h);
+		if (slot == NULL)
+			return -1;
+		*slot = i + 1;
+		h->value_map.n++;
+	}
+	return 0;
+}
+
+/* Whether what nothing kept uses is worth a compaction. */
+static int live_slack(const struct orbit_rp_html *h)
+{
+	return h->nsites > h->keep.n + LIVE_SITES_SLACK ||
+	       h->strs.len > h->text_bytes + (size_t)h->nsites * 64 + LIVE_TEXT_SLACK;
+}
+
+/* One data block of the history to options.html_live. */
+static void live_emit(struct orbit_rp_export *x, struct orbit_rp_html *h)
+{
+	const struct orbit_replay_options *o = x->view->o;
+	live_evict(x, h);
+	if (live_slack(h) && live_compact(h) != 0)
+		h->oom = 1;
+	char *buf = NULL;
+	size_t len = 0;
+	FILE *f = open_memstream(&buf, &len);
+	if (f == NULL)
+		return;
+	struct orbit_rp_out out;
+	orbit__rp_out_stream(&out, f, "live view");
+	int rc = orbit__rp_html_write(h, x, &out);
+	orbit__rp_out_flush(&out);
+	int bad = rc != 0 || out.err != 0 || ferror(f);
+	fclose(f);
+	if (!bad)
+		o->html_live(o->html_live_ctx, buf, len);
+	free(buf);
+}
+
+static uint64_t live_now(void)
+{
+	struct timespec ts;
+	clock_gettime(CLOCK_MONOTONIC, &ts);
+	return (uint64_t)ts.tv_sec * 1000000000ull + (uint64_t)ts.tv_nsec;
+}
+
+static void html_tick(struct orbit_rp_export *x)
+{
+	struct orbit_rp_html *h = x->state;
+	if (!h->live)
+		return;
+	uint64_t now = live_now();
+	if (now < h->live_next)
+		return;
+	h->live_next = now + x->view->o->html_live_every_ns;
+	live_emit(x, h);
+}
+
 static void html_end(struct orbit_rp_export *x)
 {
 	struct orbit_rp_html *h = x->state;
-	if (orbit__rp_html_write(h, x) != 0 && x->out->err == 0)
+	if (h->live) {
+		live_emit(x, h);
+		return;
+	}
+	if (orbit__rp_html_write(h, x, NULL) != 0 && x->out->err == 0)
 		x->out->err = ENOMEM;
 }
 
@@ -449,6 +702,8 @@ static void html_free(struct orbit_rp_export *x)
 
 static const char *html_wanted(const struct orbit_replay_options *o)
 {
+	if (o->html_path == NULL && o->html_live != NULL)
+		return "-"; /* nothing is written on it: the blocks go to html_live */
 	return o->html_path;
 }
 
@@ -464,6 +719,7 @@ const struct orbit_rp_exporter orbit__rp_export_html = {
     .value = html_value,
     .line = html_line,
     .loss = html_loss,
+    .tick = html_tick,
     .end = html_end,
     .free = html_free,
 };

@@ -220,6 +220,28 @@ int orbit__rp_html_keep(struct orbit_rp_html_keep *k, const struct orbit_rp_html
 	return append(k, &sp);
 }
 
+void orbit__rp_html_keep_evict(struct orbit_rp_html_keep *k, uint64_t cutoff)
+{
+	size_t w = 0;
+	for (size_t r = 0; r < k->n; r++) {
+		const struct orbit_rp_html_span *s = &k->spans[r];
+		if (s->end < cutoff && !((s->depth_flags >> 24) & ORBIT_RP_UNFINISHED)) {
+			extra_give_back(k, s->extra);
+			continue;
+		}
+		if (w != r)
+			k->spans[w] = *s;
+		w++;
+	}
+	k->n = w;
+	if (k->cap == 0)
+		return;
+	for (size_t i = 0; i < k->n; i++)
+		k->heap[i] = (uint32_t)i;
+	for (size_t i = k->n / 2; i-- > 0;)
+		sift_down(k, i);
+}
+
 void orbit__rp_html_keep_init(struct orbit_rp_html_keep *k, size_t cap)
 {
 	memset(k, 0, sizeof *k);

@@ -10,6 +10,9 @@
  *   @ORBIT_CSS@    replay/html/timeline.css
  *   @ORBIT_JS@     the scripts of replay/html/, concatenated (html/embed.cmake)
  *   @ORBIT_DATA@   the data block (replay_export_html_data.c): base64
+ *   @ORBIT_MODE@   "file", or "live": the page of orbit-collector's live
+ *                  view, which gets its blocks from where it came from
+ *   @ORBIT_CONNECT@ what the page may fetch: 'none', or live 'self'
  *
  * The build refuses code or styles that hold "</script" or "</style" or a
  * URL with a scheme (html/embed.cmake), so nothing written here can end an
@@ -51,9 +54,10 @@ void orbit__rp_html_page(struct orbit_rp_out *o, void (*data)(void *ctx, struct 
 {
 	static const struct {
 		const char *token;
-		int what; /* 0 nonce, 1 css, 2 js, 3 data */
-	} tokens[] = {
-	    {"@ORBIT_NONCE@", 0}, {"@ORBIT_CSS@", 1}, {"@ORBIT_JS@", 2}, {"@ORBIT_DATA@", 3}};
+		int what; /* 0 nonce, 1 css, 2 js, 3 data, 4 mode, 5 connect */
+	} tokens[] = {{"@ORBIT_NONCE@", 0}, {"@ORBIT_CSS@", 1},  {"@ORBIT_JS@", 2},
+	              {"@ORBIT_DATA@", 3},  {"@ORBIT_MODE@", 4}, {"@ORBIT_CONNECT@", 5}};
+	int live = data == NULL;
 	char n[23];
 	nonce(n);
 	const char *p = (const char *)orbit__rp_html_template;
@@ -88,8 +92,15 @@ void orbit__rp_html_page(struct orbit_rp_out *o, void (*data)(void *ctx, struct 
 		case 2:
 			orbit__rp_out_write(o, orbit__rp_html_js, orbit__rp_html_js_len);
 			break;
+		case 4:
+			orbit__rp_out_s(o, live ? "live" : "file");
+			break;
+		case 5:
+			orbit__rp_out_s(o, live ? "'self'" : "'none'");
+			break;
 		default:
-			data(ctx, o);
+			if (data != NULL)
+				data(ctx, o);
 		}
 	}
 }

@@ -189,6 +189,17 @@ static int order_lanes(struct orbit_rp_html *h)
 		merged[to[i]] = k->lane_merged[i];
 		dens[to[i]] = k->density[i];
 	}
+	/* What finds a lane by its number: a thread's word, a value track's
+	 * entry, a process's async lane. */
+	for (uint32_t i = 0; i < h->nlanes; i++)
+		if (sorted[i].th != NULL)
+			sorted[i].th->export[h->tables->x->slot] = (uint64_t)i + 1;
+	for (size_t i = 0; h->value_map.mask && i <= h->value_map.mask; i++)
+		if (h->value_map.id[i])
+			h->value_map.id[i] = to[h->value_map.id[i] - 1] + 1;
+	for (uint32_t i = 0; i < h->nprocs; i++)
+		if (h->procs[i].async_lane)
+			h->procs[i].async_lane = to[h->procs[i].async_lane - 1] + 1;
 	for (uint32_t i = h->nlanes; i < k->nlanes; i++)
 		free(k->density[i]);
 	free(k->lane_merged);
@@ -270,6 +281,9 @@ static size_t meta_rows(struct orbit_rp_html *h, struct meta_row *m)
 	                           (double)(h->oom || h->keep.oom)};
 	m[n++] = (struct meta_row){key(h, "states_dropped"), ORBIT_RP_HTML_NO_STR,
 	                           (double)h->tables->states_dropped};
+	if (h->live)
+		m[n++] = (struct meta_row){key(h, "live_from"), ORBIT_RP_HTML_NO_STR,
+		                           (double)rel(h, h->live_from)};
 	size_t at = 0;
 	b[0] = '\0';
 	if (o->has_thread)
@@ -955,10 +969,12 @@ static void end_free(struct orbit_rp_html *h)
 	h->tables->meta_tab = NULL;
 }
 
-int orbit__rp_html_write(struct orbit_rp_html *h, const struct orbit_rp_export *x)
+int orbit__rp_html_write(struct orbit_rp_html *h, const struct orbit_rp_export *x,
+                         struct orbit_rp_out *block)
 {
 	const struct orbit_rp_view *v = x->view;
-	struct orbit_rp_html_tables e = {.h = h, .x = x, .origin = v->origin};
+	struct orbit_rp_html_tables e = {
+	    .h = h, .x = x, .origin = h->live ? h->live_origin : v->origin};
 	h->tables = &e;
 	for (size_t c = 0; c < v->ncaps; c++)
 		for (const struct orbit_rp_stream *s = v->caps[c].streams; s; s = s->next)
@@ -983,10 +999,15 @@ int orbit__rp_html_write(struct orbit_rp_html *h, const struct orbit_rp_export *
 		    v->stats, v->names, async, ORBIT_REPLAY_SORT_TOTAL, &e.stat_n[async]);
 		if (e.stat_rows[async] == NULL)
 			goto oom;
+		if (h->live && e.stat_n[async] > ORBIT_RP_HTML_LIVE_STATS)
+			e.stat_n[async] = ORBIT_RP_HTML_LIVE_STATS; /* the largest totals */
 	}
 	if (index_events(&e) != 0 || index_states(&e) != 0)
 		goto oom;
-	orbit__rp_html_page(x->out, write_data, &e);
+	if (block != NULL)
+		write_data(&e, block);
+	else
+		orbit__rp_html_page(x->out, write_data, &e);
 	end_free(h);
 	free(e.thst_tab);
 	free(e.cpus_tab);

@@ -139,6 +139,10 @@ void orbit__rp_html_keep_init(struct orbit_rp_html_keep *k, size_t cap);
 int orbit__rp_html_keep(struct orbit_rp_html_keep *k, const struct orbit_rp_html_span *s,
                         const struct orbit_rp_html_extra *extra);
 void orbit__rp_html_keep_free(struct orbit_rp_html_keep *k);
+/* Drops the finished spans that ended before cutoff (the live view's
+ * history: replay_export_html.c), their extras with them; the rest keep
+ * their order, and with a cap the heap is rebuilt. */
+void orbit__rp_html_keep_evict(struct orbit_rp_html_keep *k, uint64_t cutoff);
 
 /* ---- the events kept (replay_export_html.c) ---- */
 
@@ -164,7 +168,7 @@ struct orbit_rp_html_lane {
 	uint32_t tid;
 	uint32_t name; /* a value track's name */
 	uint32_t color;
-	const struct orbit_rp_thread *th;
+	struct orbit_rp_thread *th; /* its word export[] holds the lane + 1 */
 };
 
 struct orbit_rp_html_site {
@@ -239,7 +243,14 @@ struct orbit_rp_html {
 	struct orbit_rp_html_lane value_key; /* what value_eq and site_eq compare with */
 	struct orbit_rp_html_site site_key;
 	struct orbit_rp_html_tables *tables; /* while they are written (..._tables.c) */
+	/* The live view (options.html_live): the time origin of its blocks
+	 * (its first stream's Handshake) and where its history starts. */
+	int live;
+	uint64_t live_origin, live_from, live_next;
 };
+
+/* Rows of a live block's statistics: the names of the largest totals. */
+#define ORBIT_RP_HTML_LIVE_STATS 1000u
 
 struct orbit_rp_export;
 
@@ -262,9 +273,13 @@ static inline uint32_t orbit__rp_html_str_cut(struct orbit_rp_html *h, const cha
 /* ---- at the end (replay_export_html_tables.c) ---- */
 
 /* The events in page order, written as the page's tables (their list is
- * that file's opening comment) into the page on x's output. Returns 0, or
+ * that file's opening comment) into the page on x's output, or with block
+ * only the data block, on block. The events stay as they were but in page
+ * order, and what refers to lanes (threads' words, value tracks, async
+ * lanes) follows their new numbers, so that more can come. Returns 0, or
  * -1 when out of memory. */
-int orbit__rp_html_write(struct orbit_rp_html *h, const struct orbit_rp_export *x);
+int orbit__rp_html_write(struct orbit_rp_html *h, const struct orbit_rp_export *x,
+                         struct orbit_rp_out *block);
 
 /* ---- the page (replay_export_html_page.c) ---- */
 
@@ -277,7 +292,9 @@ extern const unsigned char orbit__rp_html_js[];
 extern const size_t orbit__rp_html_js_len;
 
 /* Writes the page: the template with its styles, code and a fresh nonce
- * for the Content-Security-Policy, and where the data goes, data(ctx, o). */
+ * for the Content-Security-Policy, and where the data goes, data(ctx, o).
+ * data NULL: the live view's page (orbit-collector --ui), with no data,
+ * allowed to fetch its blocks from the server it came from. */
 void orbit__rp_html_page(struct orbit_rp_out *o, void (*data)(void *ctx, struct orbit_rp_out *o),
                          void *ctx);
 

@@ -128,7 +128,9 @@ class Chrome:
 
     # ---- a page ----
 
-    def open(self, color_scheme="light", bindings=()):
+    def open(self, color_scheme="light", bindings=(), offline=True):
+        """A new page; offline=False lets it reach loopback servers (the
+        collector's live view), the proxy still cutting off everything else."""
         t = self.call("Target.createTarget", {"url": "about:blank"}, session=False)
         a = self.call("Target.attachToTarget", {"targetId": t["targetId"], "flatten": True},
                       session=False)
@@ -136,7 +138,8 @@ class Chrome:
         for m in ("Page.enable", "Runtime.enable", "Network.enable", "Log.enable"):
             self.call(m)
         self.call("Network.emulateNetworkConditions",
-                  {"offline": True, "latency": 0, "downloadThroughput": -1, "uploadThroughput": -1})
+                  {"offline": offline, "latency": 0, "downloadThroughput": -1,
+                   "uploadThroughput": -1})
         self.call("Emulation.setDeviceMetricsOverride",
                   {"width": self.width, "height": self.height, "deviceScaleFactor": 1,
                    "mobile": False})
