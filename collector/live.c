@@ -90,8 +90,8 @@ uint32_t orbit__live_stream_add(struct orbit_live *l, const struct orbit_live_st
 	return id;
 }
 
-void orbit__live_stream_update(struct orbit_live *l, uint32_t id, uint64_t records,
-                               uint64_t lost, uint64_t bytes)
+void orbit__live_stream_update(struct orbit_live *l, uint32_t id, uint64_t records, uint64_t lost,
+                               uint64_t bytes)
 {
 	if (l == NULL || id == 0)
 		return;
@@ -173,7 +173,10 @@ static void json_str(FILE *o, const char *s)
 		else if (*p < 0x80)
 			fputc(*p, o);
 		else {
-			size_t n = (*p & 0xe0) == 0xc0 ? 2 : (*p & 0xf0) == 0xe0 ? 3 : (*p & 0xf8) == 0xf0 ? 4 : 0;
+			size_t n = (*p & 0xe0) == 0xc0   ? 2
+			           : (*p & 0xf0) == 0xe0 ? 3
+			           : (*p & 0xf8) == 0xf0 ? 4
+			                                 : 0;
 			size_t k = 1;
 			while (n && k < n && (p[k] & 0xc0) == 0x80)
 				k++;
@@ -199,7 +202,8 @@ char *orbit__live_streams_json(struct orbit_live *l, size_t *len)
 	for (size_t i = l->nstreams; i-- > 0;) { /* newest first */
 		const struct live_stream *e = &l->streams[i];
 		fprintf(o, "%s{\"id\":%" PRIu32 ",\"pid\":%" PRIu32 ",\"state\":\"%s\",",
-		        i + 1 == l->nstreams ? "" : ",", e->id, e->pid, e->ended ? "ended" : "live");
+		        i + 1 == l->nstreams ? "" : ",", e->id, e->pid,
+		        e->ended ? "ended" : "live");
 		fputs("\"peer\":", o);
 		json_str(o, e->peer);
 		fputs(",\"host\":", o);
@@ -228,8 +232,8 @@ char *orbit__live_streams_json(struct orbit_live *l, size_t *len)
 	return buf;
 }
 
-int orbit__live_capture_of(struct orbit_live *l, uint32_t id, char *path, size_t n,
-                           uint64_t *bytes, char *name, size_t name_len)
+int orbit__live_capture_of(struct orbit_live *l, uint32_t id, char *path, size_t n, uint64_t *bytes,
+                           char *name, size_t name_len)
 {
 	pthread_mutex_lock(&l->mu);
 	const struct live_stream *e = find(l, id);
@@ -352,7 +356,8 @@ int orbit__live_start(const struct orbit_live_options *o, struct orbit_live **ou
 	uint8_t r[32];
 	if (l->dir == NULL || (o->token_len > 0 && l->token == NULL) ||
 	    getrandom(r, sizeof r, 0) != (ssize_t)sizeof r) {
-		snprintf(why, n, "%s", l->dir == NULL ? "out of memory" : "no random bytes for a session");
+		snprintf(why, n, "%s",
+		         l->dir == NULL ? "out of memory" : "no random bytes for a session");
 		free(l->dir);
 		free(l->token);
 		free(l);

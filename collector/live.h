@@ -27,18 +27,18 @@
 
 #define ORBIT_LIVE_DEFAULT "127.0.0.1:7412"
 #define ORBIT_LIVE_HISTORY_NS (60ull * 1000000000ull) /* --ui-history's default */
-#define ORBIT_LIVE_SPANS 50000u      /* spans a block keeps at most: the longest */
-#define ORBIT_LIVE_EVERY_NS 500000000ull /* a block this often while data comes */
-#define ORBIT_LIVE_ENDED_KEPT 64u        /* ended streams listed, the newest */
-#define ORBIT_LIVE_FEEDS 16u             /* streams watched at once */
-#define ORBIT_LIVE_CONNS 512u            /* UI connections at once; one past it is closed */
-#define ORBIT_LIVE_IDLE_MS 30000u        /* a feed without viewers stops after this */
+#define ORBIT_LIVE_SPANS 50000u                       /* spans a block keeps at most: the longest */
+#define ORBIT_LIVE_EVERY_NS 250000000ull              /* a block this often while data comes */
+#define ORBIT_LIVE_ENDED_KEPT 64u                     /* ended streams listed, the newest */
+#define ORBIT_LIVE_FEEDS 16u                          /* streams watched at once */
+#define ORBIT_LIVE_CONNS 512u     /* UI connections at once; one past it is closed */
+#define ORBIT_LIVE_IDLE_MS 30000u /* a feed without viewers stops after this */
 
 struct orbit_live;
 
 struct orbit_live_options {
-	const char *addr;   /* HOST:PORT */
-	const char *dir;    /* the captures' directory */
+	const char *addr;     /* HOST:PORT */
+	const char *dir;      /* the captures' directory */
 	const uint8_t *token; /* the collector's token; NULL: none */
 	size_t token_len;
 	uint64_t history_ns; /* --ui-history */
@@ -64,8 +64,8 @@ struct orbit_live_stream_info {
  * list has no room (the stream is then not shown). */
 uint32_t orbit__live_stream_add(struct orbit_live *l, const struct orbit_live_stream_info *s);
 /* Its events, loss and bytes written so far. */
-void orbit__live_stream_update(struct orbit_live *l, uint32_t id, uint64_t records,
-                               uint64_t lost, uint64_t bytes);
+void orbit__live_stream_update(struct orbit_live *l, uint32_t id, uint64_t records, uint64_t lost,
+                               uint64_t bytes);
 /* It ended; why is NULL for an orderly end. */
 void orbit__live_stream_end(struct orbit_live *l, uint32_t id, const char *why);
 

@@ -103,7 +103,8 @@ static ssize_t query_get(h2o_req_t *req, const char *key, char *out, size_t n)
 			size_t w = 0;
 			for (const char *p = q + klen + 1; p < e; p++) {
 				int c = (unsigned char)*p;
-				if (c == '%' && e - p >= 3 && hexval(p[1]) >= 0 && hexval(p[2]) >= 0) {
+				if (c == '%' && e - p >= 3 && hexval(p[1]) >= 0 &&
+				    hexval(p[2]) >= 0) {
 					c = hexval(p[1]) * 16 + hexval(p[2]);
 					p += 2;
 				} else if (c == '+')
@@ -131,8 +132,8 @@ static void reply(h2o_req_t *req, int status, const char *reason, const char *ty
 	req->res.reason = reason;
 	header(req, H2O_TOKEN_CONTENT_TYPE, type);
 	header(req, H2O_TOKEN_CACHE_CONTROL, "no-store");
-	h2o_add_header_by_str(&req->pool, &req->res.headers, H2O_STRLIT("x-content-type-options"), 0,
-	                      NULL, H2O_STRLIT("nosniff"));
+	h2o_add_header_by_str(&req->pool, &req->res.headers, H2O_STRLIT("x-content-type-options"),
+	                      0, NULL, H2O_STRLIT("nosniff"));
 	h2o_send_inline(req, body, len);
 }
 
@@ -170,7 +171,8 @@ static void login(struct orbit_live *l, h2o_req_t *req)
 {
 	char t[ORBIT_COLLECTOR_TOKEN_MAX];
 	ssize_t n = query_get(req, "token", t, sizeof t);
-	if (l->opt.token_len == 0 || (n >= 0 && ct_equal(t, (size_t)n, l->token, l->opt.token_len))) {
+	if (l->opt.token_len == 0 ||
+	    (n >= 0 && ct_equal(t, (size_t)n, l->token, l->opt.token_len))) {
 		char cookie[128];
 		snprintf(cookie, sizeof cookie, "orbit_ui=%s; Path=/; HttpOnly; SameSite=Strict",
 		         l->session);
@@ -449,7 +451,8 @@ static int on_req(h2o_handler_t *self, h2o_req_t *req)
 		return 0;
 	}
 	if (!authorized(l, req)) {
-		reply_text(req, 403, "Forbidden", "this live view needs the collector's token: open /login?token=TOKEN\n");
+		reply_text(req, 403, "Forbidden",
+		           "this live view needs the collector's token: open /login?token=TOKEN\n");
 		return 0;
 	}
 	if (is(p, "/"))
@@ -523,8 +526,8 @@ int orbit__live_http_start(struct orbit_live *l, char *url, size_t url_len, char
 {
 	char host[256], port[8];
 	const char *bad;
-	if (orbit__collector_split_listen(l->opt.addr, host, sizeof host, port, sizeof port, &bad) !=
-	    0) {
+	if (orbit__collector_split_listen(l->opt.addr, host, sizeof host, port, sizeof port,
+	                                  &bad) != 0) {
 		snprintf(why, n, "--ui '%s': %s", l->opt.addr, bad);
 		return -1;
 	}

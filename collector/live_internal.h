@@ -101,8 +101,8 @@ struct live_feed *orbit__live_feed_of(struct orbit_live *l, uint32_t id, const c
 char *orbit__live_streams_json(struct orbit_live *l, size_t *len);
 /* The capture file's path and size so far (complete frames), for a
  * download: 0, or -1 when not listed. */
-int orbit__live_capture_of(struct orbit_live *l, uint32_t id, char *path, size_t n,
-                           uint64_t *bytes, char *name, size_t name_len);
+int orbit__live_capture_of(struct orbit_live *l, uint32_t id, char *path, size_t n, uint64_t *bytes,
+                           char *name, size_t name_len);
 /* A feed's block is ready (feed thread). */
 void orbit__live_wake(struct orbit_live *l);
 
