@@ -4,7 +4,13 @@
  * otherwise. Never pass/fail. Each run is a fresh child process (its own
  * segment and agent), so ORBIT_* variables apply as set.
  *
- *   orbit-bench-pipeline [--collector PATH] [--runs K] MODE...
+ *   orbit-bench-pipeline [--collector PATH] [--collector-arg ARG]...
+ *                        [--viewers N] [--runs K] MODE...
+ *
+ *   --collector-arg ARG    one more argument for the collector (--ui off, ...)
+ *   --viewers N            N viewers of the collector's live view (--ui), each
+ *                          reading the run's stream's blocks (/events) as
+ *                          fast as they come while the run streams
  *
  *   --rates R1,R2,..|max   (the default mode) one producer thread, or
  *                          --threads N, emits scopes (ORBIT_SCOPE, 2 events)
@@ -29,15 +35,18 @@
  * scheduled) says so under its row: it then caught up at full speed, a
  * burst far above the nominal rate.
  */
+#include <arpa/inet.h>
 #include <dirent.h>
 #include <errno.h>
 #include <inttypes.h>
+#include <netinet/in.h>
 #include <pthread.h>
 #include <signal.h>
 #include <stdatomic.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/socket.h>
 #include <sys/stat.h>
 #include <sys/wait.h>
 #include <time.h>
@@ -379,16 +388,25 @@ static void clear_dir(const char *dir)
 
 /* ---- the collector ---- */
 
-static pid_t start_collector(const char *exe, const char *dir, char *addr)
+#define MAX_COLLECTOR_ARGS 16
+
+static pid_t start_collector(const char *exe, const char *dir, char *const *extra, int nextra,
+                             int want_ui, char *addr, int *ui_port)
 {
 	int fds[2];
 	if (pipe(fds) != 0)
 		return -1;
+	const char *args[8 + MAX_COLLECTOR_ARGS] = {exe,     "--listen", "127.0.0.1:0",
+	                                            "--dir", dir,        "--quiet"};
+	int n = 6;
+	for (int i = 0; i < nextra; i++)
+		args[n++] = extra[i];
+	args[n] = NULL;
 	pid_t pid = fork();
 	if (pid == 0) {
 		dup2(fds[1], 1);
 		close(fds[0]);
-		execl(exe, exe, "--listen", "127.0.0.1:0", "--dir", dir, "--quiet", (char *)NULL);
+		execv(exe, (char *const *)args);
 		_exit(127);
 	}
 	close(fds[1]);
@@ -400,7 +418,61 @@ static pid_t start_collector(const char *exe, const char *dir, char *addr)
 		kill(pid, SIGKILL);
 		return -1;
 	}
+	*ui_port = 0;
+	if (want_ui && (fgets(line, sizeof line, f) == NULL ||
+	                sscanf(line, "live view: http://127.0.0.1:%d/", ui_port) != 1)) {
+		fprintf(stderr,
+		        "orbit-bench-pipeline: %s has no live view (--viewers needs --ui)\n", exe);
+		kill(pid, SIGKILL);
+		return -1;
+	}
 	return pid; /* f stays open: the collector's stdout */
+}
+
+/* ---- viewers of the live view ---- */
+
+struct viewer {
+	pthread_t thread;
+	int port;
+	unsigned stream;
+	atomic_int *stop;
+	uint64_t bytes;
+	int fd;
+};
+
+/* Asks for the stream's blocks until the collector has the stream, then
+ * reads everything it sends until stop. */
+static void *viewer_main(void *arg)
+{
+	struct viewer *v = arg;
+	char req[128], buf[1 << 16];
+	snprintf(req, sizeof req, "GET /events?stream=%u HTTP/1.1\r\nHost: x\r\n\r\n", v->stream);
+	while (!atomic_load(v->stop)) {
+		int fd = socket(AF_INET, SOCK_STREAM, 0);
+		struct sockaddr_in a = {.sin_family = AF_INET,
+		                        .sin_port = htons((uint16_t)v->port)};
+		a.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
+		if (fd < 0 || connect(fd, (struct sockaddr *)&a, sizeof a) != 0 ||
+		    write(fd, req, strlen(req)) != (ssize_t)strlen(req)) {
+			if (fd >= 0)
+				close(fd);
+			sleep_ns(20000000);
+			continue;
+		}
+		ssize_t n = read(fd, buf, sizeof buf);
+		if (n < 12 || memcmp(buf, "HTTP/1.1 200", 12) != 0) { /* not there yet */
+			close(fd);
+			sleep_ns(20000000);
+			continue;
+		}
+		v->bytes += (uint64_t)n;
+		v->fd = fd;
+		while (!atomic_load(v->stop) && (n = read(fd, buf, sizeof buf)) > 0)
+			v->bytes += (uint64_t)n;
+		close(fd);
+		break;
+	}
+	return NULL;
 }
 
 static uint64_t process_cpu_ns(pid_t pid)
@@ -428,6 +500,7 @@ struct result {
 	struct report rep;
 	struct tally t;
 	uint64_t coll_cpu_ns;
+	uint64_t viewer_bytes; /* read by the live view's viewers, together */
 };
 
 static struct {
@@ -435,6 +508,11 @@ static struct {
 	char dir[64];
 	char addr[256];
 	pid_t coll;
+	char *args[MAX_COLLECTOR_ARGS];
+	int nargs;
+	int viewers, ui_port;
+	unsigned streams; /* the collector's streams so far: the run's is the next */
+	uint64_t viewer_bytes;
 } B;
 
 static void run_one(const struct producer *tmpl, int threads, struct result *res)
@@ -452,6 +530,15 @@ static void run_one(const struct producer *tmpl, int threads, struct result *res
 		child(fds[1], tmpl, threads);
 	}
 	close(fds[1]);
+	B.streams++;
+	atomic_int stop = 0;
+	struct viewer views[64];
+	int nviews = B.viewers < 64 ? B.viewers : 64;
+	for (int i = 0; i < nviews; i++) {
+		views[i] = (struct viewer){
+		    .port = B.ui_port, .stream = B.streams, .stop = &stop, .fd = -1};
+		pthread_create(&views[i].thread, NULL, viewer_main, &views[i]);
+	}
 	ssize_t got = read(fds[0], &res->rep, sizeof res->rep);
 	close(fds[0]);
 	int status;
@@ -465,6 +552,13 @@ static void run_one(const struct producer *tmpl, int threads, struct result *res
 			break;
 	}
 	res->coll_cpu_ns = process_cpu_ns(B.coll) - coll0;
+	atomic_store(&stop, 1);
+	for (int i = 0; i < nviews; i++) {
+		if (views[i].fd >= 0)
+			shutdown(views[i].fd, SHUT_RDWR);
+		pthread_join(views[i].thread, NULL);
+		res->viewer_bytes += views[i].bytes;
+	}
 	if (got != sizeof res->rep || newest_capture(B.dir, path, sizeof path) != 0 ||
 	    tally_capture(path, &res->t) != 0)
 		return;
@@ -502,6 +596,9 @@ static void print_row(const char *label, const struct result *r)
 	       r->t.delivered ? (double)r->t.bytes / (double)r->t.delivered : 0.0,
 	       e ? (double)r->rep.agent_cpu_ns / (double)e : 0.0,
 	       e ? (double)r->coll_cpu_ns / (double)e : 0.0, equation(r));
+	if (B.viewers > 0)
+		printf("%12s %d viewers read %.1f MB of live blocks\n", "", B.viewers,
+		       (double)r->viewer_bytes / 1e6);
 	fflush(stdout);
 }
 
@@ -565,6 +662,11 @@ int main(int argc, char **argv)
 	for (int i = 1; i < argc; i++) {
 		if (strcmp(argv[i], "--collector") == 0 && i + 1 < argc)
 			B.exe = argv[++i];
+		else if (strcmp(argv[i], "--collector-arg") == 0 && i + 1 < argc &&
+		         B.nargs < MAX_COLLECTOR_ARGS)
+			B.args[B.nargs++] = argv[++i];
+		else if (strcmp(argv[i], "--viewers") == 0 && i + 1 < argc)
+			B.viewers = atoi(argv[++i]);
 		else if (strcmp(argv[i], "--seconds") == 0 && i + 1 < argc)
 			seconds = atof(argv[++i]);
 		else if (strcmp(argv[i], "--threads") == 0 && i + 1 < argc)
@@ -583,7 +685,8 @@ int main(int argc, char **argv)
 			rss = argv[++i];
 		else {
 			printf(
-			    "usage: %s [--collector PATH] [--runs K] [--seconds S] [--threads N] "
+			    "usage: %s [--collector PATH] [--collector-arg ARG]... [--viewers N] "
+			    "[--runs K] [--seconds S] [--threads N] "
 			    "[--spin] [--rates R1,R2,...|max] [--burst T,N] [--hot N] "
 			    "[--rss T1,T2,...]\n",
 			    argv[0]);
@@ -598,7 +701,7 @@ int main(int argc, char **argv)
 	snprintf(B.dir, sizeof B.dir, "/tmp/orbit-bench-pipeline.XXXXXX");
 	if (mkdtemp(B.dir) == NULL)
 		return 1;
-	B.coll = start_collector(B.exe, B.dir, B.addr);
+	B.coll = start_collector(B.exe, B.dir, B.args, B.nargs, B.viewers > 0, B.addr, &B.ui_port);
 	if (B.coll < 0)
 		return 1;
 	setenv("ORBIT_COLLECTOR", B.addr, 1);

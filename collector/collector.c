@@ -329,10 +329,12 @@ static int dir_open(struct orbit_collector *c)
 	return 0;
 }
 
-/* Each stream takes a socket and a file, each pending connection a socket. */
+/* Each stream takes a socket and a file, each pending connection a socket,
+ * the live view its connections and its feeds' files. */
 static void nofile_raise(struct orbit_collector *c)
 {
-	rlim_t want = (rlim_t)c->opt.max_connections * 2 + c->opt.max_pending + 64;
+	rlim_t want = (rlim_t)c->opt.max_connections * 2 + c->opt.max_pending + 64 +
+	              (c->opt.ui ? ORBIT_LIVE_CONNS + ORBIT_LIVE_FEEDS * 4 : 0);
 	struct rlimit r;
 
 	if (getrlimit(RLIMIT_NOFILE, &r) != 0 || r.rlim_cur >= want)

@@ -307,7 +307,7 @@ static void on_tick(uv_timer_t *t)
 		/* The feed of a stream the collector closed without an end:
 		 * the reader would wait for more. */
 		if (e->feed != NULL && e->ended && realtime_ms() - e->ended_ms > ENDED_STOP_MS)
-			e->feed->stop = 1;
+			atomic_store_explicit(&e->feed->stop, 1, memory_order_relaxed);
 	}
 	pthread_mutex_unlock(&l->mu);
 	for (unsigned i = 0; i < ORBIT_LIVE_FEEDS; i++) {

@@ -110,6 +110,7 @@ int orbit__live_feed_start(struct live_feed *f, struct orbit_live *l, uint32_t s
 	if (f->path == NULL)
 		return -ENOMEM;
 	atomic_init(&f->done, 0);
+	atomic_init(&f->stop, 0);
 	int err = pthread_create(&f->thread, NULL, feed_main, f);
 	if (err != 0) {
 		free(f->path);
@@ -120,7 +121,7 @@ int orbit__live_feed_start(struct live_feed *f, struct orbit_live *l, uint32_t s
 
 void orbit__live_feed_free(struct live_feed *f)
 {
-	f->stop = 1;
+	atomic_store_explicit(&f->stop, 1, memory_order_relaxed); /* the reader looks every 50 ms */
 	if (!f->joined)
 		pthread_join(f->thread, NULL);
 	f->joined = 1;

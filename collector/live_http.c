@@ -68,56 +68,13 @@ struct live_viewer {
 
 /* ---- small helpers ---- */
 
-static int ct_equal(const void *a, size_t an, const void *b, size_t bn)
-{
-	const unsigned char *x = a, *y = b;
-	unsigned diff = an != bn;
-	for (size_t i = 0; i < bn; i++)
-		diff |= y[i] ^ (i < an ? x[i] : 0u);
-	return diff == 0;
-}
-
-static int hexval(int c)
-{
-	if (c >= '0' && c <= '9')
-		return c - '0';
-	if (c >= 'a' && c <= 'f')
-		return c - 'a' + 10;
-	if (c >= 'A' && c <= 'F')
-		return c - 'A' + 10;
-	return -1;
-}
-
-/* The value of key in the query (percent-decoded, '+' a space) into out;
- * its length, or -1 when absent or too long. */
+/* The value of key in the request's query; as orbit__live_query_value. */
 static ssize_t query_get(h2o_req_t *req, const char *key, char *out, size_t n)
 {
-	if (req->query_at == SIZE_MAX)
+	if (req->query_at == SIZE_MAX || req->query_at >= req->path.len)
 		return -1;
-	const char *q = req->path.base + req->query_at + 1, *end = req->path.base + req->path.len;
-	size_t klen = strlen(key);
-	while (q < end) {
-		const char *amp = memchr(q, '&', (size_t)(end - q));
-		const char *e = amp ? amp : end;
-		if ((size_t)(e - q) > klen && memcmp(q, key, klen) == 0 && q[klen] == '=') {
-			size_t w = 0;
-			for (const char *p = q + klen + 1; p < e; p++) {
-				int c = (unsigned char)*p;
-				if (c == '%' && e - p >= 3 && hexval(p[1]) >= 0 &&
-				    hexval(p[2]) >= 0) {
-					c = hexval(p[1]) * 16 + hexval(p[2]);
-					p += 2;
-				} else if (c == '+')
-					c = ' ';
-				if (w == n)
-					return -1;
-				out[w++] = (char)c;
-			}
-			return (ssize_t)w;
-		}
-		q = e + 1;
-	}
-	return -1;
+	return orbit__live_query_value(req->path.base + req->query_at + 1,
+	                               req->path.len - req->query_at - 1, key, out, n);
 }
 
 static void header(h2o_req_t *req, const h2o_token_t *t, const char *v)
@@ -150,18 +107,14 @@ static int authorized(struct orbit_live *l, h2o_req_t *req)
 		return 1;
 	for (ssize_t i = -1; (i = h2o_find_header(&req->headers, H2O_TOKEN_COOKIE, i)) != -1;) {
 		const h2o_iovec_t *v = &req->headers.entries[i].value;
-		for (size_t at = 0; at + 9 + 64 <= v->len; at++)
-			if (memcmp(v->base + at, "orbit_ui=", 9) == 0 &&
-			    (at == 0 || v->base[at - 1] == ' ' || v->base[at - 1] == ';') &&
-			    (at + 9 + 64 == v->len || v->base[at + 9 + 64] == ';') &&
-			    ct_equal(v->base + at + 9, 64, l->session, 64))
-				return 1;
+		if (orbit__live_cookie_session(v->base, v->len, l->session))
+			return 1;
 	}
 	ssize_t i = h2o_find_header(&req->headers, H2O_TOKEN_AUTHORIZATION, -1);
 	if (i != -1) {
 		const h2o_iovec_t *v = &req->headers.entries[i].value;
 		if (v->len > 7 && memcmp(v->base, "Bearer ", 7) == 0 &&
-		    ct_equal(v->base + 7, v->len - 7, l->token, l->opt.token_len))
+		    orbit__live_equal(v->base + 7, v->len - 7, l->token, l->opt.token_len))
 			return 1;
 	}
 	return 0;
@@ -172,7 +125,7 @@ static void login(struct orbit_live *l, h2o_req_t *req)
 	char t[ORBIT_COLLECTOR_TOKEN_MAX];
 	ssize_t n = query_get(req, "token", t, sizeof t);
 	if (l->opt.token_len == 0 ||
-	    (n >= 0 && ct_equal(t, (size_t)n, l->token, l->opt.token_len))) {
+	    (n >= 0 && orbit__live_equal(t, (size_t)n, l->token, l->opt.token_len))) {
 		char cookie[128];
 		snprintf(cookie, sizeof cookie, "orbit_ui=%s; Path=/; HttpOnly; SameSite=Strict",
 		         l->session);
@@ -314,19 +267,14 @@ static void viewer_dispose(void *p)
 static void events(struct orbit_live *l, h2o_req_t *req)
 {
 	char id[16];
-	ssize_t n = query_get(req, "stream", id, sizeof id - 1);
-	char *end = NULL;
-	unsigned long sid = 0;
-	if (n > 0) {
-		id[n] = '\0';
-		sid = strtoul(id, &end, 10);
-	}
-	if (n <= 0 || *end != '\0' || sid == 0 || sid > UINT32_MAX) {
+	ssize_t n = query_get(req, "stream", id, sizeof id);
+	uint32_t sid = 0;
+	if (n <= 0 || orbit__live_stream_number(id, (size_t)n, &sid) != 0) {
 		reply_text(req, 400, "Bad Request", "events?stream=N: N a stream's id\n");
 		return;
 	}
 	const char *why = "";
-	struct live_feed *f = orbit__live_feed_of(l, (uint32_t)sid, &why);
+	struct live_feed *f = orbit__live_feed_of(l, sid, &why);
 	if (f == NULL) {
 		reply_text(req, strcmp(why, "no such stream") == 0 ? 404 : 503,
 		           strcmp(why, "no such stream") == 0 ? "Not Found" : "Service Unavailable",
@@ -392,15 +340,13 @@ static void download_dispose(void *p)
 		close(d->fd);
 }
 
-static void capture(struct orbit_live *l, h2o_req_t *req, const char *id)
+static void capture(struct orbit_live *l, h2o_req_t *req, const char *id, size_t len)
 {
-	char *end = NULL;
-	unsigned long sid = strtoul(id, &end, 10);
+	uint32_t sid = 0;
 	char path[4400], name[160];
 	uint64_t bytes = 0;
-	if (*id == '\0' || *end != '\0' || sid == 0 || sid > UINT32_MAX ||
-	    orbit__live_capture_of(l, (uint32_t)sid, path, sizeof path, &bytes, name,
-	                           sizeof name) != 0) {
+	if (orbit__live_stream_number(id, len, &sid) != 0 ||
+	    orbit__live_capture_of(l, sid, path, sizeof path, &bytes, name, sizeof name) != 0) {
 		reply_text(req, 404, "Not Found", "no such stream\n");
 		return;
 	}
@@ -461,12 +407,9 @@ static int on_req(h2o_handler_t *self, h2o_req_t *req)
 		streams(l, req);
 	else if (is(p, "/events"))
 		events(l, req);
-	else if (p->len > 9 && memcmp(p->base, "/capture/", 9) == 0 && p->len < 9 + 16) {
-		char id[16];
-		memcpy(id, p->base + 9, p->len - 9);
-		id[p->len - 9] = '\0';
-		capture(l, req, id);
-	} else
+	else if (p->len > 9 && memcmp(p->base, "/capture/", 9) == 0)
+		capture(l, req, p->base + 9, p->len - 9);
+	else
 		reply_text(req, 404, "Not Found", "not found\n");
 	return 0;
 }

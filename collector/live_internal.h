@@ -16,9 +16,12 @@
 #include <pthread.h>
 #include <signal.h>
 #include <stdatomic.h>
+#include <sys/types.h>
 #include <uv.h>
 
 #include "live.h"
+
+#define ORBIT_LIVE_SESSION_LEN 64u /* hex characters of the session cookie */
 
 /* One data block as a Server-Sent Event ("event: block", a "data:" line
  * per base64 line), shared by the viewers sending it. */
@@ -39,8 +42,8 @@ struct live_feed {
 	uint32_t stream; /* its id in the list */
 	char *path;
 	pthread_t thread;
-	volatile sig_atomic_t stop; /* set by the view thread: the read ends */
-	atomic_int done;            /* set by the feed thread as it ends */
+	atomic_int stop; /* set by the view thread: the read ends */
+	atomic_int done; /* set by the feed thread as it ends */
 	int joined;
 	struct live_block *latest; /* under l->mu */
 	uint64_t seq;              /* of latest, under l->mu */
@@ -77,7 +80,7 @@ struct orbit_live {
 	struct orbit_live_options opt;
 	char *dir;
 	uint8_t *token;
-	char session[65]; /* the cookie a login gets: hex of 32 random bytes */
+	char session[ORBIT_LIVE_SESSION_LEN + 1]; /* a login's cookie: hex of 32 random bytes */
 	pthread_t thread;
 	uv_loop_t loop;
 	uv_async_t wake; /* a block is ready, a feed is done, or stop */
@@ -105,6 +108,19 @@ int orbit__live_capture_of(struct orbit_live *l, uint32_t id, char *path, size_t
                            char *name, size_t name_len);
 /* A feed's block is ready (feed thread). */
 void orbit__live_wake(struct orbit_live *l);
+
+/* ---- live_request.c: what a browser sends, read ---- */
+
+/* The value of key in the query q (without its '?'), percent-decoded and
+ * '+' a space, into out (n bytes): its length, or -1 when absent or
+ * longer than n. */
+ssize_t orbit__live_query_value(const char *q, size_t len, const char *key, char *out, size_t n);
+/* Equal bytes, in time that depends on bn only. */
+int orbit__live_equal(const void *a, size_t an, const void *b, size_t bn);
+/* Whether the Cookie header value v holds orbit_ui=SESSION. */
+int orbit__live_cookie_session(const char *v, size_t len, const char *session);
+/* A stream's number: decimal digits, 1 to UINT32_MAX; 0 or -1. */
+int orbit__live_stream_number(const char *s, size_t len, uint32_t *id);
 
 /* ---- live_http.c ---- */
 

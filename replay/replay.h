@@ -11,6 +11,7 @@
 #define ORBIT_REPLAY_H
 
 #include <signal.h>
+#include <stdatomic.h>
 #include <stddef.h>
 #include <stdint.h>
 #include <stdio.h>
@@ -93,7 +94,7 @@ struct orbit_replay_options {
 	 * drawn about once a second, until its stream ends or *stop is set
 	 * (NULL: never). */
 	int follow;
-	volatile sig_atomic_t *stop;
+	atomic_int *stop; /* lock-free: a signal handler may set it */
 	/* The live view's data source (orbit-collector --ui): while following,
 	 * about every html_live_every_ns and once more at the end, html_live
 	 * gets the --html page's data block (docs/replay.md, "The page's data

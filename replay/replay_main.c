@@ -5,6 +5,7 @@
 #include <errno.h>
 #include <getopt.h>
 #include <signal.h>
+#include <stdatomic.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -304,12 +305,13 @@ static int option(struct orbit_replay_options *o, int c, const char *arg)
 	}
 }
 
-static volatile sig_atomic_t interrupted;
+_Static_assert(ATOMIC_INT_LOCK_FREE == 2, "a signal handler sets an atomic_int");
+static atomic_int interrupted; /* lock-free: a handler may set it */
 
 static void on_interrupt(int sig)
 {
 	(void)sig;
-	interrupted = 1;
+	atomic_store_explicit(&interrupted, 1, memory_order_relaxed);
 }
 
 int main(int argc, char **argv)

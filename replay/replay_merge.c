@@ -160,7 +160,7 @@ static void ahead_batch(struct orbit_rp_timeline *tl, struct orbit_rp_read *e)
 
 static int stopped(const struct orbit_rp_timeline *tl)
 {
-	return tl->stop != NULL && *tl->stop != 0;
+	return tl->stop != NULL && atomic_load_explicit(tl->stop, memory_order_relaxed) != 0;
 }
 
 /* Following, the file has nothing more yet: the exporters' tick, then a

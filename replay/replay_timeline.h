@@ -21,6 +21,7 @@
 #define ORBIT_REPLAY_TIMELINE_H
 
 #include <signal.h>
+#include <stdatomic.h>
 #include <stddef.h>
 #include <stdint.h>
 
@@ -99,7 +100,7 @@ struct orbit_rp_timeline {
 	/* --follow: the inputs are read as they are written, until each
 	 * stream ends or *stop is set (replay.h) */
 	int follow;
-	volatile sig_atomic_t *stop;
+	atomic_int *stop;
 	struct orbit_rp_report *rep;
 	struct orbit_rp_dispatch *d;       /* NULL: counts and times only */
 	struct orbit_rp_sched_scan *sched; /* the streams' states, or NULL */

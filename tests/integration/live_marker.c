@@ -1,8 +1,8 @@
 /*
  * live_marker.c — a traced program for live_view.py: a worker thread busy
  * with short scopes while the main thread, every INTERVAL ms, writes a
- * scope "marker-N" and prints "marker N END" (END: CLOCK_MONOTONIC ns at
- * its end, the clock the agent stamps with), so that the test can tell
+ * scope "marker-N" and prints "marker N END" (END: CLOCK_MONOTONIC ns
+ * read just before the scope ends, the clock the agent stamps with), so that the test can tell
  * how far behind the live page is. Traced through the environment
  * (ORBIT_COLLECTOR), like a user's program.
  *
@@ -66,10 +66,12 @@ int main(int argc, char **argv)
 		nanosleep(&ts, NULL);
 		char name[32];
 		snprintf(name, sizeof name, "marker-%d", i);
+		uint64_t end;
 		{
 			ORBIT_SCOPE(name);
+			end = now_ns(); /* the scope's end is stamped after this */
 		}
-		printf("marker %d %llu\n", i, (unsigned long long)now_ns());
+		printf("marker %d %llu\n", i, (unsigned long long)end);
 		fflush(stdout);
 	}
 	atomic_store(&done, 1);

@@ -40,6 +40,9 @@ sys.path.insert(0, os.path.dirname(__file__))
 from replay_common import check, fail, skip  # noqa: E402
 import html_cdp  # noqa: E402
 
+# A sanitizer build (ORBIT_SANITIZED=1): memory figures are printed, not checked.
+SANITIZED = os.environ.get("ORBIT_SANITIZED") == "1"
+
 
 class Collector:
     def __init__(self, build, tmp, *args):
@@ -321,7 +324,8 @@ def check_whole(j, what):
     check(s["equation"] == "holds" and s["complete"] and claimed == delivered + lost,
           "%s: claimed %r, delivered %r, lost %r, equation %s" % (what, claimed, delivered, lost,
                                                                   s["equation"]))
-    check(lost * 100 <= claimed, "%s: %d of %d lost" % (what, lost, claimed))
+    if not SANITIZED:  # a sanitized agent is many times slower: its rings lap
+        check(lost * 100 <= claimed, "%s: %d of %d lost" % (what, lost, claimed))
     print("%s: claimed %d == delivered %d + lost %d" % (what, claimed, delivered, lost))
     return claimed
 
@@ -366,7 +370,8 @@ def case_strangers(build, tmp):
         rss1 = c.rss_kib()
         print("collector RSS: %d KiB at start, %d KiB with 1000 idle connections, a slowloris "
               "and hostile requests, after a 2 M event stream" % (rss0, rss1))
-        check(rss1 - rss0 < 128 * 1024, "RSS grew by %d KiB" % (rss1 - rss0))
+        if not SANITIZED:
+            check(rss1 - rss0 < 128 * 1024, "RSS grew by %d KiB" % (rss1 - rss0))
         for s in idle + bad + [slow]:
             s.close()
         time.sleep(1)
@@ -423,7 +428,10 @@ def case_slow(build, tmp):
         print("collector RSS, a viewer reading: %d KiB; with a second that never reads for "
               "the rest of the run: %d KiB at most (+%d KiB)" % (rss0, peak, peak - rss0))
         print("the reading viewer got %d bytes, its last meta %s" % (got["bytes"], got["meta"]))
-        check(peak - rss0 <= 16 * 1024, "RSS grew by %d KiB" % (peak - rss0))
+        if SANITIZED:
+            print("(a sanitizer build: its quarantine holds freed memory; RSS not checked)")
+        else:
+            check(peak - rss0 <= 16 * 1024, "RSS grew by %d KiB" % (peak - rss0))
         check(got["bytes"] > 0 and '"seq"' in got["meta"], "the reading viewer got nothing")
         s.close()
         reader.close()
