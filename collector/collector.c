@@ -426,7 +426,8 @@ static int live_start(struct orbit_collector *c)
 		fprintf(stderr, "orbit-collector: live view: %s\n", why);
 		return -1;
 	}
-	printf("live view: %s%s\n", url, c->token_len ? " (with the token: /login?token=TOKEN)" : "");
+	printf("live view: %s%s\n", url,
+	       c->token_len ? " (with the token: /login?token=TOKEN)" : "");
 	fflush(stdout);
 	return 0;
 }

@@ -100,8 +100,8 @@ struct orbit_collector_options {
 	const char *ui;         /* --ui HOST:PORT; NULL: off */
 	int ui_default;         /* ui is the default: a port taken is said, not fatal */
 	uint64_t ui_history_ns; /* --ui-history */
-	int ingest;   /* --ingest: take the spool files named into dir, then exit */
-	char **files; /* ... those (argv's own) */
+	int ingest;             /* --ingest: take the spool files named into dir, then exit */
+	char **files;           /* ... those (argv's own) */
 	int nfiles;
 };
 

@@ -27,12 +27,21 @@
 
 #define ORBIT_LIVE_DEFAULT "127.0.0.1:7412"
 #define ORBIT_LIVE_HISTORY_NS (60ull * 1000000000ull) /* --ui-history's default */
-#define ORBIT_LIVE_SPANS 50000u                       /* spans a block keeps at most: the longest */
+#define ORBIT_LIVE_SPANS 20000u                       /* spans a block keeps at most: the longest */
 #define ORBIT_LIVE_EVERY_NS 250000000ull              /* a block this often while data comes */
 #define ORBIT_LIVE_ENDED_KEPT 64u                     /* ended streams listed, the newest */
 #define ORBIT_LIVE_FEEDS 16u                          /* streams watched at once */
 #define ORBIT_LIVE_CONNS 512u     /* UI connections at once; one past it is closed */
 #define ORBIT_LIVE_IDLE_MS 30000u /* a feed without viewers stops after this */
+/* A feed's budget: the CPU time its thread spends reading (blocks pace
+ * themselves: replay.h, html_live) is at most this many thousandths of the
+ * time that passes (bursts of up to ORBIT_LIVE_BURST_NS); frames past it
+ * are passed over, not decompressed (their records are unshown, and the
+ * page says how many). A feed starts at the file's last ORBIT_LIVE_TAIL
+ * bytes. */
+#define ORBIT_LIVE_CPU_PERMILLE 5u
+#define ORBIT_LIVE_BURST_NS 20000000ll
+#define ORBIT_LIVE_TAIL (16ull << 20)
 
 struct orbit_live;
 

@@ -14,6 +14,8 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/stat.h>
+#include <time.h>
 
 #include "export/replay_export.h"
 #include "live_internal.h"
@@ -55,9 +57,10 @@ static struct live_block *block_event(const char *text, size_t len)
 	return b;
 }
 
-static void on_block(void *ctx, const char *text, size_t len)
+static void on_block(void *ctx, const char *text, size_t len, uint64_t cost_ns)
 {
 	struct live_feed *f = ctx;
+	f->allow_ns += (int64_t)cost_ns; /* the budget is the reading's: blocks pace themselves */
 	struct live_block *b = block_event(text, len);
 	if (b == NULL)
 		return; /* out of memory: viewers keep the block before */
@@ -68,6 +71,41 @@ static void on_block(void *ctx, const char *text, size_t len)
 	pthread_mutex_unlock(&f->l->mu);
 	orbit__live_block_unref(old);
 	orbit__live_wake(f->l);
+}
+
+static uint64_t clock_ns(clockid_t id)
+{
+	struct timespec ts;
+	clock_gettime(id, &ts);
+	return (uint64_t)ts.tv_sec * 1000000000ull + (uint64_t)ts.tv_nsec;
+}
+
+/* The reader's question before each frame (format/frame.h): passed over
+ * before the tail the feed starts at, and while the thread has used its
+ * share of the time (ORBIT_LIVE_CPU_PERMILLE) and its burst. */
+static int skip_frame(void *ctx, uint64_t offset, size_t len)
+{
+	struct live_feed *f = ctx;
+	(void)len;
+	if (offset < f->skip_before) {
+		f->frames_skipped++;
+		return 1;
+	}
+	uint64_t cpu = clock_ns(CLOCK_THREAD_CPUTIME_ID), wall = clock_ns(CLOCK_MONOTONIC);
+	if (f->wall_then == 0) {
+		f->allow_ns = ORBIT_LIVE_BURST_NS;
+	} else {
+		f->allow_ns += (int64_t)((wall - f->wall_then) * ORBIT_LIVE_CPU_PERMILLE / 1000u) -
+		               (int64_t)(cpu - f->cpu_then);
+		if (f->allow_ns > ORBIT_LIVE_BURST_NS)
+			f->allow_ns = ORBIT_LIVE_BURST_NS;
+	}
+	f->wall_then = wall;
+	f->cpu_then = cpu;
+	if (f->allow_ns > 0)
+		return 0;
+	f->frames_skipped++;
+	return 1;
 }
 
 static void *feed_main(void *arg)
@@ -90,6 +128,11 @@ static void *feed_main(void *arg)
 	o.html_live_ctx = f;
 	o.html_live_history_ns = f->l->opt.history_ns;
 	o.html_live_every_ns = ORBIT_LIVE_EVERY_NS;
+	o.frame_skip = skip_frame;
+	o.frame_skip_ctx = f;
+	struct stat st;
+	if (stat(f->path, &st) == 0 && (uint64_t)st.st_size > ORBIT_LIVE_TAIL)
+		f->skip_before = (uint64_t)st.st_size - ORBIT_LIVE_TAIL;
 	if (quiet != NULL)
 		o.out = o.err = quiet;
 	orbit__replay_run(&o);

@@ -153,8 +153,7 @@ static void page(h2o_req_t *req)
 	struct orbit_rp_out o;
 	orbit__rp_out_stream(&o, f, "live page");
 	orbit__rp_html_page(&o, NULL, NULL);
-	orbit__rp_out_flush(&o);
-	int bad = o.err != 0 || ferror(f);
+	int bad = orbit__rp_out_close(&o) != 0 || ferror(f); /* f stays open */
 	fclose(f);
 	if (bad)
 		reply_text(req, 500, "Internal Server Error", "out of memory\n");

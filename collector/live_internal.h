@@ -48,6 +48,11 @@ struct live_feed {
 	struct live_block *latest; /* under l->mu */
 	uint64_t seq;              /* of latest, under l->mu */
 	uint64_t delivered_seq;    /* the view thread's: the newest handed to viewers */
+	/* the budget (the feed thread's: live_feed.c) */
+	uint64_t skip_before; /* frames before this offset are passed over */
+	int64_t allow_ns;
+	uint64_t cpu_then, wall_then;
+	uint64_t frames_skipped;
 	struct live_viewer *viewers;
 	unsigned nviewers;
 	uint64_t idle_since_ms; /* no viewer since then */

@@ -24,6 +24,8 @@ if [ -z "$addr" ]; then
 	exit 1
 fi
 echo "orbit-collector listening on $addr, captures in $out"
+live=$(sed -n 's/^live view: //p' "$out/collector.out" 2>/dev/null || true)
+if [ -n "$live" ]; then echo "its live view, while the demo runs: $live"; fi
 
 echo "running examples/demo with ORBIT_COLLECTOR=$addr"
 ORBIT_COLLECTOR=$addr "$build/examples/demo" --threads 4 --frames 500

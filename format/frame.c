@@ -265,6 +265,9 @@ struct orbit_capture_reader {
 	int in_frame;
 	uint64_t frames;     /* frames met so far, damaged ones too */
 	uint64_t bytes_read; /* bytes read() from fd */
+	int (*skip)(void *ctx, uint64_t offset, size_t len); /* orbit__capture_skip_frames */
+	void *skip_ctx;
+	uint64_t skipped; /* frames passed over */
 };
 
 struct orbit_capture_reader *orbit__capture_from_fd(int fd, int *err)
@@ -308,6 +311,18 @@ void orbit__capture_follow(struct orbit_capture_reader *r)
 {
 	r->follow = 1;
 	r->eof = 0;
+}
+
+void orbit__capture_skip_frames(struct orbit_capture_reader *r,
+                                int (*skip)(void *ctx, uint64_t offset, size_t len), void *ctx)
+{
+	r->skip = skip;
+	r->skip_ctx = ctx;
+}
+
+uint64_t orbit__capture_skipped(const struct orbit_capture_reader *r)
+{
+	return r->skipped;
 }
 
 uint64_t orbit__capture_offset(const struct orbit_capture_reader *r)
@@ -484,6 +499,13 @@ int orbit__capture_next(struct orbit_capture_reader *r, Orbit__Packet **packet,
 			int e = fill(r, have < 65536 ? 65536 : have * 2);
 			if (e)
 				return e;
+		}
+		if (err == 0 && r->skip != NULL && r->frames > 0 &&
+		    r->skip(r->skip_ctx, at, flen)) { /* whole, and not wanted */
+			r->start += flen;
+			r->frames++;
+			r->skipped++;
+			continue;
 		}
 		if (err == 0)
 			err = orbit__frame_decompress(&r->scratch, r->buf + r->start, flen);

@@ -199,6 +199,14 @@ void orbit__capture_follow(struct orbit_capture_reader *r);
  */
 int orbit__capture_next(struct orbit_capture_reader *r, Orbit__Packet **packet,
                         struct orbit_capture_problem *problem);
+/* Frames a reader may pass over (a reader with a budget: the collector's
+ * live view): before each whole frame after the first, skip(ctx, its
+ * offset, its length) says whether it is consumed without being
+ * decompressed, its packets never delivered and counted in
+ * orbit__capture_skipped (not a damaged frame). NULL: none is. */
+void orbit__capture_skip_frames(struct orbit_capture_reader *r,
+                                int (*skip)(void *ctx, uint64_t offset, size_t len), void *ctx);
+uint64_t orbit__capture_skipped(const struct orbit_capture_reader *r);
 /* Bytes of the file consumed so far. */
 uint64_t orbit__capture_offset(const struct orbit_capture_reader *r);
 /* Frames met so far, damaged ones included: the packet orbit__capture_next

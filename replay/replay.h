@@ -100,10 +100,19 @@ struct orbit_replay_options {
 	 * gets the --html page's data block (docs/replay.md, "The page's data
 	 * block": base64 lines) of the spans, values, log lines and loss marks
 	 * of the newest html_live_history_ns, the longest html_max_scopes of
-	 * its spans; the block is valid during the call. NULL: not live. */
-	void (*html_live)(void *ctx, const char *block, size_t len);
+	 * its spans; the block is valid during the call, cost_ns is the run
+	 * thread's CPU time it took. Blocks come only after something new, and
+	 * take at most 2 % of the thread's time. NULL: not live. */
+	void (*html_live)(void *ctx, const char *block, size_t len, uint64_t cost_ns);
 	void *html_live_ctx;
 	uint64_t html_live_history_ns, html_live_every_ns;
+	/* While following: frames frame_skip (format/frame.h,
+	 * orbit__capture_skip_frames) passes over are not read, a reader's
+	 * budget. The claims they held are not lost but unshown (struct
+	 * orbit_rp_stream.unshown): the live view says so, and marks no loss.
+	 * NULL: every frame is read. */
+	int (*frame_skip)(void *ctx, uint64_t offset, size_t len);
+	void *frame_skip_ctx;
 	/* Filled at the end when not NULL: what the run read. */
 	struct orbit_replay_reads *reads;
 };

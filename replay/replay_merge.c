@@ -448,9 +448,11 @@ static void source_open(struct orbit_rp_timeline *tl, struct orbit_rp_source *sr
 		src->done = 1;
 		return;
 	}
-	if (tl->follow)
+	if (tl->follow) {
 		orbit__capture_follow(src->r);
-	else if (tl->threads_left > 0 && (src->pf = orbit__rp_prefetch_start(src->r)) != NULL) {
+		if (tl->frame_skip != NULL) /* following reads in-line: the count is ours */
+			orbit__capture_skip_frames(src->r, tl->frame_skip, tl->frame_skip_ctx);
+	} else if (tl->threads_left > 0 && (src->pf = orbit__rp_prefetch_start(src->r)) != NULL) {
 		tl->threads_left--;
 		tl->threads++;
 	}

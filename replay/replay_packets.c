@@ -17,6 +17,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "frame.h"
 #include "ftrace_page.h"
 #include "replay_dispatch.h"
 #include "replay_log.h"
@@ -144,11 +145,30 @@ static void loss_mark(struct orbit_rp_timeline *tl, const struct orbit_rp_stream
 	orbit__rp_dispatch_loss(tl->d, &m);
 }
 
-/* Claims of ring r the batch at first_claim skips: lost there. */
-static void ring_gap(struct orbit_rp_timeline *tl, struct orbit_rp_stream *s, uint32_t r,
-                     uint64_t first_claim, uint64_t first_time)
+/* Whether frames were passed over (options.frame_skip) since ring r's
+ * last batch: then the claims between are unshown, not lost. */
+static int ring_skipped(struct orbit_rp_timeline *tl, struct orbit_rp_source *src,
+                        struct orbit_rp_stream *s, uint32_t r)
 {
-	if (s->claim_known[r] && first_claim > s->next_claim[r])
+	if (tl->frame_skip == NULL || src->r == NULL)
+		return 0;
+	uint64_t sk = orbit__capture_skipped(src->r);
+	int skipped = sk != s->ring_skips[r];
+	s->ring_skips[r] = sk;
+	return skipped;
+}
+
+/* Claims of ring r the batch at first_claim skips: lost there, or with
+ * frames passed over, unshown. */
+static void ring_gap(struct orbit_rp_timeline *tl, struct orbit_rp_source *src,
+                     struct orbit_rp_stream *s, uint32_t r, uint64_t first_claim,
+                     uint64_t first_time)
+{
+	if (!s->claim_known[r] || first_claim <= s->next_claim[r])
+		return;
+	if (ring_skipped(tl, src, s, r))
+		s->unshown += first_claim - s->next_claim[r];
+	else
 		loss_mark(tl, s, r, 0, s->ring_time[r], first_time, first_claim - s->next_claim[r]);
 }
 
@@ -184,7 +204,8 @@ static void on_batch(struct orbit_rp_timeline *tl, struct orbit_rp_source *src,
 	s->delivered[r] += b->count;
 	s->records += b->count;
 	if (b->count > 0) { /* the record layout: time is bytes 0..7 (format/record.h) */
-		ring_gap(tl, s, r, b->first_claim, orbit__le64(recs));
+		ring_gap(tl, src, s, r, b->first_claim, orbit__le64(recs));
+		ring_skipped(tl, src, s, r); /* this batch's count is the ring's now */
 		s->ring_time[r] = orbit__le64(recs + (size_t)(b->count - 1) * ORBIT_RECORD_SIZE);
 		if (!s->claim_known[r] || b->first_claim + b->count > s->next_claim[r])
 			s->next_claim[r] = b->first_claim + b->count;
@@ -228,7 +249,10 @@ static void on_end(struct orbit_rp_timeline *tl, struct orbit_rp_source *src,
 		/* The claims after the ring's last batch never came. */
 		uint64_t end = s->ring_start[r] + s->claimed[r];
 		if (s->handshake && end > s->next_claim[r]) {
-			loss_mark(tl, s, r, 0, s->ring_time[r], 0, end - s->next_claim[r]);
+			if (ring_skipped(tl, src, s, r))
+				s->unshown += end - s->next_claim[r];
+			else
+				loss_mark(tl, s, r, 0, s->ring_time[r], 0, end - s->next_claim[r]);
 			s->next_claim[r] = end;
 		}
 	}

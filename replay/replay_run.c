@@ -231,6 +231,8 @@ static void read_inputs(struct run *r)
 	tl->inline_reads = o->inline_reads;
 	tl->follow = o->follow;
 	tl->stop = o->stop;
+	tl->frame_skip = o->frame_skip;
+	tl->frame_skip_ctx = o->frame_skip_ctx;
 	if (orbit__rp_timeline_open(tl, o->inputs, o->ninputs) != 0)
 		return;
 	r->view.caps = tl->caps;

@@ -94,6 +94,10 @@ struct orbit_rp_stream {
 	uint8_t claim_known[ORBIT_MAX_RINGS]; /* next_claim is known (from the handshake) */
 	uint64_t claimed[ORBIT_MAX_RINGS];
 	uint32_t nclaimed;
+	/* Frames passed over (options.frame_skip): the reader's count at each
+	 * ring's last batch, and the claims they held, as their gaps tell. */
+	uint64_t ring_skips[ORBIT_MAX_RINGS];
+	uint64_t unshown;
 	int ended;
 	uint32_t cut; /* Ack.end of the collector's frame that ends a cut capture */
 	uint64_t untrusted_times, clock_resets; /* EndOfStream 5 and 6 */

@@ -101,6 +101,8 @@ struct orbit_rp_timeline {
 	 * stream ends or *stop is set (replay.h) */
 	int follow;
 	atomic_int *stop;
+	int (*frame_skip)(void *ctx, uint64_t offset, size_t len); /* replay.h */
+	void *frame_skip_ctx;
 	struct orbit_rp_report *rep;
 	struct orbit_rp_dispatch *d;       /* NULL: counts and times only */
 	struct orbit_rp_sched_scan *sched; /* the streams' states, or NULL */

@@ -11,7 +11,7 @@
  * Every text shown comes from the collector and goes in as text, never as
  * markup (util.js el). */
 
-const LIVE_POLL_MS = 1000;
+const LIVE_POLL_MS = 1000; /* a quarter of it while no stream is watched */
 const LIVE_FIRST_VIEW_NS = 10e9; /* the first view: the newest 10 s at most */
 
 class LiveView {
@@ -142,7 +142,7 @@ class LiveView {
         this.state = "the collector cannot be reached (" + (err && err.message ? err.message : String(err)) + ")";
         this.showStatus();
       })
-      .finally(() => setTimeout(() => this.poll(), LIVE_POLL_MS));
+      .finally(() => setTimeout(() => this.poll(), this.stream ? LIVE_POLL_MS : LIVE_POLL_MS / 4));
   }
 
   /* ---- a stream's blocks ---- */

@@ -104,9 +104,12 @@ class Page {
       if (s.lost > 0)
         add("bad", fmtCount(s.lost) + " records lost in " + where + ": marked in red on the process where they were lost.");
       if (s.equation === "fails") add("bad", "The loss equation does not hold in " + where + ": claimed " + fmtCount(s.claimed) + ", delivered " + fmtCount(s.delivered) + ", lost " + fmtCount(s.lost) + ".");
-      if (!s.complete) add("warn", "No end of stream in " + where + ": the agent was killed or the capture was cut; scopes still open are drawn unfinished.");
+      if (!s.complete && !this.live) add("warn", "No end of stream in " + where + ": the agent was killed or the capture was cut; scopes still open are drawn unfinished.");
       if (s.logLost > 0) add("warn", fmtCount(s.logLost) + " log records lost in " + where + ".");
     }
+    if (meta("live_unshown") > 0)
+      add("info", "The live view draws a share of this stream: reading it all would cost the collector more than its budget (1 % of a CPU). " + fmtCount(meta("live_unshown")) +
+        " records are in the capture file and not drawn here; scopes around them may be drawn unfinished. orbit-replay on the file shows everything.");
     if (meta("merged") > 0)
       add("warn", "This page keeps the " + fmtCount(meta("kept")) + " longest of " + fmtCount(meta("kept") + meta("merged")) +
         " scopes and async spans (--html-max-scopes " + fmtCount(meta("cap")) + "): " + fmtCount(meta("merged")) +

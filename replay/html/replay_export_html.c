@@ -251,6 +251,7 @@ static int html_begin(struct orbit_rp_export *x)
 static void html_stream(struct orbit_rp_export *x, const struct orbit_rp_stream *s)
 {
 	struct orbit_rp_html *h = x->state;
+	h->live_dirty = 1;
 	uint32_t p = orbit__rp_html_proc_of(h, s->pid);
 	if (p == ORBIT_RP_HTML_BIG) {
 		h->oom = 1;
@@ -283,6 +284,7 @@ static void html_stream(struct orbit_rp_export *x, const struct orbit_rp_stream 
 static void html_span(struct orbit_rp_export *x, const struct orbit_rp_span *s)
 {
 	struct orbit_rp_html *h = x->state;
+	h->live_dirty = 1;
 	int async = (s->flags & ORBIT_RP_ASYNC) != 0;
 	uint32_t lane = async ? async_lane(h, s->pid) : thread_lane(h, x, s->thread, s->pid);
 	uint32_t name = span_name(h, s);
@@ -365,6 +367,7 @@ static void thin_half(struct orbit_rp_html_thin *t, void *events, size_t *n, siz
 static void html_value(struct orbit_rp_export *x, const struct orbit_rp_value *v)
 {
 	struct orbit_rp_html *h = x->state;
+	h->live_dirty = 1;
 	uint32_t name = orbit__rp_html_str_cut(h, v->name, v->name_len, ORBIT_NAME_LIMIT);
 	uint32_t lane = value_lane(h, v->pid, name, v->color, (v->flags & ORBIT_RP_ATTRS) != 0);
 	int keep = lane == ORBIT_RP_HTML_BIG ? -1 : thin_offer(&h->values_thin, lane);
@@ -401,6 +404,7 @@ static uint32_t marker_text(struct orbit_rp_html *h, const struct orbit_rp_line 
 static void html_line(struct orbit_rp_export *x, const struct orbit_rp_line *l)
 {
 	struct orbit_rp_html *h = x->state;
+	h->live_dirty = 1;
 	uint32_t lane = thread_lane(h, x, l->thread, l->pid);
 	int keep = lane == ORBIT_RP_HTML_BIG ? -1 : thin_offer(&h->lines_thin, lane);
 	if (keep == 0)
@@ -428,6 +432,7 @@ static void html_line(struct orbit_rp_export *x, const struct orbit_rp_line *l)
 static void html_loss(struct orbit_rp_export *x, const struct orbit_rp_loss_mark *m)
 {
 	struct orbit_rp_html *h = x->state;
+	h->live_dirty = 1;
 	uint32_t p = orbit__rp_html_proc_of(h, m->stream->pid);
 	if (p == ORBIT_RP_HTML_BIG || h->nlosses >= LOSS_MARKS ||
 	    orbit__rp_html_grow32((void **)&h->losses, &h->losses_alloc, h->nlosses,
@@ -505,12 +510,13 @@ static void live_evict(struct orbit_rp_export *x, struct orbit_rp_html *h)
 	orbit__rp_html_keep_evict(&h->keep, cutoff);
 	size_t cap = o->html_max_scopes ? o->html_max_scopes : SIZE_MAX / 4;
 	size_t t_off = offsetof(struct orbit_rp_html_value, t);
-	drop_before(h->values, &h->nvalues, sizeof *h->values, t_off,
-	            newest_from(h->values, h->nvalues, sizeof *h->values, t_off, (cap + 1) / 2,
-	                        cutoff));
+	drop_before(
+	    h->values, &h->nvalues, sizeof *h->values, t_off,
+	    newest_from(h->values, h->nvalues, sizeof *h->values, t_off, (cap + 1) / 2, cutoff));
 	t_off = offsetof(struct orbit_rp_html_line, t);
-	drop_before(h->lines, &h->nlines, sizeof *h->lines, t_off,
-	            newest_from(h->lines, h->nlines, sizeof *h->lines, t_off, (cap + 3) / 4, cutoff));
+	drop_before(
+	    h->lines, &h->nlines, sizeof *h->lines, t_off,
+	    newest_from(h->lines, h->nlines, sizeof *h->lines, t_off, (cap + 3) / 4, cutoff));
 	uint32_t w = 0;
 	for (uint32_t r = 0; r < h->nlosses; r++)
 		if (h->losses[r].to >= cutoff)
@@ -520,8 +526,8 @@ static void live_evict(struct orbit_rp_export *x, struct orbit_rp_html *h)
 
 /* ---- the live view's compaction: sites and texts of what is kept ---- */
 
-#define LIVE_SITES_SLACK 4096u       /* sites no kept span uses, before compacting */
-#define LIVE_TEXT_SLACK (4u << 20)   /* string bytes nothing kept uses, likewise */
+#define LIVE_SITES_SLACK 4096u     /* sites no kept span uses, before compacting */
+#define LIVE_TEXT_SLACK (4u << 20) /* string bytes nothing kept uses, likewise */
 
 /* old string index -> new (+ 1, 0: not yet), through the new table. */
 struct restr {
@@ -585,7 +591,8 @@ static int live_compact(struct orbit_rp_html *h)
 	h->text_bytes = 0;
 	for (size_t i = 0; i < h->nlines; i++) {
 		uint32_t t = h->lines[i].text;
-		if (t != ORBIT_RP_HTML_NO_STR && t < h->strs.n && !(h->lines[i].flags & ORBIT_RP_MARKER))
+		if (t != ORBIT_RP_HTML_NO_STR && t < h->strs.n &&
+		    !(h->lines[i].flags & ORBIT_RP_MARKER))
 			h->text_bytes += h->strs.off[t + 1] - h->strs.off[t];
 		h->lines[i].text = restr(&r, t);
 	}
@@ -629,10 +636,20 @@ static int live_slack(const struct orbit_rp_html *h)
 	       h->strs.len > h->text_bytes + (size_t)h->nsites * 64 + LIVE_TEXT_SLACK;
 }
 
-/* One data block of the history to options.html_live. */
+static uint64_t live_clock(clockid_t id)
+{
+	struct timespec ts;
+	clock_gettime(id, &ts);
+	return (uint64_t)ts.tv_sec * 1000000000ull + (uint64_t)ts.tv_nsec;
+}
+
+/* One data block of the history to options.html_live, with what it cost
+ * the thread. */
 static void live_emit(struct orbit_rp_export *x, struct orbit_rp_html *h)
 {
 	const struct orbit_replay_options *o = x->view->o;
+	uint64_t cpu = live_clock(CLOCK_THREAD_CPUTIME_ID);
+	h->live_dirty = 0;
 	live_evict(x, h);
 	if (live_slack(h) && live_compact(h) != 0)
 		h->oom = 1;
@@ -644,19 +661,12 @@ static void live_emit(struct orbit_rp_export *x, struct orbit_rp_html *h)
 	struct orbit_rp_out out;
 	orbit__rp_out_stream(&out, f, "live view");
 	int rc = orbit__rp_html_write(h, x, &out);
-	orbit__rp_out_flush(&out);
-	int bad = rc != 0 || out.err != 0 || ferror(f);
+	int bad = rc != 0 || orbit__rp_out_close(&out) != 0 || ferror(f); /* f stays open */
 	fclose(f);
+	h->live_cost_ns = live_clock(CLOCK_THREAD_CPUTIME_ID) - cpu;
 	if (!bad)
-		o->html_live(o->html_live_ctx, buf, len);
+		o->html_live(o->html_live_ctx, buf, len, h->live_cost_ns);
 	free(buf);
-}
-
-static uint64_t live_now(void)
-{
-	struct timespec ts;
-	clock_gettime(CLOCK_MONOTONIC, &ts);
-	return (uint64_t)ts.tv_sec * 1000000000ull + (uint64_t)ts.tv_nsec;
 }
 
 static void html_tick(struct orbit_rp_export *x)
@@ -664,11 +674,14 @@ static void html_tick(struct orbit_rp_export *x)
 	struct orbit_rp_html *h = x->state;
 	if (!h->live)
 		return;
-	uint64_t now = live_now();
-	if (now < h->live_next)
+	uint64_t now = live_clock(CLOCK_MONOTONIC);
+	if (now < h->live_next || !h->live_dirty) /* a block only of something new */
 		return;
-	h->live_next = now + x->view->o->html_live_every_ns;
 	live_emit(x, h);
+	/* Blocks take at most 1/ORBIT_RP_HTML_LIVE_PACE of the thread's time. */
+	uint64_t gap = h->live_cost_ns * ORBIT_RP_HTML_LIVE_PACE;
+	h->live_next =
+	    now + (gap > x->view->o->html_live_every_ns ? gap : x->view->o->html_live_every_ns);
 }
 
 static void html_end(struct orbit_rp_export *x)

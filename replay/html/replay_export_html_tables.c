@@ -281,9 +281,17 @@ static size_t meta_rows(struct orbit_rp_html *h, struct meta_row *m)
 	                           (double)(h->oom || h->keep.oom)};
 	m[n++] = (struct meta_row){key(h, "states_dropped"), ORBIT_RP_HTML_NO_STR,
 	                           (double)h->tables->states_dropped};
-	if (h->live)
+	if (h->live) {
+		uint64_t unshown = 0;
+		const struct orbit_rp_view *v = h->tables->x->view;
+		for (size_t c = 0; c < v->ncaps; c++)
+			for (const struct orbit_rp_stream *s = v->caps[c].streams; s; s = s->next)
+				unshown += s->unshown;
 		m[n++] = (struct meta_row){key(h, "live_from"), ORBIT_RP_HTML_NO_STR,
 		                           (double)rel(h, h->live_from)};
+		m[n++] = (struct meta_row){key(h, "live_unshown"), ORBIT_RP_HTML_NO_STR,
+		                           (double)unshown};
+	}
 	size_t at = 0;
 	b[0] = '\0';
 	if (o->has_thread)
@@ -404,6 +412,12 @@ static void stream_get(struct orbit_rp_html *h, size_t i, void *row)
 	orbit__rp_stream_page_loss(s, &pr, &pp, &pd);
 	int pe = orbit__rp_page_equation(s);
 	uint32_t p = orbit__rp_html_proc_of(h, s->pid);
+	if (s->unshown > 0) {
+		/* The live view passed frames over: their records are in the
+		 * capture, not lost; the equation is the capture's to tell. */
+		t.delivered += s->unshown;
+		t.holds = -1;
+	}
 	*r = (struct stream_row){
 	    .proc = p,
 	    .file = orbit__rp_html_str_cut(h, s->cap->path, strlen(s->cap->path), 4096),

@@ -245,10 +245,13 @@ struct orbit_rp_html {
 	struct orbit_rp_html_tables *tables; /* while they are written (..._tables.c) */
 	/* The live view (options.html_live): the time origin of its blocks
 	 * (its first stream's Handshake) and where its history starts. */
-	int live;
+	int live, live_dirty; /* dirty: an event came since the last block */
 	uint64_t live_origin, live_from, live_next;
+	uint64_t live_cost_ns; /* the last block's, of the thread's CPU time */
 };
 
+/* A live block is built at most every PACE times what the last one cost. */
+#define ORBIT_RP_HTML_LIVE_PACE 50u
 /* Rows of a live block's statistics: the names of the largest totals. */
 #define ORBIT_RP_HTML_LIVE_STATS 1000u
 

@@ -1,12 +1,15 @@
 /*
- * live_marker.c — a traced program for live_view.py: a worker thread busy
- * with short scopes while the main thread, every INTERVAL ms, writes a
- * scope "marker-N" and prints "marker N END" (END: CLOCK_MONOTONIC ns
- * read just before the scope ends, the clock the agent stamps with), so that the test can tell
- * how far behind the live page is. Traced through the environment
+ * live_marker.c — a traced program for live_view.py: WORKERS threads (1)
+ * busy with BURST short scopes "work" (1) between pauses of 0.1 ms, while
+ * the main thread, every INTERVAL ms, writes a scope "marker-N" and prints
+ * "marker N END" (END: CLOCK_MONOTONIC ns read just before the scope
+ * ends, the clock the agent stamps with), so that the test can tell how
+ * far behind the live page is. With LIVE_MARKER_ONE_NAME set every marker
+ * is named "marker": a run of bounded names, whose reader's memory does
+ * not grow with its length. Traced through the environment
  * (ORBIT_COLLECTOR), like a user's program.
  *
- *   live_marker COUNT INTERVAL_MS
+ *   live_marker COUNT INTERVAL_MS [WORKERS BURST]
  */
 #include <pthread.h>
 #include <stdatomic.h>
@@ -54,6 +57,7 @@ int main(int argc, char **argv)
 	int count = atoi(argv[1]);
 	long interval = atol(argv[2]);
 	int workers = argc == 5 ? atoi(argv[3]) : 1;
+	int one_name = getenv("LIVE_MARKER_ONE_NAME") != NULL;
 	if (argc == 5)
 		burst = atol(argv[4]);
 	pthread_t t[16];
@@ -65,7 +69,10 @@ int main(int argc, char **argv)
 		struct timespec ts = {interval / 1000, (interval % 1000) * 1000000};
 		nanosleep(&ts, NULL);
 		char name[32];
-		snprintf(name, sizeof name, "marker-%d", i);
+		if (one_name)
+			snprintf(name, sizeof name, "marker");
+		else
+			snprintf(name, sizeof name, "marker-%d", i);
 		uint64_t end;
 		{
 			ORBIT_SCOPE(name);
