@@ -12,6 +12,38 @@
  * markup (util.js el). */
 
 const LIVE_POLL_MS = 1000; /* a quarter of it while no stream is watched */
+const LIVE_STATS_MS = 1000; /* the statistics of a view that moved, at most this often */
+
+/* The statistics of the spans the page holds that overlap [t0, t1], by
+ * name and kind, as the STAT rows the Stats table shows (model.js
+ * buildStats): count, total, self, mean, min, p50/p95/p99 (nearest rank),
+ * max, unfinished. */
+function windowStats(M, t0, t1) {
+  const sp = M.spans, by = new Map();
+  for (let i = 0; i < sp.n; i++) {
+    if (sp.start[i] > t1 || sp.end[i] < t0) continue;
+    const async = (sp.flag[i] & F_ASYNC) !== 0, name = M.sites[sp.site[i]].name || "";
+    const key = (async ? "a" : "s") + name;
+    let g = by.get(key);
+    if (!g) by.set(key, (g = { name, async, d: [], self: 0, unfinished: 0 }));
+    if (sp.flag[i] & F_UNFINISHED) g.unfinished++;
+    g.d.push(sp.dur(i));
+    if (!async) g.self += sp.self(i);
+  }
+  const rows = [];
+  for (const g of by.values()) {
+    const d = Float64Array.from(g.d).sort(), n = d.length;
+    const at = p => d[Math.min(n - 1, Math.max(0, Math.ceil(n * p / 100) - 1))];
+    let total = 0;
+    for (const x of d) total += x;
+    rows.push({
+      kind: g.async ? "async" : "scope", name: g.name, count: n, total, self: g.async ? NaN : g.self,
+      mean: total / n, min: d[0], p50: at(50), p95: at(95), p99: at(99), max: d[n - 1],
+      unfinished: g.unfinished, approx: false,
+    });
+  }
+  return rows;
+}
 const LIVE_FIRST_VIEW_NS = 10e9; /* the first view: the newest 10 s at most */
 
 class LiveView {
@@ -75,6 +107,19 @@ class LiveView {
   /* The user zoomed or panned (Page's hook). */
   viewChanged() {
     if (this.follow && this.page && !this.applying) this.setFollow(false);
+    if (!this.statsTimer && this.page)
+      this.statsTimer = setTimeout(() => {
+        this.statsTimer = null;
+        this.stats();
+      }, LIVE_STATS_MS);
+  }
+
+  /* The statistics table over the view (Page.update asks for them). */
+  stats() {
+    const p = this.page;
+    if (!p) return;
+    p.M.stats = windowStats(p.M, p.tl.t0, p.tl.t1);
+    p.stats.body();
   }
 
   showStatus() {
@@ -181,6 +226,7 @@ class LiveView {
         this.page = new Page(D, this);
         const tl = this.page.tl, M = this.page.M, w = Math.min(Math.max(M.end, 1000), LIVE_FIRST_VIEW_NS);
         tl.setView(M.end - w * 0.97, M.end + w * 0.03, true);
+        this.stats();
         tl.redraw();
       } else this.page.update(D, this.follow);
     } finally {

@@ -517,6 +517,7 @@ class Page {
       tl.setView(M.end - w * 0.97, M.end + w * 0.03, true);
     }
     if (this.search.text) this.find(this.search.text);
+    M.stats = windowStats(M, tl.t0, tl.t1); /* the live view's: over the view */
     this.header();
     clear($("notices"));
     this.notices();

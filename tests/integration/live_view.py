@@ -217,6 +217,14 @@ def case_marks(build, tmp):
         names = set(ch.eval("orbitLive.names()"))
         check("marker-%d" % (n - 1) in names, "the last marker is not on the page")
         check(ch.eval("orbitLive.follow()"), "not following")
+        # The statistics are the view's: the markers drawn in it, each once.
+        rows = ch.eval("Array.from(document.querySelectorAll('#stats tbody tr'), r => "
+                       "[r.cells[0].textContent, r.cells[2].textContent])")
+        v = ch.eval("orbitLive.view()")
+        drawn = [r for r in rows if r[0].startswith("marker-")]
+        check(drawn and all(r[1] == "1" for r in drawn) and len(drawn) < n,
+              "the view's statistics: %r (view %r)" % (rows[:6], v))
+        check(any(r[0] == "work" for r in rows), "no 'work' row: %r" % rows[:6])
         v = ch.eval("orbitLive.view()")
         check(v[1] >= v[2] >= v[0], "the view %r does not end at the newest time" % v)
         ch.wait_for("orbitLive.streams().length === 1 && orbitLive.streams()[0].state === 'ended'",
