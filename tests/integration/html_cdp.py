@@ -180,6 +180,20 @@ class Chrome:
         self.eval("new Promise(r => { let k = %d; const f = () => --k ? "
                   "requestAnimationFrame(f) : r(1); requestAnimationFrame(f); })" % n)
 
+    def troubles(self):
+        """What went wrong on the page so far: each exception thrown,
+        console error and dialog opened, as a line."""
+        out = []
+        for e in self.events:
+            m = e.get("method")
+            if m == "Runtime.exceptionThrown":
+                out.append("the page threw: " + json.dumps(e["params"])[:1500])
+            if m == "Runtime.consoleAPICalled" and e["params"].get("type") == "error":
+                out.append("console error: " + json.dumps(e["params"])[:800])
+            if m == "Page.javascriptDialogOpening":
+                out.append("a dialog opened: " + json.dumps(e["params"])[:400])
+        return out
+
     def requests(self):
         return [e["params"]["request"]["url"] for e in self.events_of("Network.requestWillBeSent")]
 

@@ -112,14 +112,8 @@ def load(c, page, frag="", timeout=300):
 
 def clean(c, page):
     """Nothing thrown, no console error, no dialog, nothing fetched."""
-    for e in c.events:
-        m = e.get("method")
-        if m == "Runtime.exceptionThrown":
-            fail("the page threw: " + json.dumps(e["params"])[:1500])
-        if m == "Runtime.consoleAPICalled" and e["params"].get("type") == "error":
-            fail("console error: " + json.dumps(e["params"])[:800])
-        if m == "Page.javascriptDialogOpening":
-            fail("a dialog opened: " + json.dumps(e["params"])[:400])
+    for t in c.troubles():
+        fail(t)
     want = "file://" + page
     for url in c.requests():
         check(url.split("#")[0] == want, "the page fetched %r" % url)

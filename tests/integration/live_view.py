@@ -132,14 +132,8 @@ def browser():
 
 
 def page_clean(c):
-    for e in c.events:
-        m = e.get("method")
-        if m == "Runtime.exceptionThrown":
-            fail("the page threw: " + json.dumps(e["params"])[:1500])
-        if m == "Runtime.consoleAPICalled" and e["params"].get("type") == "error":
-            fail("console error: " + json.dumps(e["params"])[:800])
-        if m == "Page.javascriptDialogOpening":
-            fail("a dialog opened: " + json.dumps(e["params"])[:400])
+    for t in c.troubles():
+        fail(t)
 
 
 def pct(xs, p):
