@@ -46,6 +46,7 @@ struct live_http {
 	h2o_accept_ctx_t accept;
 	uv_tcp_t server;
 	int listening;
+	int served; /* h2o's context is up: what it holds stays */
 	unsigned nconns;
 	uint64_t refused; /* connections closed past ORBIT_LIVE_CONNS */
 };
@@ -544,6 +545,7 @@ int orbit__live_http_start(struct orbit_live *l, char *url, size_t url_len, char
 	h2o_context_init(&hs->ctx, &l->loop, &hs->conf);
 	hs->accept.ctx = &hs->ctx;
 	hs->accept.hosts = hs->conf.hosts;
+	hs->served = 1;
 	return 0;
 }
 
@@ -561,5 +563,11 @@ void orbit__live_http_stop(struct orbit_live *l)
 
 void orbit__live_http_free(struct orbit_live *l)
 {
-	(void)l; /* what h2o holds goes with the process: see orbit__live_stop */
+	/* A server that never started (its address could not be had) holds
+	 * no connection: it goes. One that served stays with what h2o holds,
+	 * until the process ends (orbit__live_stop). */
+	if (l->http != NULL && !l->http->served) {
+		free(l->http);
+		l->http = NULL;
+	}
 }

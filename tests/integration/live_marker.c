@@ -4,7 +4,8 @@
  * the main thread, every INTERVAL ms, writes a scope "marker-N" and prints
  * "marker N END" (END: CLOCK_MONOTONIC ns read just before the scope
  * ends, the clock the agent stamps with), so that the test can tell how
- * far behind the live page is. With LIVE_MARKER_ONE_NAME set every marker
+ * far behind the live page is. LIVE_MARKER_PAUSE_US sets the pause (100
+ * us). With LIVE_MARKER_ONE_NAME set every marker
  * is named "marker": a run of bounded names, whose reader's memory does
  * not grow with its length. Traced through the environment
  * (ORBIT_COLLECTOR), like a user's program.
@@ -29,7 +30,8 @@ static uint64_t now_ns(void)
 	return (uint64_t)ts.tv_sec * 1000000000ull + (uint64_t)ts.tv_nsec;
 }
 
-static long burst = 1; /* scopes "work" per 0.1 ms pause */
+static long burst = 1;         /* scopes "work" per pause */
+static long pause_ns = 100000; /* LIVE_MARKER_PAUSE_US, 100 */
 
 static void *worker(void *arg)
 {
@@ -42,7 +44,7 @@ static void *worker(void *arg)
 			for (int i = 0; i < 50; i++)
 				x = x * 6364136223846793005ull + 1442695040888963407ull;
 		}
-		struct timespec ts = {0, 100000}; /* 0.1 ms */
+		struct timespec ts = {pause_ns / 1000000000, pause_ns % 1000000000};
 		nanosleep(&ts, NULL);
 	}
 	return (void *)(uintptr_t)x;
@@ -58,6 +60,10 @@ int main(int argc, char **argv)
 	long interval = atol(argv[2]);
 	int workers = argc == 5 ? atoi(argv[3]) : 1;
 	int one_name = getenv("LIVE_MARKER_ONE_NAME") != NULL;
+	if (getenv("LIVE_MARKER_PAUSE_US") != NULL)
+		pause_ns = atol(getenv("LIVE_MARKER_PAUSE_US")) * 1000;
+	if (pause_ns < 1000 || pause_ns > 1000000000)
+		return 2;
 	if (argc == 5)
 		burst = atol(argv[4]);
 	pthread_t t[16];
