@@ -414,8 +414,7 @@ static int live_start(struct orbit_collector *c)
 	                                .dir = c->dir,
 	                                .token = c->token_len ? c->token : NULL,
 	                                .token_len = c->token_len,
-	                                .history_ns = c->opt.ui_history_ns,
-	                                .quiet = c->opt.quiet};
+	                                .history_ns = c->opt.ui_history_ns};
 	char url[128], why[256];
 	if (orbit__live_start(&lo, &c->live, url, sizeof url, why, sizeof why) != 0) {
 		c->live = NULL;

@@ -123,6 +123,10 @@ int orbit__frame_rules(struct orbit_frame_scratch *s, const uint8_t *frame, size
                        int (*each)(void *ctx, const Orbit__Packet *p, char *why, size_t n),
                        void *ctx, char *why, size_t n);
 
+/* Whether the n bytes got are the secret (frame_rules.c), in a time that
+ * depends on the secret's length only. */
+int orbit__secret_equal(const void *got, size_t n, const void *secret, size_t len);
+
 /* orbit-collector --ingest (ingest.c): the spool files taken into dir; 0
  * when every one was, 1 otherwise (each failure said in one line). */
 int orbit__ingest(const char *dir, char **files, int nfiles);

@@ -79,16 +79,6 @@ static void buf_consume(struct orbit_conn *k, size_t n)
 
 /* ---- checking ---- */
 
-static int token_ok(const struct orbit_collector *c, const ProtobufCBinaryData *t)
-{
-	/* Constant time in the peer's bytes: every byte of ours is compared. */
-	unsigned diff = t->len != c->token_len;
-
-	for (size_t i = 0; i < c->token_len; i++)
-		diff |= c->token[i] ^ (i < t->len ? t->data[i] : 0u);
-	return diff == 0;
-}
-
 static int handshake_accept(struct orbit_conn *k, const Orbit__Handshake *h, char *why, size_t n)
 {
 	struct orbit_collector *c = k->c;
@@ -148,7 +138,8 @@ static int packet_take(void *ctx, const Orbit__Packet *p, char *why, size_t n)
 	struct orbit_conn *k = ctx;
 	if (p->body_case == ORBIT__PACKET__BODY_HANDSHAKE) {
 		const Orbit__Handshake *h = p->handshake;
-		if (k->c->token_len > 0 && !token_ok(k->c, &h->token)) {
+		if (k->c->token_len > 0 && !orbit__secret_equal(h->token.data, h->token.len,
+		                                                k->c->token, k->c->token_len)) {
 			snprintf(why, n,
 			         h->token.len ? "wrong token" : "no token (--token-file is set)");
 			return -EACCES;

@@ -2,7 +2,8 @@
  * frame_rules.c — what every frame of a stream must be before a collector
  * writes it, whether it came over TCP (conn.c) or from a spool file
  * (ingest.c): one checker, so that a file ingested meets exactly the rules
- * a connection does.
+ * a connection does; and the one comparison of a secret the collector
+ * makes (its token, from an agent or from a browser).
  */
 #include "collector.h"
 
@@ -10,6 +11,16 @@
 #include <stdio.h>
 
 #include "parse.h"
+
+int orbit__secret_equal(const void *got, size_t n, const void *secret, size_t len)
+{
+	/* Constant time in the peer's bytes: every byte of the secret is compared. */
+	const unsigned char *g = got, *t = secret;
+	unsigned diff = n != len;
+	for (size_t i = 0; i < len; i++)
+		diff |= t[i] ^ (i < n ? g[i] : 0u);
+	return diff == 0;
+}
 
 int orbit__frame_rules(struct orbit_frame_scratch *s, const uint8_t *frame, size_t len, int first,
                        int (*each)(void *ctx, const Orbit__Packet *p, char *why, size_t n),

@@ -14,16 +14,16 @@
 #include <sys/random.h>
 #include <time.h>
 
+#include "clock_ns.h"
 #include "live_internal.h"
+#include "replay_out.h"
 
 #define TICK_MS 500u
 #define ENDED_STOP_MS 3000u /* a feed of an ended stream that has not ended by then */
 
 static uint64_t realtime_ms(void)
 {
-	struct timespec ts;
-	clock_gettime(CLOCK_REALTIME, &ts);
-	return (uint64_t)ts.tv_sec * 1000u + (uint64_t)ts.tv_nsec / 1000000u;
+	return orbit__clock_ns(CLOCK_REALTIME) / 1000000u;
 }
 
 static void copy(char *dst, size_t n, const char *src)
@@ -160,72 +160,41 @@ struct live_feed *orbit__live_feed_of(struct orbit_live *l, uint32_t id, const c
 	return f;
 }
 
-/* A JSON string of text the peer chose: escaped, non-ASCII bytes as they
- * are only when they are valid UTF-8 (else U+FFFD). */
-static void json_str(FILE *o, const char *s)
-{
-	fputc('"', o);
-	for (const unsigned char *p = (const unsigned char *)s; *p; p++) {
-		if (*p == '"' || *p == '\\')
-			fprintf(o, "\\%c", *p);
-		else if (*p < 0x20 || *p == 0x7f)
-			fprintf(o, "\\u%04x", *p);
-		else if (*p < 0x80)
-			fputc(*p, o);
-		else {
-			size_t n = (*p & 0xe0) == 0xc0   ? 2
-			           : (*p & 0xf0) == 0xe0 ? 3
-			           : (*p & 0xf8) == 0xf0 ? 4
-			                                 : 0;
-			size_t k = 1;
-			while (n && k < n && (p[k] & 0xc0) == 0x80)
-				k++;
-			if (n == 0 || k < n) {
-				fputs("\\ufffd", o);
-				continue;
-			}
-			fwrite(p, 1, n, o);
-			p += n - 1;
-		}
-	}
-	fputc('"', o);
-}
-
 char *orbit__live_streams_json(struct orbit_live *l, size_t *len)
 {
 	char *buf = NULL;
-	FILE *o = open_memstream(&buf, len);
-	if (o == NULL)
+	FILE *f = open_memstream(&buf, len);
+	if (f == NULL)
 		return NULL;
-	fputs("{\"streams\":[", o);
+	struct orbit_rp_out o;
+	orbit__rp_out_stream(&o, f, "the list of streams");
+	orbit__rp_out_s(&o, "{\"streams\":[");
 	pthread_mutex_lock(&l->mu);
 	for (size_t i = l->nstreams; i-- > 0;) { /* newest first */
 		const struct live_stream *e = &l->streams[i];
-		fprintf(o, "%s{\"id\":%" PRIu32 ",\"pid\":%" PRIu32 ",\"state\":\"%s\",",
-		        i + 1 == l->nstreams ? "" : ",", e->id, e->pid,
-		        e->ended ? "ended" : "live");
-		fputs("\"peer\":", o);
-		json_str(o, e->peer);
-		fputs(",\"host\":", o);
-		json_str(o, e->host);
-		fputs(",\"process\":", o);
-		json_str(o, e->process);
-		fputs(",\"command\":", o);
-		json_str(o, e->command);
-		fputs(",\"file\":", o);
-		json_str(o, e->file);
-		fputs(",\"why\":", o);
-		json_str(o, e->why);
-		fprintf(o,
-		        ",\"events\":%" PRIu64 ",\"lost\":%" PRIu64 ",\"bytes\":%" PRIu64
-		        ",\"rate\":%.0f,\"started_ms\":%" PRIu64 ",\"ended_ms\":%" PRIu64
-		        ",\"viewers\":%u}",
-		        e->records, e->lost, e->bytes, e->rate, e->started_ms, e->ended_ms,
-		        e->feed ? e->feed->nviewers : 0u);
+		/* Texts the peer chose, escaped as every JSON of Orbit's is. */
+		const struct {
+			const char *key, *text;
+		} texts[] = {{"peer", e->peer},       {"host", e->host}, {"process", e->process},
+		             {"command", e->command}, {"file", e->file}, {"why", e->why}};
+		orbit__rp_out_printf(
+		    &o, "%s{\"id\":%" PRIu32 ",\"pid\":%" PRIu32 ",\"state\":\"%s\"",
+		    i + 1 == l->nstreams ? "" : ",", e->id, e->pid, e->ended ? "ended" : "live");
+		for (size_t t = 0; t < sizeof texts / sizeof texts[0]; t++) {
+			orbit__rp_out_printf(&o, ",\"%s\":", texts[t].key);
+			orbit__rp_out_json(&o, texts[t].text, strlen(texts[t].text));
+		}
+		orbit__rp_out_printf(&o,
+		                     ",\"events\":%" PRIu64 ",\"lost\":%" PRIu64
+		                     ",\"bytes\":%" PRIu64 ",\"rate\":%.0f,\"started_ms\":%" PRIu64
+		                     ",\"ended_ms\":%" PRIu64 ",\"viewers\":%u}",
+		                     e->records, e->lost, e->bytes, e->rate, e->started_ms,
+		                     e->ended_ms, e->feed ? e->feed->nviewers : 0u);
 	}
 	pthread_mutex_unlock(&l->mu);
-	fputs("]}\n", o);
-	if (fclose(o) != 0) {
+	orbit__rp_out_s(&o, "]}\n");
+	int bad = orbit__rp_out_close(&o) != 0; /* f stays open */
+	if (fclose(f) != 0 || bad) {
 		free(buf);
 		return NULL;
 	}

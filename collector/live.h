@@ -51,7 +51,6 @@ struct orbit_live_options {
 	const uint8_t *token; /* the collector's token; NULL: none */
 	size_t token_len;
 	uint64_t history_ns; /* --ui-history */
-	int quiet;
 };
 
 /* Binds addr and starts the view's thread. Off loopback the collector

@@ -17,6 +17,7 @@
 #include <sys/stat.h>
 #include <time.h>
 
+#include "clock_ns.h"
 #include "export/replay_export.h"
 #include "live_internal.h"
 #include "replay.h"
@@ -73,13 +74,6 @@ static void on_block(void *ctx, const char *text, size_t len, uint64_t cost_ns)
 	orbit__live_wake(f->l);
 }
 
-static uint64_t clock_ns(clockid_t id)
-{
-	struct timespec ts;
-	clock_gettime(id, &ts);
-	return (uint64_t)ts.tv_sec * 1000000000ull + (uint64_t)ts.tv_nsec;
-}
-
 /* The reader's question before each frame (format/frame.h): passed over
  * before the tail the feed starts at, and while the thread has used its
  * share of the time (ORBIT_LIVE_CPU_PERMILLE) and its burst. */
@@ -87,11 +81,10 @@ static int skip_frame(void *ctx, uint64_t offset, size_t len)
 {
 	struct live_feed *f = ctx;
 	(void)len;
-	if (offset < f->skip_before) {
-		f->frames_skipped++;
+	if (offset < f->skip_before)
 		return 1;
-	}
-	uint64_t cpu = clock_ns(CLOCK_THREAD_CPUTIME_ID), wall = clock_ns(CLOCK_MONOTONIC);
+	uint64_t cpu = orbit__clock_ns(CLOCK_THREAD_CPUTIME_ID),
+	         wall = orbit__clock_ns(CLOCK_MONOTONIC);
 	if (f->wall_then == 0) {
 		f->allow_ns = ORBIT_LIVE_BURST_NS;
 	} else {
@@ -102,10 +95,7 @@ static int skip_frame(void *ctx, uint64_t offset, size_t len)
 	}
 	f->wall_then = wall;
 	f->cpu_then = cpu;
-	if (f->allow_ns > 0)
-		return 0;
-	f->frames_skipped++;
-	return 1;
+	return f->allow_ns <= 0;
 }
 
 static void *feed_main(void *arg)

@@ -48,7 +48,6 @@ struct live_http {
 	int listening;
 	int served; /* h2o's context is up: what it holds stays */
 	unsigned nconns;
-	uint64_t refused; /* connections closed past ORBIT_LIVE_CONNS */
 };
 
 struct ui_conn {
@@ -115,7 +114,7 @@ static int authorized(struct orbit_live *l, h2o_req_t *req)
 	if (i != -1) {
 		const h2o_iovec_t *v = &req->headers.entries[i].value;
 		if (v->len > 7 && memcmp(v->base, "Bearer ", 7) == 0 &&
-		    orbit__live_equal(v->base + 7, v->len - 7, l->token, l->opt.token_len))
+		    orbit__secret_equal(v->base + 7, v->len - 7, l->token, l->opt.token_len))
 			return 1;
 	}
 	return 0;
@@ -126,7 +125,7 @@ static void login(struct orbit_live *l, h2o_req_t *req)
 	char t[ORBIT_COLLECTOR_TOKEN_MAX];
 	ssize_t n = query_get(req, "token", t, sizeof t);
 	if (l->opt.token_len == 0 ||
-	    (n >= 0 && orbit__live_equal(t, (size_t)n, l->token, l->opt.token_len))) {
+	    (n >= 0 && orbit__secret_equal(t, (size_t)n, l->token, l->opt.token_len))) {
 		char cookie[128];
 		snprintf(cookie, sizeof cookie, "orbit_ui=%s; Path=/; HttpOnly; SameSite=Strict",
 		         l->session);
@@ -444,7 +443,6 @@ static void on_connection(uv_stream_t *server, int status)
 		return;
 	}
 	if (hs->nconns >= ORBIT_LIVE_CONNS) {
-		hs->refused++;
 		uv_close((uv_handle_t *)&k->tcp, conn_refused);
 		return;
 	}

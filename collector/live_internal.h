@@ -47,12 +47,10 @@ struct live_feed {
 	int joined;
 	struct live_block *latest; /* under l->mu */
 	uint64_t seq;              /* of latest, under l->mu */
-	uint64_t delivered_seq;    /* the view thread's: the newest handed to viewers */
 	/* the budget (the feed thread's: live_feed.c) */
 	uint64_t skip_before; /* frames before this offset are passed over */
 	int64_t allow_ns;
 	uint64_t cpu_then, wall_then;
-	uint64_t frames_skipped;
 	struct live_viewer *viewers;
 	unsigned nviewers;
 	uint64_t idle_since_ms; /* no viewer since then */
@@ -120,8 +118,6 @@ void orbit__live_wake(struct orbit_live *l);
  * '+' a space, into out (n bytes): its length, or -1 when absent or
  * longer than n. */
 ssize_t orbit__live_query_value(const char *q, size_t len, const char *key, char *out, size_t n);
-/* Equal bytes, in time that depends on bn only. */
-int orbit__live_equal(const void *a, size_t an, const void *b, size_t bn);
 /* Whether the Cookie header value v holds orbit_ui=SESSION. */
 int orbit__live_cookie_session(const char *v, size_t len, const char *session);
 /* A stream's number: decimal digits, 1 to UINT32_MAX; 0 or -1. */

@@ -6,6 +6,7 @@
  */
 #include <string.h>
 
+#include "collector.h"
 #include "live_internal.h"
 
 static int hexval(int c)
@@ -50,15 +51,6 @@ ssize_t orbit__live_query_value(const char *q, size_t len, const char *key, char
 	return -1;
 }
 
-int orbit__live_equal(const void *a, size_t an, const void *b, size_t bn)
-{
-	const unsigned char *x = a, *y = b;
-	unsigned diff = an != bn;
-	for (size_t i = 0; i < bn; i++)
-		diff |= y[i] ^ (i < an ? x[i] : 0u);
-	return diff == 0;
-}
-
 int orbit__live_cookie_session(const char *v, size_t len, const char *session)
 {
 	static const char name[] = "orbit_ui=";
@@ -67,7 +59,7 @@ int orbit__live_cookie_session(const char *v, size_t len, const char *session)
 		if (memcmp(v + at, name, nl) == 0 &&
 		    (at == 0 || v[at - 1] == ' ' || v[at - 1] == ';') &&
 		    (at + nl + sl == len || v[at + nl + sl] == ';') &&
-		    orbit__live_equal(v + at + nl, sl, session, sl))
+		    orbit__secret_equal(v + at + nl, sl, session, sl))
 			return 1;
 	return 0;
 }

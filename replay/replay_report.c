@@ -10,6 +10,7 @@
 #include <string.h>
 #include <time.h>
 
+#include "clock_ns.h"
 #include "replay_report.h"
 
 #define PROGRESS_EVERY_NS 100000000ull
@@ -105,16 +106,9 @@ void orbit__rp_say(struct orbit_rp_report *r, const char *fmt, ...)
 	va_end(ap);
 }
 
-static uint64_t now_ns(void)
-{
-	struct timespec ts;
-	clock_gettime(CLOCK_MONOTONIC, &ts);
-	return (uint64_t)ts.tv_sec * 1000000000ull + (uint64_t)ts.tv_nsec;
-}
-
 int orbit__rp_progress_due(struct orbit_rp_report *r)
 {
-	uint64_t now = now_ns();
+	uint64_t now = orbit__clock_ns(CLOCK_MONOTONIC);
 	if (now < r->next_ns)
 		return 0;
 	r->next_ns = now + PROGRESS_EVERY_NS;

@@ -130,16 +130,10 @@
 #include <string.h>
 #include <time.h>
 
+#include "clock_ns.h"
 #include "scope_slot.h"
 
 #define BATCH 256u /* records handed to the callback at once */
-
-static uint64_t now_ns(void)
-{
-	struct timespec ts;
-	clock_gettime(CLOCK_MONOTONIC, &ts);
-	return (uint64_t)ts.tv_sec * 1000000000ull + (uint64_t)ts.tv_nsec;
-}
 
 void orbit__drain_init(struct orbit__drain *d, const struct orbit__segment *seg, int in_process)
 {
@@ -218,7 +212,7 @@ static struct orbit__stamp stamp_now(struct orbit__ring *r, uint64_t c, uint64_t
 static int stall(struct orbit__drain *d, struct orbit__ring_state *s, struct orbit__ring *r,
                  uint64_t end, uint64_t slots, int *gone, struct orbit__drain_result *res)
 {
-	uint64_t now = now_ns();
+	uint64_t now = orbit__clock_ns(CLOCK_MONOTONIC);
 	if (!s->stalled || s->stall_claim != s->next) {
 		s->stalled = 1;
 		s->stall_claim = s->next;

@@ -19,6 +19,7 @@
 #include <time.h>
 #include <unistd.h>
 
+#include "clock_ns.h"
 #include "replay_export.h"
 
 #define DRAW_NS 1000000000ull /* a table this often */
@@ -39,13 +40,6 @@ struct follow {
 	uint64_t tables;
 };
 
-static uint64_t now_ns(void)
-{
-	struct timespec ts;
-	clock_gettime(CLOCK_MONOTONIC, &ts);
-	return (uint64_t)ts.tv_sec * 1000000000ull + (uint64_t)ts.tv_nsec;
-}
-
 static const char *wanted(const struct orbit_replay_options *o)
 {
 	return o->follow ? "-" : NULL;
@@ -55,7 +49,7 @@ static int begin(struct orbit_rp_export *x)
 {
 	struct follow *f = x->state;
 	f->tty = x->out->f != NULL && isatty(fileno(x->out->f));
-	f->first_draw = f->last_draw = now_ns();
+	f->first_draw = f->last_draw = orbit__clock_ns(CLOCK_MONOTONIC);
 	return 0;
 }
 
@@ -194,7 +188,7 @@ static void draw(struct orbit_rp_export *x, struct follow *f, uint64_t now)
 static void tick(struct orbit_rp_export *x)
 {
 	struct follow *f = x->state;
-	uint64_t now = now_ns();
+	uint64_t now = orbit__clock_ns(CLOCK_MONOTONIC);
 	if (now - f->last_draw >= DRAW_NS)
 		draw(x, f, now);
 }

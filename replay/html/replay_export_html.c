@@ -19,6 +19,7 @@
 #include <string.h>
 #include <time.h>
 
+#include "clock_ns.h"
 #include "replay_export.h"
 #include "replay_html.h"
 
@@ -636,19 +637,12 @@ static int live_slack(const struct orbit_rp_html *h)
 	       h->strs.len > h->text_bytes + (size_t)h->nsites * 64 + LIVE_TEXT_SLACK;
 }
 
-static uint64_t live_clock(clockid_t id)
-{
-	struct timespec ts;
-	clock_gettime(id, &ts);
-	return (uint64_t)ts.tv_sec * 1000000000ull + (uint64_t)ts.tv_nsec;
-}
-
 /* One data block of the history to options.html_live, with what it cost
  * the thread. */
 static void live_emit(struct orbit_rp_export *x, struct orbit_rp_html *h)
 {
 	const struct orbit_replay_options *o = x->view->o;
-	uint64_t cpu = live_clock(CLOCK_THREAD_CPUTIME_ID);
+	uint64_t cpu = orbit__clock_ns(CLOCK_THREAD_CPUTIME_ID);
 	h->live_dirty = 0;
 	live_evict(x, h);
 	if (live_slack(h) && live_compact(h) != 0)
@@ -663,7 +657,7 @@ static void live_emit(struct orbit_rp_export *x, struct orbit_rp_html *h)
 	int rc = orbit__rp_html_write(h, x, &out);
 	int bad = rc != 0 || orbit__rp_out_close(&out) != 0 || ferror(f); /* f stays open */
 	fclose(f);
-	h->live_cost_ns = live_clock(CLOCK_THREAD_CPUTIME_ID) - cpu;
+	h->live_cost_ns = orbit__clock_ns(CLOCK_THREAD_CPUTIME_ID) - cpu;
 	if (!bad)
 		o->html_live(o->html_live_ctx, buf, len, h->live_cost_ns);
 	free(buf);
@@ -674,7 +668,7 @@ static void html_tick(struct orbit_rp_export *x)
 	struct orbit_rp_html *h = x->state;
 	if (!h->live)
 		return;
-	uint64_t now = live_clock(CLOCK_MONOTONIC);
+	uint64_t now = orbit__clock_ns(CLOCK_MONOTONIC);
 	if (now < h->live_next || !h->live_dirty) /* a block only of something new */
 		return;
 	live_emit(x, h);
